@@ -1,0 +1,129 @@
+# Helpers for test scripts run by qemu-test/run, sourced in the guest:
+#
+#   . "$REPO/qemu-test/lib.sh"
+#
+# Conventions: node 2 is the server, node 1 the client (so on two nodes,
+# `ib_send_bw -d "$RXE_DEV"` runs on node 2 and `ib_send_bw -d "$RXE_DEV"
+# "$(server_ip)"` on node 1). Everything here works with NODE_COUNT >= 1.
+# shellcheck shell=bash
+
+: "${NODE_INDEX:?lib.sh: not in a qemu-test guest (NODE_INDEX unset)}"
+: "${RXE_NET4:=10.77.0}" "${RXE_NET6:=fd77:}"
+
+# Seconds a barrier or wait helper waits before it fails the test.
+: "${RXE_WAIT_TIMEOUT:=300}"
+
+# fail MSG...: print MSG on stderr and end the script with status 1.
+fail() {
+	echo "FAIL (node$NODE_INDEX): $*" >&2
+	exit 1
+}
+
+# note MSG...: a timestamped progress line, on stdout.
+note() {
+	echo "[$(cut -d' ' -f1 /proc/uptime)] $*"
+}
+
+# node_ip N / node_ip6 N: node N's addresses.
+node_ip() { echo "$RXE_NET4.$1"; }
+node_ip6() { echo "$RXE_NET6:$1"; }
+
+# is_server / is_client: this node's role in a client-server test.
+is_server() { [ "$NODE_INDEX" = 2 ]; }
+is_client() { [ "$NODE_INDEX" = 1 ]; }
+server_ip() { node_ip 2; }
+server_ip6() { node_ip6 2; }
+client_ip() { node_ip 1; }
+
+# barrier NAME [TIMEOUT]: wait until all NODE_COUNT nodes reached barrier
+# NAME. The same NAME may be used again: each use is a new barrier, as long
+# as every node passes the same sequence of barriers. Fails the script
+# (exit 1) after TIMEOUT seconds (default $RXE_WAIT_TIMEOUT).
+declare -A _rxe_barrier_seq=()
+barrier() {
+	local name=${1:?barrier NAME} limit=${2:-$RXE_WAIT_TIMEOUT} seq tag arrived start
+	[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || fail "barrier name '$name': use [A-Za-z0-9_.-]"
+	seq=$((${_rxe_barrier_seq[$name]:-0} + 1))
+	_rxe_barrier_seq[$name]=$seq
+	tag=$SHARED_DIR/barrier.$name.$seq
+	: >"$tag.node$NODE_INDEX" || fail "barrier $name: cannot write $SHARED_DIR"
+	start=$SECONDS
+	while :; do
+		arrived=("$tag".node*)
+		[ -e "${arrived[0]}" ] || arrived=()
+		((${#arrived[@]} >= NODE_COUNT)) && return 0
+		((SECONDS - start < limit)) ||
+			fail "barrier $name (#$seq): ${#arrived[@]}/$NODE_COUNT nodes after ${limit}s (here: ${arrived[*]##*.})"
+		sleep 0.2
+	done
+}
+
+# publish NAME VALUE / fetch NAME [TIMEOUT]: pass a small value between
+# nodes. fetch waits until some node published NAME, then prints it.
+publish() {
+	local f=$SHARED_DIR/value.${1:?publish NAME VALUE}
+	printf '%s\n' "${2-}" >"$f.tmp.$NODE_INDEX" && mv "$f.tmp.$NODE_INDEX" "$f"
+}
+fetch() {
+	local f=$SHARED_DIR/value.${1:?fetch NAME} limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS
+	until [ -e "$f" ]; do
+		((SECONDS - start < limit)) || fail "fetch $1: nothing published after ${limit}s"
+		sleep 0.2
+	done
+	cat "$f"
+}
+
+# wait_tcp_port IP PORT [TIMEOUT]: wait until a TCP connect to IP:PORT
+# succeeds. It connects (and closes at once), so the server sees one empty
+# connection: fine for iperf3 or sshd, not for perftest's servers, which
+# take their first connection as the client. For those, have the server
+# node call wait_listen and then a barrier.
+wait_tcp_port() {
+	local ip=${1:?wait_tcp_port IP PORT} port=${2:?wait_tcp_port IP PORT}
+	local limit=${3:-$RXE_WAIT_TIMEOUT} start=$SECONDS
+	until (exec 9<>"/dev/tcp/$ip/$port") 2>/dev/null; do
+		((SECONDS - start < limit)) || fail "wait_tcp_port $ip $port: no listener after ${limit}s"
+		sleep 0.2
+	done
+}
+
+# wait_listen PORT [TIMEOUT]: wait until something on this node listens on
+# TCP PORT (any address), without connecting to it.
+wait_listen() {
+	local port=${1:?wait_listen PORT} limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS
+	until [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; do
+		((SECONDS - start < limit)) || fail "wait_listen $port: nothing listens after ${limit}s"
+		sleep 0.2
+	done
+}
+
+# kmemleak_scan: run kmemleak now and print what it suspects. Returns 1 when
+# it reports leaks (and copies the report to the kernel log, where
+# qemu-test/run flags it), 0 when it has none or the kernel has no kmemleak.
+# Objects are only reported once they are a few seconds old, so wait a
+# little after the last teardown before calling it.
+kmemleak_scan() {
+	local k=/sys/kernel/debug/kmemleak report line
+	[ -e "$k" ] || return 0
+	# A second scan catches objects the first saw as still too young.
+	if ! { echo scan >"$k" && echo scan >"$k"; }; then
+		echo "kmemleak_scan: scan failed" >&2
+		return 0
+	fi
+	report=$(cat "$k")
+	[ -n "$report" ] || return 0
+	echo "kmemleak report (node$NODE_INDEX):"
+	echo "$report"
+	while IFS= read -r line; do
+		echo "kmemleak_scan: $line" >/dev/kmsg
+	done <<<"$report"
+	return 1
+}
+
+# kmemleak_clear: forget every leak suspected so far (boot-time ones, say),
+# so that a later kmemleak_scan reports only what came after.
+kmemleak_clear() {
+	local k=/sys/kernel/debug/kmemleak
+	[ -e "$k" ] || return 0
+	echo scan >"$k" && echo clear >"$k"
+}

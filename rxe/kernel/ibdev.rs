@@ -1,0 +1,191 @@
+//! The `ib_device` of an rxe link: allocation, registration and lookups.
+
+use core::{mem::size_of, ptr::NonNull};
+
+use kernel::{error::to_result, init::PinInit, prelude::*, str::CStr, types::ScopeGuard};
+
+use super::netdev::NetDevice;
+use crate::rxe::device::DeviceState;
+use crate::rxe::sys as b;
+
+/// Plain data the RDMA core asks the driver to fill in.
+pub(crate) use b::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr};
+
+/// The device as the RDMA core allocates it.
+///
+/// The core's `ib_device` comes first, so a `*mut ib_device` of ours and a
+/// `*mut Device` are the same address; the driver's state follows.
+///
+/// # Invariants
+///
+/// `state` is initialised from the moment the core can call into the device
+/// (its ops are set) until `dealloc_driver` drops it.
+#[repr(C)]
+pub(crate) struct Device {
+    ib: b::ib_device,
+    state: DeviceState,
+}
+
+/// The port events rxe reports to the RDMA core.
+#[derive(Clone, Copy)]
+pub(crate) enum PortEvent {
+    Active,
+    Error,
+}
+
+/// Identity the driver gives a new device.
+pub(crate) struct Identity {
+    pub(crate) node_guid: [u8; 8],
+    pub(crate) node_desc: &'static [u8],
+}
+
+impl Device {
+    /// Returns the device of an `ib_device` created by this driver.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the `ib_device` of a live `Device` whose state is initialised.
+    pub(crate) unsafe fn from_ib<'a>(ib: *mut b::ib_device) -> &'a Device {
+        // SAFETY: `ib` is the first field of a `#[repr(C)]` `Device`.
+        unsafe { &*ib.cast::<Device>() }
+    }
+
+    pub(crate) fn state(&self) -> &DeviceState {
+        &self.state
+    }
+
+    pub(crate) fn as_ib(&self) -> *mut b::ib_device {
+        core::ptr::addr_of!(self.ib).cast_mut()
+    }
+
+    /// Allocates, initialises and registers a device named `name` on `ndev`.
+    ///
+    /// On success the RDMA core owns the device: it lives until it is
+    /// unregistered, and `dealloc_driver` drops the state.
+    pub(crate) fn register(
+        name: &CStr,
+        ndev: &NetDevice,
+        identity: Identity,
+        state: impl PinInit<DeviceState, Error>,
+    ) -> Result {
+        // SAFETY: FFI call; the size covers `ib_device` at offset 0.
+        let raw = unsafe { b::_ib_alloc_device(size_of::<Device>()) }.cast::<Device>();
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `raw` is zeroed memory of the right size that we own, and
+        // `state` is not yet initialised. The ops are set only after the state
+        // is, so a failed init frees the device without dropping anything.
+        unsafe { state.__pinned_init(core::ptr::addr_of_mut!((*raw).state)) }.inspect_err(|_| {
+            // SAFETY: The device was allocated above and has no ops yet.
+            unsafe { b::ib_dealloc_device(raw.cast()) }
+        })?;
+        // From here on `dealloc_driver` drops the state when the device goes.
+        let guard = ScopeGuard::new_with_data(raw, |raw| {
+            // SAFETY: The device is ours and not registered.
+            unsafe { b::ib_dealloc_device(raw.cast()) }
+        });
+        // SAFETY: The device is ours until registered; its fields are plain data.
+        unsafe {
+            let ib = &mut (*raw).ib;
+            ib.name_assign_type = b::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
+            for (dst, &src) in ib.node_desc.iter_mut().zip(identity.node_desc) {
+                *dst = src as kernel::ffi::c_char;
+            }
+            ib.node_type = b::RDMA_NODE_IB_CA as u8;
+            ib.phys_port_cnt = 1;
+            ib.num_comp_vectors = b::rxe_rs_num_possible_cpus() as i32;
+            ib.local_dma_lkey = 0;
+            ib.node_guid = u64::from_ne_bytes(identity.node_guid);
+            ib.uverbs_cmd_mask |= (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+                | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+            let ops = super::ops::device_ops();
+            b::ib_set_device_ops(ib, &ops);
+            to_result(b::ib_device_set_netdev(ib, ndev.as_ptr(), 1))?;
+            to_result(b::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut()))?;
+        }
+        guard.dismiss();
+        Ok(())
+    }
+
+    /// The network device of port 1, if it still has one.
+    pub(crate) fn netdev(&self) -> Option<NetDevice> {
+        // SAFETY: The device is alive; the getter returns a held reference.
+        unsafe { NetDevice::from_owned(b::ib_device_get_netdev(self.as_ib(), 1)) }
+    }
+
+    /// Tells the RDMA core (and so its users) that the port changed state.
+    pub(crate) fn dispatch_port_event(&self, event: PortEvent) {
+        let mut ev = b::ib_event {
+            device: self.as_ib(),
+            event: match event {
+                PortEvent::Active => b::ib_event_type_IB_EVENT_PORT_ACTIVE,
+                PortEvent::Error => b::ib_event_type_IB_EVENT_PORT_ERR,
+            },
+            ..Default::default()
+        };
+        ev.element.port_num = 1;
+        // SAFETY: The event is fully initialised and the device is alive.
+        unsafe { b::ib_dispatch_event(&ev) };
+    }
+
+    /// The Ethernet speed and width the core derives from the netdev's link.
+    pub(crate) fn eth_speed(&self) -> Result<(u16, u8)> {
+        let (mut speed, mut width) = (0u16, 0u8);
+        // SAFETY: The device is alive and the out pointers are valid.
+        to_result(unsafe { b::ib_get_eth_speed(self.as_ib(), 1, &mut speed, &mut width) })?;
+        Ok((speed, width))
+    }
+
+    /// Schedules unregistration; safe from netdev notifiers (RTNL held).
+    pub(crate) fn unregister_queued(&self) {
+        // SAFETY: The device is registered and alive.
+        unsafe { b::ib_unregister_device_queued(self.as_ib()) };
+    }
+
+    /// Drops the driver state; called once by `dealloc_driver`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` belongs to a `Device` whose state is initialised and is never
+    /// used again after this call.
+    pub(crate) unsafe fn drop_state(ib: *mut b::ib_device) {
+        let dev = ib.cast::<Device>();
+        // SAFETY: Per the contract, the state is initialised and now dead.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).state)) };
+    }
+}
+
+/// A counted reference on a registered device of this driver.
+pub(crate) struct DeviceRef(NonNull<Device>);
+
+impl DeviceRef {
+    /// The rxe device bound to `ndev`, if there is one.
+    pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
+        // SAFETY: FFI; returns a device with a reference taken, or null.
+        let ib = unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
+        NonNull::new(ib.cast::<Device>()).map(Self)
+    }
+}
+
+impl core::ops::Deref for DeviceRef {
+    type Target = Device;
+    fn deref(&self) -> &Device {
+        // SAFETY: Our reference keeps the registered device, and so its
+        // initialised state, alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for DeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference taken by `by_netdev`.
+        unsafe { b::ib_device_put(self.0.as_ptr().cast()) };
+    }
+}
+
+/// Unregisters every device of this driver; used at module unload.
+pub(crate) fn unregister_all() {
+    // SAFETY: FFI; waits for all rxe devices to be gone.
+    unsafe { b::ib_unregister_driver(b::rdma_driver_id_RDMA_DRIVER_RXE) };
+}

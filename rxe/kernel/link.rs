@@ -1,0 +1,49 @@
+//! The `rxe` link type: `rdma link add NAME type rxe netdev DEV`.
+
+use kernel::{error::from_result, ffi::c_char, prelude::*, str::CStr, types::Opaque};
+
+use super::netdev::NetDevice;
+use crate::rxe::sys as b;
+
+/// The registered link type. Dropping it unregisters.
+///
+/// The ops live in their own allocation: the core links them into a list.
+pub(crate) struct LinkType(KBox<Opaque<b::rdma_link_ops>>);
+
+// SAFETY: After registration only the RDMA core touches the ops, under its
+// own lock; this value only hands their address back to unregister.
+unsafe impl Send for LinkType {}
+// SAFETY: As above; `&LinkType` allows no access at all.
+unsafe impl Sync for LinkType {}
+
+unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut b::net_device) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: The core passes a NUL-terminated name and a netdev it holds
+        // for the duration of the call.
+        let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDevice::get(ndev).ok_or(ENODEV)?) };
+        crate::rxe::device::newlink(name, &ndev)?;
+        Ok(0)
+    })
+}
+
+impl LinkType {
+    /// Registers the "rxe" link type.
+    pub(crate) fn register() -> Result<Self> {
+        let ops = b::rdma_link_ops {
+            type_: c"rxe".as_ptr().cast(),
+            newlink: Some(newlink),
+            ..Default::default()
+        };
+        let ops = KBox::new(Opaque::new(ops), GFP_KERNEL)?;
+        // SAFETY: The ops stay at this address until `drop` unregisters them.
+        unsafe { b::rdma_link_register(ops.get()) };
+        Ok(Self(ops))
+    }
+}
+
+impl Drop for LinkType {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `register`.
+        unsafe { b::rdma_link_unregister(self.0.get()) };
+    }
+}

@@ -1,0 +1,14 @@
+//! Safe wrappers over the kernel objects the 6.12 kernel crate lacks.
+//!
+//! All of the driver's `unsafe` code lives in this layer (and the crate
+//! root); the driver logic above it is written against these types.
+
+pub(crate) mod errno;
+pub(crate) mod ibdev;
+pub(crate) mod link;
+pub(crate) mod netdev;
+pub(crate) mod object;
+pub(crate) mod ops;
+pub(crate) mod skb;
+pub(crate) mod udata;
+pub(crate) mod udp;

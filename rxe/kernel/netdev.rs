@@ -1,0 +1,187 @@
+//! Network devices: counted references and the netdev event notifier.
+
+use core::ptr::NonNull;
+
+use kernel::{error::to_result, prelude::*, types::Opaque};
+
+use crate::rxe::sys as b;
+
+/// A counted reference to a `struct net_device`.
+///
+/// # Invariants
+///
+/// `self.0` points to a live `net_device` on which this value owns one
+/// reference (taken with `dev_hold` or handed over by a C getter).
+pub(crate) struct NetDevice(NonNull<b::net_device>);
+
+// SAFETY: A held net_device reference can be used and dropped from any thread.
+unsafe impl Send for NetDevice {}
+// SAFETY: Only reads through `&self`; the C side serialises its own updates.
+unsafe impl Sync for NetDevice {}
+
+impl NetDevice {
+    /// Takes over a reference the caller owns.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is null or points to a `net_device` on which the caller owns a
+    /// reference, which is transferred to the returned value.
+    pub(crate) unsafe fn from_owned(ptr: *mut b::net_device) -> Option<Self> {
+        NonNull::new(ptr).map(Self)
+    }
+
+    /// Takes a new reference on a device the caller can borrow.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a `net_device` that stays alive for the call.
+    pub(crate) unsafe fn get(ptr: *mut b::net_device) -> Option<Self> {
+        let ptr = NonNull::new(ptr)?;
+        // SAFETY: The caller guarantees the device is alive now.
+        unsafe { b::rxe_rs_dev_hold(ptr.as_ptr()) };
+        Some(Self(ptr))
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut b::net_device {
+        self.0.as_ptr()
+    }
+
+    fn raw(&self) -> &b::net_device {
+        // SAFETY: By the type invariant the device is alive while we hold it.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The interface name, without the trailing NULs.
+    pub(crate) fn name(&self) -> &[u8] {
+        // `name` is a fixed char array; the kernel keeps it NUL terminated.
+        let name = &self.raw().name;
+        // SAFETY: `c_char` and `u8` have the same layout.
+        let bytes = unsafe { &*(name as *const [kernel::ffi::c_char] as *const [u8]) };
+        let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+        &bytes[..len]
+    }
+
+    pub(crate) fn mtu(&self) -> u32 {
+        self.raw().mtu
+    }
+
+    pub(crate) fn ifindex(&self) -> i32 {
+        self.raw().ifindex
+    }
+
+    /// The first six bytes of the hardware address (the MAC of an Ethernet device).
+    pub(crate) fn mac(&self) -> [u8; 6] {
+        let mut mac = [0u8; 6];
+        let addr = self.raw().dev_addr;
+        if !addr.is_null() {
+            // SAFETY: `dev_addr` of a registered device points to at least
+            // `addr_len` bytes, and every device rxe accepts has 6 or more.
+            let src = unsafe { core::slice::from_raw_parts(addr, 6) };
+            mac.copy_from_slice(src);
+        }
+        mac
+    }
+
+    /// Administratively up (IFF_UP).
+    pub(crate) fn is_up(&self) -> bool {
+        // SAFETY: The device is alive (type invariant).
+        let flags = unsafe { b::dev_get_flags(self.as_ptr()) };
+        flags & b::net_device_flags_IFF_UP != 0
+    }
+
+    /// Running with carrier: the port can move packets.
+    pub(crate) fn is_running_with_carrier(&self) -> bool {
+        // SAFETY: The device is alive (type invariant).
+        unsafe { b::rxe_rs_netif_running(self.as_ptr()) && b::rxe_rs_netif_carrier_ok(self.as_ptr()) }
+    }
+
+    pub(crate) fn is_vlan(&self) -> bool {
+        // SAFETY: The device is alive (type invariant).
+        unsafe { b::rxe_rs_is_vlan_dev(self.as_ptr()) }
+    }
+}
+
+impl Clone for NetDevice {
+    fn clone(&self) -> Self {
+        // SAFETY: We hold a reference, so the device is alive.
+        unsafe { b::rxe_rs_dev_hold(self.as_ptr()) };
+        Self(self.0)
+    }
+}
+
+impl Drop for NetDevice {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference (type invariant) and give it back.
+        unsafe { b::rxe_rs_dev_put(self.as_ptr()) };
+    }
+}
+
+/// The netdev events rxe follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NetEvent {
+    Up,
+    Down,
+    Change,
+    ChangeMtu,
+    Unregister,
+    Other,
+}
+
+impl NetEvent {
+    fn from_raw(event: usize) -> Self {
+        match event as u32 {
+            b::netdev_cmd_NETDEV_UP => Self::Up,
+            b::netdev_cmd_NETDEV_DOWN => Self::Down,
+            b::netdev_cmd_NETDEV_CHANGE => Self::Change,
+            b::netdev_cmd_NETDEV_CHANGEMTU => Self::ChangeMtu,
+            b::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A registered netdevice notifier that hands every event to the driver.
+///
+/// The block lives in its own allocation: the notifier chain links it.
+pub(crate) struct Notifier(KBox<Opaque<b::notifier_block>>);
+
+// SAFETY: After registration only the notifier chain touches the block, under
+// its own lock; this value only hands its address back to unregister.
+unsafe impl Send for Notifier {}
+// SAFETY: As above; `&Notifier` allows no access at all.
+unsafe impl Sync for Notifier {}
+
+unsafe extern "C" fn notifier_call(
+    _nb: *mut b::notifier_block,
+    event: kernel::ffi::c_ulong,
+    info: *mut kernel::ffi::c_void,
+) -> kernel::ffi::c_int {
+    // SAFETY: The notifier chain passes a netdev_notifier_info whose device is
+    // alive for the duration of the call.
+    if let Some(ndev) = unsafe { NetDevice::get(b::rxe_rs_netdev_notifier_info_to_dev(info)) } {
+        crate::rxe::device::net_event(&ndev, NetEvent::from_raw(event));
+    }
+    b::NOTIFY_OK as kernel::ffi::c_int
+}
+
+impl Notifier {
+    /// Registers for netdevice events; runs in process context with RTNL held.
+    pub(crate) fn register() -> Result<Self> {
+        let nb = b::notifier_block {
+            notifier_call: Some(notifier_call),
+            ..Default::default()
+        };
+        let block = KBox::new(Opaque::new(nb), GFP_KERNEL)?;
+        // SAFETY: The block is initialised and stays at this address until
+        // `drop` unregisters it.
+        to_result(unsafe { b::register_netdevice_notifier(block.get()) })?;
+        Ok(Self(block))
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        // SAFETY: The block was registered in `register`.
+        unsafe { b::unregister_netdevice_notifier(self.0.get()) };
+    }
+}

@@ -1,0 +1,97 @@
+//! Verbs objects the RDMA core allocates with room for the driver's state.
+//!
+//! For PDs, CQs, QPs, SRQs, AHs, MWs and user contexts the core allocates
+//! `size_ib_*` zeroed bytes, puts its `ib_*` struct at offset 0, calls the
+//! driver's create op, and frees the memory after the destroy op. `CoreObj`
+//! is that memory seen from Rust: the core's struct, then the driver's `T`.
+
+use core::{marker::PhantomData, mem::size_of};
+
+use kernel::{init::PinInit, prelude::*};
+
+use super::ibdev::Device;
+use crate::rxe::sys as b;
+
+/// A core struct that knows its device.
+pub(crate) trait IbObject {
+    fn device_ptr(&self) -> *mut b::ib_device;
+}
+
+macro_rules! ib_object {
+    ($($t:ident),*) => {$(
+        impl IbObject for b::$t {
+            fn device_ptr(&self) -> *mut b::ib_device {
+                self.device
+            }
+        }
+    )*};
+}
+ib_object!(ib_pd, ib_ucontext, ib_cq, ib_qp, ib_srq, ib_ah, ib_mw, ib_mr);
+
+/// # Invariants
+///
+/// `data` is initialised for as long as a reference to the object exists.
+#[repr(C)]
+pub(crate) struct CoreObj<I, T> {
+    ib: I,
+    data: T,
+    _pin: PhantomData<core::marker::PhantomPinned>,
+}
+
+impl<I: IbObject, T> CoreObj<I, T> {
+    /// The size to report in the ops table.
+    pub(crate) const SIZE: usize = size_of::<Self>();
+
+    /// Initialises the driver part of a core-allocated object.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is the core's zeroed allocation of `SIZE` bytes for an object
+    /// whose driver part is not initialised yet.
+    pub(crate) unsafe fn init(raw: *mut I, data: impl PinInit<T, Error>) -> Result {
+        let obj = raw.cast::<Self>();
+        // SAFETY: The slot is valid, uninitialised and pinned in core memory.
+        unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*obj).data)) }
+    }
+
+    /// Drops the driver part; the core frees the memory afterwards.
+    ///
+    /// # Safety
+    ///
+    /// `raw` was initialised by `init` and is not used again.
+    pub(crate) unsafe fn destroy(raw: *mut I) {
+        let obj = raw.cast::<Self>();
+        // SAFETY: Initialised, and dead from now on, per the contract.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*obj).data)) };
+    }
+
+    /// # Safety
+    ///
+    /// `raw` was initialised by `init` and stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(raw: *mut I) -> &'a Self {
+        // SAFETY: Per the contract.
+        unsafe { &*raw.cast::<Self>() }
+    }
+
+    pub(crate) fn ib_ptr(&self) -> *mut I {
+        core::ptr::addr_of!(self.ib).cast_mut()
+    }
+
+    /// The core's view of the object, for the fields the core maintains.
+    pub(crate) fn ib(&self) -> &I {
+        &self.ib
+    }
+
+    pub(crate) fn device(&self) -> &Device {
+        // SAFETY: The core sets `device` before calling the create op, and a
+        // device outlives every object created on it.
+        unsafe { Device::from_ib(self.ib.device_ptr()) }
+    }
+}
+
+impl<I, T> core::ops::Deref for CoreObj<I, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}

@@ -1,0 +1,213 @@
+//! The `ib_device_ops` table: every entry point the RDMA core calls.
+//!
+//! Each trampoline turns the core's raw pointers into references to driver
+//! objects, calls the driver, and turns its `Result` back into an errno.
+//! Nothing else in the driver sees the raw pointers.
+
+use kernel::{error::from_result, ffi::c_int, prelude::*};
+
+use super::ibdev::{Device, DeviceAttr, PortAttr};
+use super::errno;
+use super::object::CoreObj;
+use super::udata::Udata;
+use crate::rxe::pd::Pd;
+use crate::rxe::sys as b;
+use crate::rxe::ucontext::Ucontext;
+
+/// The ABI version rdma-core's rxe provider accepts (it refuses any other).
+const UVERBS_ABI_VERSION: u32 = 2;
+
+/// Builds the ops table; the core copies it into each device.
+pub(crate) fn device_ops() -> b::ib_device_ops {
+    b::ib_device_ops {
+        owner: crate::THIS_MODULE.as_ptr().cast(),
+        driver_id: b::rdma_driver_id_RDMA_DRIVER_RXE,
+        uverbs_abi_ver: UVERBS_ABI_VERSION,
+        device_group: unsafe_device_group(),
+
+        query_device: Some(query_device),
+        query_port: Some(query_port),
+        query_pkey: Some(query_pkey),
+        modify_device: Some(modify_device),
+        modify_port: Some(modify_port),
+        get_link_layer: Some(get_link_layer),
+        get_port_immutable: Some(get_port_immutable),
+        enable_driver: Some(enable_driver),
+        dealloc_driver: Some(dealloc_driver),
+
+        alloc_ucontext: Some(alloc_ucontext),
+        dealloc_ucontext: Some(dealloc_ucontext),
+        alloc_pd: Some(alloc_pd),
+        dealloc_pd: Some(dealloc_pd),
+
+        size_ib_ucontext: CoreObj::<b::ib_ucontext, Ucontext>::SIZE,
+        size_ib_pd: CoreObj::<b::ib_pd, Pd>::SIZE,
+        ..Default::default()
+    }
+}
+
+fn unsafe_device_group() -> *const b::attribute_group {
+    // SAFETY: Returns a pointer to static data in helpers.c.
+    unsafe { b::rxe_rs_device_group() }
+}
+
+/// # Safety
+///
+/// `ib` is the `ib_device` of a live rxe_rs device.
+unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
+    // SAFETY: The core only calls our ops on devices we registered, whose
+    // state lives until `dealloc_driver`.
+    unsafe { Device::from_ib(ib) }
+}
+
+unsafe extern "C" fn query_device(
+    ib: *mut b::ib_device,
+    attr: *mut b::ib_device_attr,
+    udata: *mut b::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Core-provided pointers, valid for the call.
+        let (dev, attr, udata) = unsafe { (dev(ib), &mut *attr, Udata::from_raw(udata)) };
+        dev.state().query_device(dev, attr as &mut DeviceAttr, udata.as_ref())?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn query_port(ib: *mut b::ib_device, port: u32, attr: *mut b::ib_port_attr) -> c_int {
+    from_result(|| {
+        // SAFETY: Core-provided pointers, valid for the call.
+        let (dev, attr) = unsafe { (dev(ib), &mut *attr) };
+        dev.state().query_port(dev, port, attr as &mut PortAttr)?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn query_pkey(ib: *mut b::ib_device, port: u32, index: u16, pkey: *mut u16) -> c_int {
+    from_result(|| {
+        // SAFETY: Core-provided pointers, valid for the call.
+        let (dev, pkey) = unsafe { (dev(ib), &mut *pkey) };
+        *pkey = dev.state().query_pkey(port, index)?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn modify_device(ib: *mut b::ib_device, mask: c_int, attr: *mut b::ib_device_modify) -> c_int {
+    from_result(|| {
+        // SAFETY: Core-provided pointers, valid for the call.
+        let (dev, attr) = unsafe { (dev(ib), &*attr) };
+        let supported = (b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID | b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC) as c_int;
+        if mask & !supported != 0 {
+            return Err(errno::eopnotsupp());
+        }
+        if mask & b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID as c_int != 0 {
+            // The core hands it in CPU order; the attribute keeps wire order.
+            dev.state().set_sys_image_guid(attr.sys_image_guid.to_be());
+        }
+        if mask & b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int != 0 {
+            // SAFETY: node_desc is plain bytes owned by the device; the core
+            // serialises modify_device against other writers.
+            unsafe { (*dev.as_ib()).node_desc = attr.node_desc };
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn modify_port(
+    ib: *mut b::ib_device,
+    port: u32,
+    mask: c_int,
+    attr: *mut b::ib_port_modify,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Core-provided pointers, valid for the call.
+        let (dev, attr) = unsafe { (dev(ib), &*attr) };
+        let reset_qkey = b::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR as c_int;
+        if port != 1 {
+            return Err(EINVAL);
+        }
+        if mask & !reset_qkey != 0 {
+            return Err(errno::eopnotsupp());
+        }
+        dev.state()
+            .modify_port(attr.set_port_cap_mask, attr.clr_port_cap_mask, mask & reset_qkey != 0);
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn get_link_layer(_ib: *mut b::ib_device, _port: u32) -> b::rdma_link_layer {
+    b::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+}
+
+unsafe extern "C" fn get_port_immutable(
+    ib: *mut b::ib_device,
+    port: u32,
+    immutable: *mut b::ib_port_immutable,
+) -> c_int {
+    from_result(|| {
+        if port != 1 {
+            return Err(EINVAL);
+        }
+        // SAFETY: Core-provided pointers, valid for the call.
+        let immutable = unsafe { &mut *immutable };
+        let mut attr = b::ib_port_attr::default();
+        // SAFETY: `ib` is our live device; the core's query fills `attr`.
+        kernel::error::to_result(unsafe { b::ib_query_port(ib, port, &mut attr) })?;
+        immutable.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+        immutable.pkey_tbl_len = attr.pkey_tbl_len as c_int;
+        immutable.gid_tbl_len = attr.gid_tbl_len;
+        immutable.max_mad_size = b::IB_MGMT_MAD_SIZE;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
+    from_result(|| {
+        // SAFETY: Called on our registered device.
+        let dev = unsafe { dev(ib) };
+        dev.state().enable(dev)?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
+    // SAFETY: The core calls this once, when the device is being freed and
+    // no other op can run any more.
+    unsafe { Device::drop_state(ib) };
+}
+
+unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed object of `size_ib_ucontext` bytes
+        // with `device` set, ours until `dealloc_ucontext`; `udata` is valid
+        // for the call.
+        unsafe {
+            let dev = dev((*uc).device);
+            let udata = Udata::from_raw(udata);
+            CoreObj::<b::ib_ucontext, Ucontext>::init(uc, Ucontext::new(dev, udata.as_ref())?)?;
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
+    // SAFETY: Initialised by `alloc_ucontext`; the core frees the memory after.
+    unsafe { CoreObj::<b::ib_ucontext, Ucontext>::destroy(uc) };
+}
+
+unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: As for `alloc_ucontext`, with `size_ib_pd`.
+        unsafe {
+            let dev = dev((*pd).device);
+            let udata = Udata::from_raw(udata);
+            CoreObj::<b::ib_pd, Pd>::init(pd, Pd::new(dev, udata.as_ref())?)?;
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn dealloc_pd(pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> c_int {
+    // SAFETY: Initialised by `alloc_pd`; the core frees the memory after.
+    unsafe { CoreObj::<b::ib_pd, Pd>::destroy(pd) };
+    0
+}

@@ -1,0 +1,17 @@
+//! The rxe_rs driver: verbs objects, the RoCEv2 datapath and their kernel glue.
+//!
+//! Layers, bottom up: `sys` (generated bindings and the C helper shim, private),
+//! `kernel` (safe wrappers over kernel objects; all of the driver's `unsafe`
+//! lives there and in the crate root), `proto` (protocol logic with no kernel
+//! dependency, also built and tested on the host), and the driver proper.
+
+mod sys;
+
+pub(crate) mod kernel;
+#[allow(dead_code)] // Host tests cover all of it; the driver uses it piece by piece.
+pub(crate) mod proto;
+
+pub(crate) mod device;
+pub(crate) mod net;
+pub(crate) mod pd;
+pub(crate) mod ucontext;

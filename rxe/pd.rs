@@ -1,0 +1,19 @@
+//! Protection domains.
+
+use kernel::prelude::*;
+
+use crate::rxe::kernel::{ibdev::Device, udata::Udata};
+use crate::rxe::device::{ObjCount, ObjKind};
+
+/// A protection domain. Holds a slot of the device's PD budget.
+pub(crate) struct Pd {
+    _slot: ObjCount,
+}
+
+impl Pd {
+    pub(crate) fn new(dev: &Device, _udata: Option<&Udata>) -> Result<Self> {
+        Ok(Self {
+            _slot: dev.state().take_slot(ObjKind::Pd)?,
+        })
+    }
+}

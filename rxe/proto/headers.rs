@@ -1,0 +1,737 @@
+//! IB transport header layouts (BTH and extension headers) and whole-packet parsing.
+//!
+//! Headers are decoded into small `Copy` structs and encoded back into byte
+//! slices, all big-endian. Nothing here trusts a length: every read and write
+//! goes through bounds-checked slice accessors and reports a short buffer.
+
+use super::opcode::{Hdr, Mask, Opcode};
+
+pub(crate) const BTH_LEN: usize = 12;
+pub(crate) const RETH_LEN: usize = 16;
+pub(crate) const AETH_LEN: usize = 4;
+pub(crate) const ATMETH_LEN: usize = 28;
+pub(crate) const ATMACK_LEN: usize = 8;
+pub(crate) const IMMDT_LEN: usize = 4;
+pub(crate) const IETH_LEN: usize = 4;
+pub(crate) const DETH_LEN: usize = 8;
+pub(crate) const RDETH_LEN: usize = 4;
+pub(crate) const FETH_LEN: usize = 4;
+pub(crate) const ICRC_LEN: usize = 4;
+
+/// The only transport header version IBTA defines.
+pub(crate) const BTH_TVER: u8 = 0;
+/// Full-membership default partition, the only one rxe uses.
+pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
+/// Q_Key of the GSI QP (QP1).
+pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
+/// QPN value addressing a multicast group.
+pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
+
+const QPN_MASK: u32 = 0x00ff_ffff;
+const PSN_MASK: u32 = 0x00ff_ffff;
+
+/// Why a header could not be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteError {
+    /// The destination ends before the header does.
+    TooShort,
+    /// The opcode's layout has no such header.
+    NotCarried,
+}
+
+fn get<const N: usize>(buf: &[u8], off: usize) -> Option<[u8; N]> {
+    buf.get(off..)?.first_chunk::<N>().copied()
+}
+
+fn be16(buf: &[u8], off: usize) -> Option<u16> {
+    get(buf, off).map(u16::from_be_bytes)
+}
+
+fn be32(buf: &[u8], off: usize) -> Option<u32> {
+    get(buf, off).map(u32::from_be_bytes)
+}
+
+fn be64(buf: &[u8], off: usize) -> Option<u64> {
+    get(buf, off).map(u64::from_be_bytes)
+}
+
+fn put<const N: usize>(buf: &mut [u8], off: usize, bytes: [u8; N]) -> Result<(), WriteError> {
+    let dst = buf
+        .get_mut(off..)
+        .and_then(|b| b.first_chunk_mut::<N>())
+        .ok_or(WriteError::TooShort)?;
+    *dst = bytes;
+    Ok(())
+}
+
+/// Checks the whole header fits before any byte is written, so a failed
+/// write never leaves a half-updated header behind.
+fn room(buf: &[u8], len: usize) -> Result<(), WriteError> {
+    if buf.len() < len {
+        Err(WriteError::TooShort)
+    } else {
+        Ok(())
+    }
+}
+
+/// Base Transport Header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bth {
+    /// Raw opcode byte; [`parse`] checks it against the table.
+    pub(crate) opcode: u8,
+    /// Solicited event.
+    pub(crate) se: bool,
+    pub(crate) mig: bool,
+    /// Pad bytes (0..=3) after the payload.
+    pub(crate) pad: u8,
+    pub(crate) tver: u8,
+    pub(crate) pkey: u16,
+    pub(crate) fecn: bool,
+    pub(crate) becn: bool,
+    /// Six reserved bits next to FECN/BECN.
+    pub(crate) resv6a: u8,
+    /// Destination QP, 24 bits.
+    pub(crate) qpn: u32,
+    pub(crate) ack_req: bool,
+    /// Seven reserved bits next to AckReq.
+    pub(crate) resv7: u8,
+    /// 24 bits.
+    pub(crate) psn: u32,
+}
+
+impl Bth {
+    /// A BTH for `opcode` with every flag clear and tver 0.
+    pub(crate) fn new(opcode: Opcode, pkey: u16, qpn: u32, psn: u32) -> Bth {
+        Bth {
+            opcode: opcode.bits(),
+            pkey,
+            qpn: qpn & QPN_MASK,
+            psn: psn & PSN_MASK,
+            ..Bth::default()
+        }
+    }
+
+    pub(crate) fn parse(buf: &[u8]) -> Option<Bth> {
+        let [opcode, flags] = get::<2>(buf, 0)?;
+        let qpn_word = be32(buf, 4)?;
+        let psn_word = be32(buf, 8)?;
+        // The top byte of each word holds flags; the masks keep the casts lossless.
+        let qpn_hi = (qpn_word >> 24) as u8;
+        let psn_hi = (psn_word >> 24) as u8;
+        Some(Bth {
+            opcode,
+            se: flags & 0x80 != 0,
+            mig: flags & 0x40 != 0,
+            pad: (flags >> 4) & 0x3,
+            tver: flags & 0x0f,
+            pkey: be16(buf, 2)?,
+            fecn: qpn_hi & 0x80 != 0,
+            becn: qpn_hi & 0x40 != 0,
+            resv6a: qpn_hi & 0x3f,
+            qpn: qpn_word & QPN_MASK,
+            ack_req: psn_hi & 0x80 != 0,
+            resv7: psn_hi & 0x7f,
+            psn: psn_word & PSN_MASK,
+        })
+    }
+
+    /// Encodes into the first [`BTH_LEN`] bytes; out-of-range fields are truncated to their width.
+    pub(crate) fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        room(buf, BTH_LEN)?;
+        let flags = (u8::from(self.se) << 7)
+            | (u8::from(self.mig) << 6)
+            | ((self.pad & 0x3) << 4)
+            | (self.tver & 0x0f);
+        let qpn_hi = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6) | (self.resv6a & 0x3f);
+        let psn_hi = (u8::from(self.ack_req) << 7) | (self.resv7 & 0x7f);
+        put(buf, 0, [self.opcode, flags])?;
+        put(buf, 2, self.pkey.to_be_bytes())?;
+        put(buf, 4, ((u32::from(qpn_hi) << 24) | (self.qpn & QPN_MASK)).to_be_bytes())?;
+        put(buf, 8, ((u32::from(psn_hi) << 24) | (self.psn & PSN_MASK)).to_be_bytes())
+    }
+}
+
+/// An extension header: its kind in the opcode table and its codec.
+pub(crate) trait ExtHeader: Sized {
+    const KIND: Hdr;
+
+    /// Decodes from the start of `buf`.
+    fn parse(buf: &[u8]) -> Option<Self>;
+
+    /// Encodes into the start of `buf`.
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError>;
+}
+
+/// Reads header `H` of a packet (starting at its BTH) with opcode `op`.
+pub(crate) fn read_ext<H: ExtHeader>(op: Opcode, pkt: &[u8]) -> Option<H> {
+    H::parse(pkt.get(op.offset(H::KIND)?..)?)
+}
+
+/// Writes header `H` into a packet (starting at its BTH) with opcode `op`.
+pub(crate) fn write_ext<H: ExtHeader>(op: Opcode, pkt: &mut [u8], hdr: &H) -> Result<(), WriteError> {
+    let off = op.offset(H::KIND).ok_or(WriteError::NotCarried)?;
+    hdr.write(pkt.get_mut(off..).ok_or(WriteError::TooShort)?)
+}
+
+/// RDMA Extended Transport Header: the remote buffer of a write, read, flush or atomic write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reth {
+    pub(crate) va: u64,
+    pub(crate) rkey: u32,
+    pub(crate) len: u32,
+}
+
+impl ExtHeader for Reth {
+    const KIND: Hdr = Hdr::Reth;
+
+    fn parse(buf: &[u8]) -> Option<Reth> {
+        Some(Reth {
+            va: be64(buf, 0)?,
+            rkey: be32(buf, 8)?,
+            len: be32(buf, 12)?,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        room(buf, RETH_LEN)?;
+        put(buf, 0, self.va.to_be_bytes())?;
+        put(buf, 8, self.rkey.to_be_bytes())?;
+        put(buf, 12, self.len.to_be_bytes())
+    }
+}
+
+/// ACK Extended Transport Header. Decode the syndrome with `wire::Syndrome`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Aeth {
+    pub(crate) syndrome: u8,
+    /// Message sequence number, 24 bits.
+    pub(crate) msn: u32,
+}
+
+impl ExtHeader for Aeth {
+    const KIND: Hdr = Hdr::Aeth;
+
+    fn parse(buf: &[u8]) -> Option<Aeth> {
+        let [syndrome, a, b, c] = get::<4>(buf, 0)?;
+        Some(Aeth {
+            syndrome,
+            msn: u32::from_be_bytes([0, a, b, c]),
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        let [_, a, b, c] = (self.msn & 0x00ff_ffff).to_be_bytes();
+        put(buf, 0, [self.syndrome, a, b, c])
+    }
+}
+
+/// Atomic Extended Transport Header (compare-and-swap, fetch-and-add). Packed: 28 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AtmEth {
+    pub(crate) va: u64,
+    pub(crate) rkey: u32,
+    /// Swap value for compare-and-swap, addend for fetch-and-add.
+    pub(crate) swap_add: u64,
+    pub(crate) compare: u64,
+}
+
+impl ExtHeader for AtmEth {
+    const KIND: Hdr = Hdr::AtmEth;
+
+    fn parse(buf: &[u8]) -> Option<AtmEth> {
+        Some(AtmEth {
+            va: be64(buf, 0)?,
+            rkey: be32(buf, 8)?,
+            swap_add: be64(buf, 12)?,
+            compare: be64(buf, 20)?,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        room(buf, ATMETH_LEN)?;
+        put(buf, 0, self.va.to_be_bytes())?;
+        put(buf, 8, self.rkey.to_be_bytes())?;
+        put(buf, 12, self.swap_add.to_be_bytes())?;
+        put(buf, 20, self.compare.to_be_bytes())
+    }
+}
+
+/// Atomic ACK Extended Transport Header: the value found at the target before the atomic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AtmAck {
+    pub(crate) orig: u64,
+}
+
+impl ExtHeader for AtmAck {
+    const KIND: Hdr = Hdr::AtmAck;
+
+    fn parse(buf: &[u8]) -> Option<AtmAck> {
+        Some(AtmAck {
+            orig: be64(buf, 0)?,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        put(buf, 0, self.orig.to_be_bytes())
+    }
+}
+
+/// Immediate data, kept as the four wire bytes: verbs hands it to user space
+/// in network order (`__be32 imm_data`), so it is never byte-swapped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ImmDt(pub(crate) [u8; 4]);
+
+impl ExtHeader for ImmDt {
+    const KIND: Hdr = Hdr::ImmDt;
+
+    fn parse(buf: &[u8]) -> Option<ImmDt> {
+        get(buf, 0).map(ImmDt)
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        put(buf, 0, self.0)
+    }
+}
+
+/// Invalidate Extended Transport Header: the rkey a SEND_WITH_INV invalidates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Ieth {
+    pub(crate) rkey: u32,
+}
+
+impl ExtHeader for Ieth {
+    const KIND: Hdr = Hdr::Ieth;
+
+    fn parse(buf: &[u8]) -> Option<Ieth> {
+        Some(Ieth {
+            rkey: be32(buf, 0)?,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        put(buf, 0, self.rkey.to_be_bytes())
+    }
+}
+
+/// Datagram Extended Transport Header (UD, RD).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Deth {
+    pub(crate) qkey: u32,
+    /// Source QP, 24 bits; the byte above it is reserved.
+    pub(crate) src_qpn: u32,
+}
+
+impl ExtHeader for Deth {
+    const KIND: Hdr = Hdr::Deth;
+
+    fn parse(buf: &[u8]) -> Option<Deth> {
+        Some(Deth {
+            qkey: be32(buf, 0)?,
+            src_qpn: be32(buf, 4)? & QPN_MASK,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        room(buf, DETH_LEN)?;
+        put(buf, 0, self.qkey.to_be_bytes())?;
+        put(buf, 4, (self.src_qpn & QPN_MASK).to_be_bytes())
+    }
+}
+
+/// Reliable Datagram Extended Transport Header (RD only, which rxe rejects).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rdeth {
+    /// End-to-end context, 24 bits.
+    pub(crate) een: u32,
+}
+
+impl ExtHeader for Rdeth {
+    const KIND: Hdr = Hdr::Rdeth;
+
+    fn parse(buf: &[u8]) -> Option<Rdeth> {
+        Some(Rdeth {
+            een: be32(buf, 0)? & 0x00ff_ffff,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        put(buf, 0, (self.een & 0x00ff_ffff).to_be_bytes())
+    }
+}
+
+/// FLUSH placement type bit: make the data globally visible.
+pub(crate) const FLUSH_GLOBAL: u8 = 1 << 0;
+/// FLUSH placement type bit: make the data persistent.
+pub(crate) const FLUSH_PERSISTENT: u8 = 1 << 1;
+
+/// What a FLUSH covers (the FETH selectivity level).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum FlushLevel {
+    /// The RETH's va/len range.
+    Range = 0,
+    /// The whole memory region named by the RETH's rkey.
+    Mr = 1,
+}
+
+impl TryFrom<u8> for FlushLevel {
+    type Error = u8;
+
+    fn try_from(v: u8) -> Result<FlushLevel, u8> {
+        match v {
+            0 => Ok(FlushLevel::Range),
+            1 => Ok(FlushLevel::Mr),
+            other => Err(other),
+        }
+    }
+}
+
+/// Flush Extended Transport Header: placement type in bits 3..0, selectivity in bits 5..4.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Feth {
+    /// [`FLUSH_GLOBAL`] | [`FLUSH_PERSISTENT`]; 4 bits.
+    pub(crate) ptype: u8,
+    /// Raw selectivity level, 2 bits; see [`FlushLevel`].
+    pub(crate) level: u8,
+}
+
+impl Feth {
+    pub(crate) fn level(&self) -> Result<FlushLevel, u8> {
+        FlushLevel::try_from(self.level)
+    }
+}
+
+impl ExtHeader for Feth {
+    const KIND: Hdr = Hdr::Feth;
+
+    fn parse(buf: &[u8]) -> Option<Feth> {
+        let bits = be32(buf, 0)?;
+        // Both fields sit in the low byte; the masks make the casts lossless.
+        Some(Feth {
+            ptype: (bits & 0x0f) as u8,
+            level: ((bits >> 4) & 0x3) as u8,
+        })
+    }
+
+    fn write(&self, buf: &mut [u8]) -> Result<(), WriteError> {
+        let bits = u32::from(self.ptype & 0x0f) | (u32::from(self.level & 0x3) << 4);
+        put(buf, 0, bits.to_be_bytes())
+    }
+}
+
+/// Why a received IB transport packet was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParseError {
+    /// Shorter than a BTH.
+    NoBth,
+    /// Opcode byte outside rxe's table.
+    UnknownOpcode(u8),
+    /// Transport header version other than 0.
+    BadTver(u8),
+    /// Pad count on an opcode that carries no payload.
+    BadPad(u8),
+    /// Shorter than the opcode's headers plus pad plus ICRC.
+    Truncated { need: usize, have: usize },
+}
+
+/// What the receive path needs to know about a packet, validated once.
+///
+/// Owns no bytes: accessors take the same slice that was parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PacketInfo {
+    pub(crate) opcode: Opcode,
+    /// The opcode's properties; callers may add [`Mask::GRH`].
+    pub(crate) mask: Mask,
+    pub(crate) bth: Bth,
+    /// BTH through ICRC, i.e. the UDP payload length.
+    pub(crate) paylen: usize,
+    pub(crate) pad: usize,
+    /// Payload bytes between the headers and the pad.
+    pub(crate) payload_len: usize,
+}
+
+/// Parses an IB transport packet: `pkt` runs from the BTH to the end of the
+/// ICRC, exactly the UDP payload (UDP length minus 8).
+pub(crate) fn parse(pkt: &[u8]) -> Result<PacketInfo, ParseError> {
+    let bth = Bth::parse(pkt).ok_or(ParseError::NoBth)?;
+    let opcode = Opcode::try_from(bth.opcode).map_err(|e| ParseError::UnknownOpcode(e.0))?;
+    if bth.tver != BTH_TVER {
+        return Err(ParseError::BadTver(bth.tver));
+    }
+    // Pad exists to align payload; an opcode without payload never has any,
+    // and rdma_rxe never sends one.
+    if bth.pad != 0 && !opcode.has(Mask::PAYLOAD) {
+        return Err(ParseError::BadPad(bth.pad));
+    }
+    let hdr = opcode.header_len();
+    let pad = usize::from(bth.pad);
+    // At most 52 + 3 + 4, so this cannot overflow.
+    let need = hdr + pad + ICRC_LEN;
+    let payload_len = pkt.len().checked_sub(need).ok_or(ParseError::Truncated {
+        need,
+        have: pkt.len(),
+    })?;
+    Ok(PacketInfo {
+        opcode,
+        mask: opcode.mask(),
+        bth,
+        paylen: pkt.len(),
+        pad,
+        payload_len,
+    })
+}
+
+impl PacketInfo {
+    pub(crate) fn psn(&self) -> u32 {
+        self.bth.psn
+    }
+
+    pub(crate) fn qpn(&self) -> u32 {
+        self.bth.qpn
+    }
+
+    pub(crate) fn header_len(&self) -> usize {
+        self.opcode.header_len()
+    }
+
+    /// Offset of the payload from the BTH.
+    pub(crate) fn payload_offset(&self) -> usize {
+        self.opcode.header_len()
+    }
+
+    /// Offset of the ICRC from the BTH.
+    pub(crate) fn icrc_offset(&self) -> usize {
+        self.paylen.saturating_sub(ICRC_LEN)
+    }
+
+    /// The payload of `pkt`, which must be the slice this info was parsed from.
+    pub(crate) fn payload<'a>(&self, pkt: &'a [u8]) -> Option<&'a [u8]> {
+        let start = self.payload_offset();
+        pkt.get(start..start.checked_add(self.payload_len)?)
+    }
+
+    /// Extension header `H`, if the opcode carries it.
+    pub(crate) fn ext<H: ExtHeader>(&self, pkt: &[u8]) -> Option<H> {
+        read_ext(self.opcode, pkt)
+    }
+
+    pub(crate) fn reth(&self, pkt: &[u8]) -> Option<Reth> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn aeth(&self, pkt: &[u8]) -> Option<Aeth> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn atmeth(&self, pkt: &[u8]) -> Option<AtmEth> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn atmack(&self, pkt: &[u8]) -> Option<AtmAck> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn immdt(&self, pkt: &[u8]) -> Option<ImmDt> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn ieth(&self, pkt: &[u8]) -> Option<Ieth> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn deth(&self, pkt: &[u8]) -> Option<Deth> {
+        self.ext(pkt)
+    }
+
+    pub(crate) fn feth(&self, pkt: &[u8]) -> Option<Feth> {
+        self.ext(pkt)
+    }
+}
+
+/// Pad bytes needed after `payload_len` bytes of payload.
+pub(crate) fn pad_for(payload_len: usize) -> u8 {
+    // Two's-complement low bits give the distance to the next multiple of 4.
+    (payload_len.wrapping_neg() & 0x3) as u8
+}
+
+/// UDP payload length of a packet with opcode `op` carrying `payload_len` bytes:
+/// headers, payload, pad and ICRC. `None` on overflow.
+pub(crate) fn packet_len(op: Opcode, payload_len: usize) -> Option<usize> {
+    op.header_len()
+        .checked_add(payload_len)?
+        .checked_add(usize::from(pad_for(payload_len)))?
+        .checked_add(ICRC_LEN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bth_round_trip_and_layout() {
+        let bth = Bth {
+            opcode: 0x0a,
+            se: true,
+            mig: false,
+            pad: 3,
+            tver: 0,
+            pkey: 0xffff,
+            fecn: true,
+            becn: false,
+            resv6a: 0,
+            qpn: 0x12_3456,
+            ack_req: true,
+            resv7: 0,
+            psn: 0xab_cdef,
+        };
+        let mut b = [0u8; 12];
+        bth.write(&mut b).unwrap();
+        assert_eq!(b, [0x0a, 0xb0, 0xff, 0xff, 0x80, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]);
+        assert_eq!(Bth::parse(&b), Some(bth));
+        assert_eq!(Bth::parse(&b[..11]), None);
+        assert_eq!(bth.write(&mut [0u8; 11]), Err(WriteError::TooShort));
+    }
+
+    #[test]
+    fn bth_every_bit_round_trips() {
+        // Any 12 bytes decode and re-encode to themselves: no field is lost.
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for _ in 0..1000 {
+            let mut b = [0u8; 12];
+            for byte in b.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *byte = x as u8;
+            }
+            let bth = Bth::parse(&b).unwrap();
+            let mut out = [0u8; 12];
+            bth.write(&mut out).unwrap();
+            assert_eq!(out, b);
+        }
+    }
+
+    #[test]
+    fn bth_new_masks_and_clears() {
+        let bth = Bth::new(Opcode::RcSendOnly, DEFAULT_PKEY, 0xff00_0011, 0x0100_0002);
+        assert_eq!(bth.qpn, 0x11);
+        assert_eq!(bth.psn, 2);
+        assert_eq!(bth.opcode, 0x04);
+        assert!(!bth.ack_req && !bth.se && bth.tver == 0 && bth.pad == 0);
+    }
+
+    #[test]
+    fn ext_headers_round_trip() {
+        let mut b = [0u8; 32];
+        let reth = Reth { va: 0x0102_0304_0506_0708, rkey: 0x1122_3344, len: 0x5566_7788 };
+        reth.write(&mut b).unwrap();
+        assert_eq!(&b[..16], &[1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
+        assert_eq!(Reth::parse(&b), Some(reth));
+        assert_eq!(Reth::parse(&b[..15]), None);
+
+        let atm = AtmEth { va: 1, rkey: 2, swap_add: 3, compare: 4 };
+        atm.write(&mut b).unwrap();
+        assert_eq!(b[11], 2);
+        assert_eq!(b[19], 3);
+        assert_eq!(b[27], 4);
+        assert_eq!(AtmEth::parse(&b[..28]), Some(atm));
+        assert_eq!(AtmEth::parse(&b[..27]), None);
+        assert_eq!(atm.write(&mut [0u8; 27]), Err(WriteError::TooShort));
+
+        let aeth = Aeth { syndrome: 0x1f, msn: 0x00ab_cdef };
+        aeth.write(&mut b).unwrap();
+        assert_eq!(&b[..4], &[0x1f, 0xab, 0xcd, 0xef]);
+        assert_eq!(Aeth::parse(&b), Some(aeth));
+
+        let deth = Deth { qkey: GSI_QKEY, src_qpn: 0xff00_0001 };
+        deth.write(&mut b).unwrap();
+        assert_eq!(&b[..8], &[0x80, 0x01, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(Deth::parse(&b).unwrap().src_qpn, 1);
+
+        let feth = Feth { ptype: FLUSH_GLOBAL | FLUSH_PERSISTENT, level: 1 };
+        feth.write(&mut b).unwrap();
+        assert_eq!(&b[..4], &[0, 0, 0, 0x13]);
+        let back = Feth::parse(&b).unwrap();
+        assert_eq!(back, feth);
+        assert_eq!(back.level(), Ok(FlushLevel::Mr));
+        assert_eq!(Feth { ptype: 0, level: 2 }.level(), Err(2));
+
+        ImmDt([9, 8, 7, 6]).write(&mut b).unwrap();
+        assert_eq!(ImmDt::parse(&b), Some(ImmDt([9, 8, 7, 6])));
+        AtmAck { orig: u64::MAX - 1 }.write(&mut b).unwrap();
+        assert_eq!(AtmAck::parse(&b).unwrap().orig, u64::MAX - 1);
+        Ieth { rkey: 0xdead_beef }.write(&mut b).unwrap();
+        assert_eq!(Ieth::parse(&b).unwrap().rkey, 0xdead_beef);
+        Rdeth { een: 0x0100_0005 }.write(&mut b).unwrap();
+        assert_eq!(Rdeth::parse(&b).unwrap().een, 5);
+    }
+
+    fn build(op: Opcode, payload: &[u8]) -> ([u8; 128], usize) {
+        let mut pkt = [0u8; 128];
+        let len = packet_len(op, payload.len()).unwrap();
+        let mut bth = Bth::new(op, DEFAULT_PKEY, 17, 100);
+        bth.pad = pad_for(payload.len());
+        bth.write(&mut pkt).unwrap();
+        let off = op.header_len();
+        pkt[off..off + payload.len()].copy_from_slice(payload);
+        (pkt, len)
+    }
+
+    #[test]
+    fn parse_valid_packets() {
+        let (mut pkt, len) = build(Opcode::RcWriteOnlyImm, b"hello");
+        let reth = Reth { va: 0x1000, rkey: 7, len: 5 };
+        write_ext(Opcode::RcWriteOnlyImm, &mut pkt, &reth).unwrap();
+        write_ext(Opcode::RcWriteOnlyImm, &mut pkt, &ImmDt([1, 2, 3, 4])).unwrap();
+        assert_eq!(
+            write_ext(Opcode::RcWriteOnlyImm, &mut pkt, &Aeth::default()),
+            Err(WriteError::NotCarried)
+        );
+        let pkt = &pkt[..len];
+        assert_eq!(len, 32 + 5 + 3 + 4);
+        let pi = parse(pkt).unwrap();
+        assert_eq!(pi.opcode, Opcode::RcWriteOnlyImm);
+        assert_eq!(pi.pad, 3);
+        assert_eq!(pi.payload_len, 5);
+        assert_eq!(pi.payload(pkt), Some(&b"hello"[..]));
+        assert_eq!(pi.reth(pkt), Some(reth));
+        assert_eq!(pi.immdt(pkt), Some(ImmDt([1, 2, 3, 4])));
+        assert_eq!(pi.aeth(pkt), None);
+        assert_eq!(pi.psn(), 100);
+        assert_eq!(pi.qpn(), 17);
+        assert_eq!(pi.icrc_offset(), len - 4);
+
+        let (pkt, len) = build(Opcode::RcAck, b"");
+        let pi = parse(&pkt[..len]).unwrap();
+        assert_eq!((pi.payload_len, pi.header_len()), (0, 16));
+    }
+
+    #[test]
+    fn parse_errors() {
+        assert_eq!(parse(&[0u8; 11]), Err(ParseError::NoBth));
+        let (mut pkt, len) = build(Opcode::RcSendOnly, b"abcd");
+        pkt[0] = 0x15;
+        assert_eq!(parse(&pkt[..len]), Err(ParseError::UnknownOpcode(0x15)));
+        pkt[0] = 0x04;
+        pkt[1] |= 0x01;
+        assert_eq!(parse(&pkt[..len]), Err(ParseError::BadTver(1)));
+        pkt[1] &= 0xf0;
+        assert_eq!(parse(&pkt[..16]).map(|p| p.payload_len), Ok(0));
+        assert_eq!(parse(&pkt[..15]), Err(ParseError::Truncated { need: 16, have: 15 }));
+        // Pad counts against the length too.
+        pkt[1] |= 0x20;
+        assert_eq!(parse(&pkt[..17]), Err(ParseError::Truncated { need: 18, have: 17 }));
+
+        let (mut ack, len) = build(Opcode::RcAck, b"");
+        ack[1] |= 0x10;
+        assert_eq!(parse(&ack[..len]), Err(ParseError::BadPad(1)));
+    }
+
+    #[test]
+    fn pad_and_len() {
+        assert_eq!([0, 1, 2, 3, 4, 5].map(pad_for), [0, 3, 2, 1, 0, 3]);
+        assert_eq!(packet_len(Opcode::UdSendOnly, 256), Some(20 + 256 + 4));
+        assert_eq!(packet_len(Opcode::RcFlush, 0), Some(36));
+        assert_eq!(packet_len(Opcode::RcSendOnly, usize::MAX), None);
+    }
+}

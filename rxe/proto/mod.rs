@@ -1,0 +1,14 @@
+//! RoCEv2 protocol logic with no dependency on the kernel crate.
+//!
+//! Everything here is plain `core` Rust: the kernel module includes it as
+//! `rxe::proto`, and `rxe/proto/Cargo.toml` builds the same files on the host
+//! for unit tests and fuzzing. Nothing here allocates or panics on input.
+
+pub(crate) mod headers;
+pub(crate) mod icrc;
+pub(crate) mod opcode;
+pub(crate) mod params;
+pub(crate) mod psn;
+pub(crate) mod qp_state;
+pub(crate) mod uapi;
+pub(crate) mod wire;

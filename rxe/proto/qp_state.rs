@@ -1,0 +1,717 @@
+//! QP states, QP types, the modify-QP attribute mask and the transition rules of
+//! `ib_modify_qp_is_ok()` as Linux 6.12 defines them.
+//!
+//! In 6.12 `ib_modify_qp_is_ok()` takes no link-layer argument (it was dropped
+//! long before), so RoCE and IB QPs follow the same table.
+
+use core::ops::{BitAnd, BitOr, BitOrAssign, Not};
+
+/// A raw value that names no variant of the enum it was converted to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UnknownValue(pub(crate) u32);
+
+/// `enum ib_qp_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub(crate) enum QpState {
+    Reset = 0,
+    Init = 1,
+    Rtr = 2,
+    Rts = 3,
+    Sqd = 4,
+    Sqe = 5,
+    Err = 6,
+}
+
+impl QpState {
+    /// Every state, in C enum order.
+    pub(crate) const ALL: [QpState; 7] = [
+        QpState::Reset,
+        QpState::Init,
+        QpState::Rtr,
+        QpState::Rts,
+        QpState::Sqd,
+        QpState::Sqe,
+        QpState::Err,
+    ];
+
+    /// The C value.
+    pub(crate) const fn as_raw(self) -> u32 {
+        self as u32
+    }
+}
+
+impl TryFrom<u32> for QpState {
+    type Error = UnknownValue;
+
+    fn try_from(v: u32) -> Result<Self, UnknownValue> {
+        Ok(match v {
+            0 => QpState::Reset,
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            6 => QpState::Err,
+            _ => return Err(UnknownValue(v)),
+        })
+    }
+}
+
+/// `enum ib_qp_type`, the types below `IB_QPT_MAX` that the core table covers.
+///
+/// rxe itself creates only `Gsi`, `Rc`, `Uc` and `Ud`; see [`QpType::rxe_supported`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub(crate) enum QpType {
+    Smi = 0,
+    Gsi = 1,
+    Rc = 2,
+    Uc = 3,
+    Ud = 4,
+    RawIpv6 = 5,
+    RawEthertype = 6,
+    RawPacket = 8,
+    XrcIni = 9,
+    XrcTgt = 10,
+}
+
+/// `IB_QPT_MAX`: the per-type arrays of the core table have this many slots.
+pub(crate) const QPT_MAX: usize = 11;
+
+impl QpType {
+    /// Every type, in C enum order.
+    pub(crate) const ALL: [QpType; 10] = [
+        QpType::Smi,
+        QpType::Gsi,
+        QpType::Rc,
+        QpType::Uc,
+        QpType::Ud,
+        QpType::RawIpv6,
+        QpType::RawEthertype,
+        QpType::RawPacket,
+        QpType::XrcIni,
+        QpType::XrcTgt,
+    ];
+
+    /// The C value.
+    pub(crate) const fn as_raw(self) -> u32 {
+        self as u32
+    }
+
+    /// The types `rxe_qp_chk_init()` accepts; anything else is `EOPNOTSUPP`.
+    pub(crate) const fn rxe_supported(self) -> bool {
+        matches!(self, QpType::Gsi | QpType::Rc | QpType::Uc | QpType::Ud)
+    }
+
+    /// UD and GSI send WQEs carry a destination (`wr.ud`) instead of RDMA fields.
+    pub(crate) const fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Gsi)
+    }
+}
+
+impl TryFrom<u32> for QpType {
+    type Error = UnknownValue;
+
+    fn try_from(v: u32) -> Result<Self, UnknownValue> {
+        Ok(match v {
+            0 => QpType::Smi,
+            1 => QpType::Gsi,
+            2 => QpType::Rc,
+            3 => QpType::Uc,
+            4 => QpType::Ud,
+            5 => QpType::RawIpv6,
+            6 => QpType::RawEthertype,
+            8 => QpType::RawPacket,
+            9 => QpType::XrcIni,
+            10 => QpType::XrcTgt,
+            _ => return Err(UnknownValue(v)),
+        })
+    }
+}
+
+/// `enum ib_qp_attr_mask`: which fields of `ib_qp_attr` a modify-QP call sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct AttrMask(pub(crate) u32);
+
+impl AttrMask {
+    pub(crate) const NONE: AttrMask = AttrMask(0);
+    pub(crate) const STATE: AttrMask = AttrMask(1);
+    pub(crate) const CUR_STATE: AttrMask = AttrMask(1 << 1);
+    pub(crate) const EN_SQD_ASYNC_NOTIFY: AttrMask = AttrMask(1 << 2);
+    pub(crate) const ACCESS_FLAGS: AttrMask = AttrMask(1 << 3);
+    pub(crate) const PKEY_INDEX: AttrMask = AttrMask(1 << 4);
+    pub(crate) const PORT: AttrMask = AttrMask(1 << 5);
+    pub(crate) const QKEY: AttrMask = AttrMask(1 << 6);
+    pub(crate) const AV: AttrMask = AttrMask(1 << 7);
+    pub(crate) const PATH_MTU: AttrMask = AttrMask(1 << 8);
+    pub(crate) const TIMEOUT: AttrMask = AttrMask(1 << 9);
+    pub(crate) const RETRY_CNT: AttrMask = AttrMask(1 << 10);
+    pub(crate) const RNR_RETRY: AttrMask = AttrMask(1 << 11);
+    pub(crate) const RQ_PSN: AttrMask = AttrMask(1 << 12);
+    pub(crate) const MAX_QP_RD_ATOMIC: AttrMask = AttrMask(1 << 13);
+    pub(crate) const ALT_PATH: AttrMask = AttrMask(1 << 14);
+    pub(crate) const MIN_RNR_TIMER: AttrMask = AttrMask(1 << 15);
+    pub(crate) const SQ_PSN: AttrMask = AttrMask(1 << 16);
+    pub(crate) const MAX_DEST_RD_ATOMIC: AttrMask = AttrMask(1 << 17);
+    pub(crate) const PATH_MIG_STATE: AttrMask = AttrMask(1 << 18);
+    pub(crate) const CAP: AttrMask = AttrMask(1 << 19);
+    pub(crate) const DEST_QPN: AttrMask = AttrMask(1 << 20);
+    pub(crate) const RESERVED1: AttrMask = AttrMask(1 << 21);
+    pub(crate) const RESERVED2: AttrMask = AttrMask(1 << 22);
+    pub(crate) const RESERVED3: AttrMask = AttrMask(1 << 23);
+    pub(crate) const RESERVED4: AttrMask = AttrMask(1 << 24);
+    pub(crate) const RATE_LIMIT: AttrMask = AttrMask(1 << 25);
+    /// `IB_QP_ATTR_STANDARD_BITS`, bits 0..=20.
+    pub(crate) const STANDARD_BITS: AttrMask = AttrMask((1 << 21) - 1);
+
+    /// The raw bits.
+    pub(crate) const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// `self | other`, usable in consts.
+    pub(crate) const fn union(self, other: AttrMask) -> AttrMask {
+        AttrMask(self.0 | other.0)
+    }
+
+    /// Whether every bit of `other` is set in `self`.
+    pub(crate) const fn contains(self, other: AttrMask) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether any bit of `other` is set in `self`.
+    pub(crate) const fn intersects(self, other: AttrMask) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+impl BitOr for AttrMask {
+    type Output = AttrMask;
+    fn bitor(self, rhs: AttrMask) -> AttrMask {
+        AttrMask(self.0 | rhs.0)
+    }
+}
+
+impl BitOrAssign for AttrMask {
+    fn bitor_assign(&mut self, rhs: AttrMask) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl BitAnd for AttrMask {
+    type Output = AttrMask;
+    fn bitand(self, rhs: AttrMask) -> AttrMask {
+        AttrMask(self.0 & rhs.0)
+    }
+}
+
+impl Not for AttrMask {
+    type Output = AttrMask;
+    fn not(self) -> AttrMask {
+        AttrMask(!self.0)
+    }
+}
+
+/// Required or optional attributes of one transition, one entry per QP type.
+#[derive(Clone, Copy)]
+struct PerType([u32; QPT_MAX]);
+
+impl PerType {
+    const NONE: PerType = PerType([0; QPT_MAX]);
+
+    /// Sets the entry of `t`; evaluated at compile time only, so the index is checked by the compiler.
+    const fn with(mut self, t: QpType, m: AttrMask) -> PerType {
+        self.0[t as usize] = m.0;
+        self
+    }
+
+    /// The same mask for every listed type.
+    const fn all(types: &[QpType], m: AttrMask) -> PerType {
+        let mut p = PerType::NONE;
+        let mut i = 0;
+        while i < types.len() {
+            p = p.with(types[i], m);
+            i += 1;
+        }
+        p
+    }
+
+    fn get(&self, t: QpType) -> AttrMask {
+        AttrMask(self.0.get(t as usize).copied().unwrap_or(0))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Transition {
+    valid: bool,
+    req: PerType,
+    opt: PerType,
+}
+
+impl Transition {
+    const INVALID: Transition = Transition { valid: false, req: PerType::NONE, opt: PerType::NONE };
+    const BARE: Transition = Transition { valid: true, req: PerType::NONE, opt: PerType::NONE };
+}
+
+/// Shorthands so the table below reads like the IBA tables it encodes.
+mod m {
+    use super::AttrMask as A;
+
+    pub(super) const PKEY_PORT_QKEY: A = A::PKEY_INDEX.union(A::PORT).union(A::QKEY);
+    pub(super) const PKEY_PORT_ACCESS: A = A::PKEY_INDEX.union(A::PORT).union(A::ACCESS_FLAGS);
+    pub(super) const PKEY_QKEY: A = A::PKEY_INDEX.union(A::QKEY);
+    pub(super) const CUR_QKEY: A = A::CUR_STATE.union(A::QKEY);
+    pub(super) const ALT_ACCESS_PKEY: A = A::ALT_PATH.union(A::ACCESS_FLAGS).union(A::PKEY_INDEX);
+    pub(super) const RTR_UC: A = A::AV.union(A::PATH_MTU).union(A::DEST_QPN).union(A::RQ_PSN);
+    pub(super) const RTR_RC: A = RTR_UC.union(A::MAX_DEST_RD_ATOMIC).union(A::MIN_RNR_TIMER);
+    pub(super) const RTS_RC: A = A::TIMEOUT
+        .union(A::RETRY_CNT)
+        .union(A::RNR_RETRY)
+        .union(A::SQ_PSN)
+        .union(A::MAX_QP_RD_ATOMIC);
+    pub(super) const RTS_XRC_TGT: A = A::TIMEOUT.union(A::SQ_PSN);
+    pub(super) const CUR_ALT_ACCESS_MIG: A = A::CUR_STATE
+        .union(A::ALT_PATH)
+        .union(A::ACCESS_FLAGS)
+        .union(A::PATH_MIG_STATE);
+    pub(super) const CUR_ALT_ACCESS_MIG_RNR: A = CUR_ALT_ACCESS_MIG.union(A::MIN_RNR_TIMER);
+    pub(super) const SQD_UC: A = A::AV
+        .union(A::ALT_PATH)
+        .union(A::ACCESS_FLAGS)
+        .union(A::PKEY_INDEX)
+        .union(A::PATH_MIG_STATE);
+    pub(super) const SQD_XRC_INI: A = SQD_UC
+        .union(A::PORT)
+        .union(A::TIMEOUT)
+        .union(A::RETRY_CNT)
+        .union(A::RNR_RETRY)
+        .union(A::MAX_QP_RD_ATOMIC);
+    pub(super) const SQD_RC: A = SQD_XRC_INI.union(A::MAX_DEST_RD_ATOMIC).union(A::MIN_RNR_TIMER);
+    pub(super) const SQD_XRC_TGT: A = SQD_UC
+        .union(A::PORT)
+        .union(A::TIMEOUT)
+        .union(A::MAX_DEST_RD_ATOMIC)
+        .union(A::MIN_RNR_TIMER);
+}
+
+use QpState as S;
+use QpType as T;
+
+/// The connected types share most rows of the table.
+const CONNECTED: [QpType; 4] = [T::Rc, T::Uc, T::XrcIni, T::XrcTgt];
+/// Every type the `EN_SQD_ASYNC_NOTIFY` row lists.
+const SQD_NOTIFY_TYPES: [QpType; 7] = [T::Ud, T::Uc, T::Rc, T::XrcIni, T::XrcTgt, T::Smi, T::Gsi];
+
+/// The RTR->RTS, RTS->RTS and SQD->RTS optional masks differ only in details.
+const fn to_rts_opt(with_raw_rate: bool) -> PerType {
+    let p = PerType::NONE
+        .with(T::Ud, m::CUR_QKEY)
+        .with(T::Uc, m::CUR_ALT_ACCESS_MIG)
+        .with(T::Rc, m::CUR_ALT_ACCESS_MIG_RNR)
+        .with(T::XrcIni, m::CUR_ALT_ACCESS_MIG)
+        .with(T::XrcTgt, m::CUR_ALT_ACCESS_MIG_RNR)
+        .with(T::Smi, m::CUR_QKEY)
+        .with(T::Gsi, m::CUR_QKEY);
+    if with_raw_rate {
+        p.with(T::RawPacket, AttrMask::RATE_LIMIT)
+    } else {
+        p
+    }
+}
+
+const fn build_table() -> [[Transition; 7]; 7] {
+    let mut t = [[Transition::INVALID; 7]; 7];
+
+    // Any state may go to RESET and, except RESET itself, to ERR.
+    let mut s = 0;
+    while s < 7 {
+        t[s][S::Reset as usize] = Transition::BARE;
+        if s != S::Reset as usize {
+            t[s][S::Err as usize] = Transition::BARE;
+        }
+        s += 1;
+    }
+
+    let init_params = PerType::all(&CONNECTED, m::PKEY_PORT_ACCESS)
+        .with(T::Ud, m::PKEY_PORT_QKEY)
+        .with(T::Smi, m::PKEY_QKEY)
+        .with(T::Gsi, m::PKEY_QKEY);
+
+    t[S::Reset as usize][S::Init as usize] = Transition {
+        valid: true,
+        req: init_params.with(T::RawPacket, AttrMask::PORT),
+        opt: PerType::NONE,
+    };
+
+    t[S::Init as usize][S::Init as usize] = Transition { valid: true, req: PerType::NONE, opt: init_params };
+
+    t[S::Init as usize][S::Rtr as usize] = Transition {
+        valid: true,
+        req: PerType::NONE
+            .with(T::Uc, m::RTR_UC)
+            .with(T::Rc, m::RTR_RC)
+            .with(T::XrcIni, m::RTR_UC)
+            .with(T::XrcTgt, m::RTR_RC),
+        opt: PerType::all(&CONNECTED, m::ALT_ACCESS_PKEY)
+            .with(T::Ud, m::PKEY_QKEY)
+            .with(T::Smi, m::PKEY_QKEY)
+            .with(T::Gsi, m::PKEY_QKEY),
+    };
+
+    t[S::Rtr as usize][S::Rts as usize] = Transition {
+        valid: true,
+        req: PerType::NONE
+            .with(T::Ud, AttrMask::SQ_PSN)
+            .with(T::Uc, AttrMask::SQ_PSN)
+            .with(T::Rc, m::RTS_RC)
+            .with(T::XrcIni, m::RTS_RC)
+            .with(T::XrcTgt, m::RTS_XRC_TGT)
+            .with(T::Smi, AttrMask::SQ_PSN)
+            .with(T::Gsi, AttrMask::SQ_PSN),
+        opt: to_rts_opt(true),
+    };
+
+    t[S::Rts as usize][S::Rts as usize] = Transition { valid: true, req: PerType::NONE, opt: to_rts_opt(true) };
+
+    t[S::Rts as usize][S::Sqd as usize] = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: PerType::all(&SQD_NOTIFY_TYPES, AttrMask::EN_SQD_ASYNC_NOTIFY),
+    };
+
+    t[S::Sqd as usize][S::Rts as usize] = Transition { valid: true, req: PerType::NONE, opt: to_rts_opt(false) };
+
+    t[S::Sqd as usize][S::Sqd as usize] = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: PerType::NONE
+            .with(T::Ud, m::PKEY_QKEY)
+            .with(T::Uc, m::SQD_UC)
+            .with(T::Rc, m::SQD_RC)
+            .with(T::XrcIni, m::SQD_XRC_INI)
+            .with(T::XrcTgt, m::SQD_XRC_TGT)
+            .with(T::Smi, m::PKEY_QKEY)
+            .with(T::Gsi, m::PKEY_QKEY),
+    };
+
+    t[S::Sqe as usize][S::Rts as usize] = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: PerType::NONE
+            .with(T::Ud, m::CUR_QKEY)
+            .with(T::Uc, AttrMask::CUR_STATE.union(AttrMask::ACCESS_FLAGS))
+            .with(T::Smi, m::CUR_QKEY)
+            .with(T::Gsi, m::CUR_QKEY),
+    };
+
+    t
+}
+
+static TABLE: [[Transition; 7]; 7] = build_table();
+
+fn transition(cur: QpState, next: QpState) -> Transition {
+    TABLE
+        .get(cur as usize)
+        .and_then(|row| row.get(next as usize))
+        .copied()
+        .unwrap_or(Transition::INVALID)
+}
+
+/// Whether the transition `cur -> next` is allowed at all, whatever the mask.
+pub(crate) fn transition_exists(cur: QpState, next: QpState) -> bool {
+    transition(cur, next).valid
+}
+
+/// The attributes a `cur -> next` modify must set for `qp_type`.
+pub(crate) fn required_attrs(cur: QpState, next: QpState, qp_type: QpType) -> AttrMask {
+    transition(cur, next).req.get(qp_type)
+}
+
+/// The attributes a `cur -> next` modify may set for `qp_type`, besides the required ones and `STATE`.
+pub(crate) fn optional_attrs(cur: QpState, next: QpState, qp_type: QpType) -> AttrMask {
+    transition(cur, next).opt.get(qp_type)
+}
+
+/// `ib_modify_qp_is_ok()`: whether moving a `qp_type` QP from `cur` to `next`
+/// with `mask` set is a legal modify.
+pub(crate) fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: AttrMask) -> bool {
+    // A caller may only assert the current state of a QP that can be in a
+    // state it does not know about (the async error paths).
+    if mask.intersects(AttrMask::CUR_STATE)
+        && !matches!(cur, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe)
+    {
+        return false;
+    }
+
+    let tr = transition(cur, next);
+    if !tr.valid {
+        return false;
+    }
+
+    let req = tr.req.get(qp_type);
+    let opt = tr.opt.get(qp_type);
+    if !mask.contains(req) {
+        return false;
+    }
+    !mask.intersects(!(req | opt | AttrMask::STATE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every non-empty (req, opt) entry of `qp_state_table` in verbs.c of 6.12.117,
+    /// dumped by a C program that compiled the table itself:
+    /// (cur, next, qp type, req, opt).
+    const C_ENTRIES: &[(u32, u32, u32, u32, u32)] = &[
+        (0, 1, 0, 0x50, 0x0),
+        (0, 1, 1, 0x50, 0x0),
+        (0, 1, 2, 0x38, 0x0),
+        (0, 1, 3, 0x38, 0x0),
+        (0, 1, 4, 0x70, 0x0),
+        (0, 1, 8, 0x20, 0x0),
+        (0, 1, 9, 0x38, 0x0),
+        (0, 1, 10, 0x38, 0x0),
+        (1, 1, 0, 0x0, 0x50),
+        (1, 1, 1, 0x0, 0x50),
+        (1, 1, 2, 0x0, 0x38),
+        (1, 1, 3, 0x0, 0x38),
+        (1, 1, 4, 0x0, 0x70),
+        (1, 1, 9, 0x0, 0x38),
+        (1, 1, 10, 0x0, 0x38),
+        (1, 2, 0, 0x0, 0x50),
+        (1, 2, 1, 0x0, 0x50),
+        (1, 2, 2, 0x129180, 0x4018),
+        (1, 2, 3, 0x101180, 0x4018),
+        (1, 2, 4, 0x0, 0x50),
+        (1, 2, 9, 0x101180, 0x4018),
+        (1, 2, 10, 0x129180, 0x4018),
+        (2, 3, 0, 0x10000, 0x42),
+        (2, 3, 1, 0x10000, 0x42),
+        (2, 3, 2, 0x12e00, 0x4c00a),
+        (2, 3, 3, 0x10000, 0x4400a),
+        (2, 3, 4, 0x10000, 0x42),
+        (2, 3, 8, 0x0, 0x2000000),
+        (2, 3, 9, 0x12e00, 0x4400a),
+        (2, 3, 10, 0x10200, 0x4c00a),
+        (3, 3, 0, 0x0, 0x42),
+        (3, 3, 1, 0x0, 0x42),
+        (3, 3, 2, 0x0, 0x4c00a),
+        (3, 3, 3, 0x0, 0x4400a),
+        (3, 3, 4, 0x0, 0x42),
+        (3, 3, 8, 0x0, 0x2000000),
+        (3, 3, 9, 0x0, 0x4400a),
+        (3, 3, 10, 0x0, 0x4c00a),
+        (3, 4, 0, 0x0, 0x4),
+        (3, 4, 1, 0x0, 0x4),
+        (3, 4, 2, 0x0, 0x4),
+        (3, 4, 3, 0x0, 0x4),
+        (3, 4, 4, 0x0, 0x4),
+        (3, 4, 9, 0x0, 0x4),
+        (3, 4, 10, 0x0, 0x4),
+        (4, 3, 0, 0x0, 0x42),
+        (4, 3, 1, 0x0, 0x42),
+        (4, 3, 2, 0x0, 0x4c00a),
+        (4, 3, 3, 0x0, 0x4400a),
+        (4, 3, 4, 0x0, 0x42),
+        (4, 3, 9, 0x0, 0x4400a),
+        (4, 3, 10, 0x0, 0x4c00a),
+        (4, 4, 0, 0x0, 0x50),
+        (4, 4, 1, 0x0, 0x50),
+        (4, 4, 2, 0x0, 0x6eeb8),
+        (4, 4, 3, 0x0, 0x44098),
+        (4, 4, 4, 0x0, 0x50),
+        (4, 4, 9, 0x0, 0x46eb8),
+        (4, 4, 10, 0x0, 0x6c2b8),
+        (5, 3, 0, 0x0, 0x42),
+        (5, 3, 1, 0x0, 0x42),
+        (5, 3, 3, 0x0, 0xa),
+        (5, 3, 4, 0x0, 0x42),
+    ];
+
+    /// The (cur, next) pairs whose `valid` bit is set in the C table.
+    const C_VALID: &[(u32, u32)] = &[
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (1, 6),
+        (2, 0),
+        (2, 3),
+        (2, 6),
+        (3, 0),
+        (3, 3),
+        (3, 4),
+        (3, 6),
+        (4, 0),
+        (4, 3),
+        (4, 4),
+        (4, 6),
+        (5, 0),
+        (5, 3),
+        (5, 6),
+        (6, 0),
+        (6, 6),
+    ];
+
+    /// FNV-1a over the results of the compiled C `ib_modify_qp_is_ok()` for the
+    /// masks [`c_probe_masks`] generates, in (cur, next, type) order.
+    const C_RESULTS_HASH: u64 = 0xe811_e162_a0d7_60de;
+
+    fn c_entry(cur: QpState, next: QpState, t: QpType) -> (u32, u32) {
+        C_ENTRIES
+            .iter()
+            .find(|e| e.0 == cur.as_raw() && e.1 == next.as_raw() && e.2 == t.as_raw())
+            .map_or((0, 0), |e| (e.3, e.4))
+    }
+
+    /// The C function, transcribed over the dumped numbers rather than over our table.
+    fn reference(cur: QpState, next: QpState, t: QpType, mask: u32) -> bool {
+        let cur_ok = matches!(cur, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe);
+        if mask & AttrMask::CUR_STATE.0 != 0 && !cur_ok {
+            return false;
+        }
+        if !C_VALID.contains(&(cur.as_raw(), next.as_raw())) {
+            return false;
+        }
+        let (req, opt) = c_entry(cur, next, t);
+        if mask & req != req {
+            return false;
+        }
+        mask & !(req | opt | AttrMask::STATE.0) == 0
+    }
+
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Mirrors the C probe: random masks, required masks with one bit flipped,
+    /// required plus some optional bits, and subsets of everything allowed.
+    fn c_probe_masks(rng: &mut XorShift, req: u32, opt: u32, k: u32) -> u32 {
+        let x = rng.next();
+        match k & 3 {
+            0 => (x as u32) & 0x3ff_ffff,
+            1 => (req | AttrMask::STATE.0) ^ (1u32 << (x % 26)),
+            2 => req | ((x as u32) & opt) | ((x >> 40) & 1) as u32,
+            _ => (x as u32) & (req | opt | AttrMask::STATE.0 | AttrMask::CUR_STATE.0),
+        }
+    }
+
+    #[test]
+    fn table_matches_c_dump() {
+        for cur in QpState::ALL {
+            for next in QpState::ALL {
+                assert_eq!(
+                    transition_exists(cur, next),
+                    C_VALID.contains(&(cur.as_raw(), next.as_raw())),
+                    "{cur:?} -> {next:?}"
+                );
+                for t in QpType::ALL {
+                    let (req, opt) = c_entry(cur, next, t);
+                    assert_eq!(required_attrs(cur, next, t).bits(), req, "req {cur:?}->{next:?} {t:?}");
+                    assert_eq!(optional_attrs(cur, next, t).bits(), opt, "opt {cur:?}->{next:?} {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn results_match_compiled_c_function() {
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for cur in QpState::ALL {
+            for next in QpState::ALL {
+                for t in QpType::ALL {
+                    let (req, opt) = c_entry(cur, next, t);
+                    for k in 0..256 {
+                        let mask = c_probe_masks(&mut rng, req, opt, k);
+                        let ok = modify_is_ok(cur, next, t, AttrMask(mask));
+                        assert_eq!(ok, reference(cur, next, t, mask), "{cur:?}->{next:?} {t:?} {mask:#x}");
+                        h ^= u64::from(ok);
+                        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                    }
+                }
+            }
+        }
+        assert_eq!(h, C_RESULTS_HASH);
+    }
+
+    #[test]
+    fn every_single_extra_bit_is_judged_like_c() {
+        for cur in QpState::ALL {
+            for next in QpState::ALL {
+                for t in QpType::ALL {
+                    let (req, opt) = c_entry(cur, next, t);
+                    let base = req | AttrMask::STATE.0;
+                    for bit in 0..32 {
+                        let mask = base | (1u32 << bit);
+                        assert_eq!(modify_is_ok(cur, next, t, AttrMask(mask)), reference(cur, next, t, mask));
+                        let full = base | opt | (1u32 << bit);
+                        assert_eq!(modify_is_ok(cur, next, t, AttrMask(full)), reference(cur, next, t, full));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rc_bring_up_sequence() {
+        let init = AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS;
+        assert!(modify_is_ok(S::Reset, S::Init, T::Rc, init));
+        // Missing PORT.
+        let short = AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::ACCESS_FLAGS;
+        assert!(!modify_is_ok(S::Reset, S::Init, T::Rc, short));
+        let rtr = AttrMask::STATE
+            | AttrMask::AV
+            | AttrMask::PATH_MTU
+            | AttrMask::DEST_QPN
+            | AttrMask::RQ_PSN
+            | AttrMask::MAX_DEST_RD_ATOMIC
+            | AttrMask::MIN_RNR_TIMER;
+        assert!(modify_is_ok(S::Init, S::Rtr, T::Rc, rtr));
+        let rts = AttrMask::STATE
+            | AttrMask::TIMEOUT
+            | AttrMask::RETRY_CNT
+            | AttrMask::RNR_RETRY
+            | AttrMask::SQ_PSN
+            | AttrMask::MAX_QP_RD_ATOMIC;
+        assert!(modify_is_ok(S::Rtr, S::Rts, T::Rc, rts));
+        // Reset -> Rts skips states.
+        assert!(!modify_is_ok(S::Reset, S::Rts, T::Rc, rts));
+        // CUR_STATE is only legal from Rtr/Rts/Sqd/Sqe.
+        assert!(!modify_is_ok(S::Init, S::Err, T::Rc, AttrMask::STATE | AttrMask::CUR_STATE));
+        assert!(modify_is_ok(S::Rts, S::Rts, T::Rc, AttrMask::STATE | AttrMask::CUR_STATE));
+        // Error and reset need nothing but STATE.
+        assert!(modify_is_ok(S::Rts, S::Err, T::Ud, AttrMask::STATE));
+        assert!(modify_is_ok(S::Err, S::Reset, T::Ud, AttrMask::STATE));
+        // Even STATE may be absent: the core does not demand it.
+        assert!(modify_is_ok(S::Err, S::Reset, T::Ud, AttrMask::NONE));
+    }
+
+    #[test]
+    fn raw_conversions_round_trip() {
+        for s in QpState::ALL {
+            assert_eq!(QpState::try_from(s.as_raw()), Ok(s));
+        }
+        assert_eq!(QpState::try_from(7), Err(UnknownValue(7)));
+        for t in QpType::ALL {
+            assert_eq!(QpType::try_from(t.as_raw()), Ok(t));
+            assert!((t.as_raw() as usize) < QPT_MAX);
+        }
+        assert_eq!(QpType::try_from(7), Err(UnknownValue(7)));
+        assert_eq!(QpType::try_from(11), Err(UnknownValue(11)));
+        assert_eq!(QpType::try_from(0xff), Err(UnknownValue(0xff)));
+        let supported: usize = QpType::ALL.iter().filter(|t| t.rxe_supported()).count();
+        assert_eq!(supported, 4);
+        assert_eq!(AttrMask::STANDARD_BITS.bits(), 0x1f_ffff);
+        assert_eq!(AttrMask::RATE_LIMIT.bits(), 0x200_0000);
+    }
+}

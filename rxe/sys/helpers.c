@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * C glue of rxe_rs: wrappers of static inlines and macros, and the sysfs
+ * attribute group (DEVICE_ATTR_RO builds static data only C can express).
+ * Nothing here holds driver logic.
+ */
+#include <linux/cpumask.h>
+#include <linux/device.h>
+#include <linux/if_vlan.h>
+#include <linux/netdevice.h>
+#include <linux/sysfs.h>
+#include <rdma/ib_verbs.h>
+
+#include "helpers.h"
+
+bool rxe_rs_netif_running(const struct net_device *ndev)
+{
+	return netif_running(ndev);
+}
+
+bool rxe_rs_netif_carrier_ok(const struct net_device *ndev)
+{
+	return netif_carrier_ok(ndev);
+}
+
+bool rxe_rs_is_vlan_dev(const struct net_device *ndev)
+{
+	return is_vlan_dev(ndev);
+}
+
+void rxe_rs_dev_hold(struct net_device *ndev)
+{
+	dev_hold(ndev);
+}
+
+void rxe_rs_dev_put(struct net_device *ndev)
+{
+	dev_put(ndev);
+}
+
+struct net_device *rxe_rs_netdev_notifier_info_to_dev(void *info)
+{
+	return netdev_notifier_info_to_dev(info);
+}
+
+unsigned int rxe_rs_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
+/* rdma-core's rxe tooling matches devices to netdevs through "parent". */
+static ssize_t parent_show(struct device *device,
+			   struct device_attribute *attr, char *buf)
+{
+	struct ib_device *ibdev = rdma_device_to_ibdev(device);
+	struct net_device *ndev = ib_device_get_netdev(ibdev, 1);
+	ssize_t ret;
+
+	if (!ndev)
+		return -ENODEV;
+	ret = sysfs_emit(buf, "%s\n", netdev_name(ndev));
+	dev_put(ndev);
+	return ret;
+}
+static DEVICE_ATTR_RO(parent);
+
+static struct attribute *rxe_rs_dev_attrs[] = {
+	&dev_attr_parent.attr,
+	NULL
+};
+
+static const struct attribute_group rxe_rs_dev_group = {
+	.attrs = rxe_rs_dev_attrs,
+};
+
+const struct attribute_group *rxe_rs_device_group(void)
+{
+	return &rxe_rs_dev_group;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * One-line wrappers of static inline functions and macros the Rust side
+ * needs. Declared here so bindgen generates their Rust signatures.
+ */
+#ifndef RXE_RS_HELPERS_H
+#define RXE_RS_HELPERS_H
+
+#include <linux/types.h>
+
+struct attribute_group;
+struct ib_device;
+struct module;
+struct net_device;
+struct notifier_block;
+
+bool rxe_rs_netif_running(const struct net_device *ndev);
+bool rxe_rs_netif_carrier_ok(const struct net_device *ndev);
+bool rxe_rs_is_vlan_dev(const struct net_device *ndev);
+void rxe_rs_dev_hold(struct net_device *ndev);
+void rxe_rs_dev_put(struct net_device *ndev);
+struct net_device *rxe_rs_netdev_notifier_info_to_dev(void *info);
+unsigned int rxe_rs_num_possible_cpus(void);
+const struct attribute_group *rxe_rs_device_group(void);
+
+#endif

@@ -1,0 +1,25 @@
+//! Bindings generated at build time from the headers of the target kernel.
+//!
+//! Private to the driver: only `rxe::kernel` uses them, to build the safe
+//! wrappers the rest of the driver is written against. Do not use directly.
+#![allow(
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    dead_code,
+    improper_ctypes,
+    missing_docs,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    unreachable_pub,
+    unsafe_op_in_unsafe_fn
+)]
+
+use kernel::ffi;
+
+// The kernel's bindgen parameters block these so they map to Rust's own sizes.
+type __kernel_size_t = usize;
+type __kernel_ssize_t = isize;
+type __kernel_ptrdiff_t = isize;
+
+include!("bindings_generated.rs");

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! rxe_rs: Soft-RoCE, the RoCEv2 RDMA transport in software, in Rust.
+//!
+//! A drop-in replacement for the kernel's `rdma_rxe`: the same link type
+//! (`rdma link add NAME type rxe netdev DEV`), the same user ABI towards
+//! rdma-core's rxe provider, the same packets on the wire.
+
+use kernel::prelude::*;
+
+mod rxe;
+
+use rxe::kernel::{errno, ibdev, link::LinkType, netdev::Notifier, udp::TunnelSocket};
+
+module! {
+    type: RxeModule,
+    name: "rdma_rxe_rs",
+    author: "rxe_rs developers",
+    description: "Soft RoCE (RoCEv2) RDMA transport driver in Rust",
+    license: "Dual BSD/GPL",
+    alias: ["rdma-link-rxe"],
+}
+
+/// Module state. Fields drop in declaration order, which is the teardown
+/// order: stop new links, remove the devices, then stop events and traffic.
+struct RxeModule {
+    _link: LinkType,
+    _devices: Devices,
+    _notifier: Notifier,
+    _sock6: Option<TunnelSocket>,
+    _sock4: TunnelSocket,
+}
+
+/// Removes every device of the driver when dropped.
+struct Devices;
+
+impl Drop for Devices {
+    fn drop(&mut self) {
+        ibdev::unregister_all();
+    }
+}
+
+impl kernel::Module for RxeModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let sock4 = TunnelSocket::create(false)?;
+        let sock6 = match TunnelSocket::create(true) {
+            Ok(sock) => Some(sock),
+            Err(e) if e == errno::eafnosupport() => {
+                pr_warn!("IPv6 unavailable, RoCEv2 over IPv4 only\n");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let notifier = Notifier::register()?;
+        let link = LinkType::register()?;
+        pr_info!("loaded\n");
+        Ok(Self {
+            _link: link,
+            _devices: Devices,
+            _notifier: notifier,
+            _sock6: sock6,
+            _sock4: sock4,
+        })
+    }
+}
+
+impl Drop for RxeModule {
+    fn drop(&mut self) {
+        pr_info!("unloading\n");
+    }
+}
