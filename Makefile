@@ -14,6 +14,8 @@ RXE_RS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rxe_rs
 KDIR ?= $(RXE_RS_CACHE)/kernel-plain
 RUSTC ?= /usr/bin/rustc
 BINDGEN ?= $(HOME)/.cargo/bin/bindgen
+# Debian's clippy matches Debian's rustc; rustup's (first in PATH) does not.
+CLIPPY_DRIVER ?= /usr/bin/clippy-driver
 LLVM ?= -19
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 
@@ -30,8 +32,8 @@ all: module
 module:
 	@test -n "$(kdir_real)" || { echo "KDIR=$(KDIR) does not exist (run scripts/build-kernel or pass KDIR=)"; exit 1; }
 	@mkdir -p $(BUILD)
-	@cp -r -u --preserve=timestamps $(SOURCES) $(BUILD)/
-	$(MAKE) -C $(kdir_real) M=$(BUILD) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) modules
+	@rsync -a --delete --exclude target $(SOURCES) $(BUILD)/ --exclude '*.o' --exclude '*.cmd' --exclude 'bindings_generated.rs' --filter 'P *.o' --filter 'P .*.cmd' --filter 'P bindings_generated.rs' --filter 'P *.mod*' --filter 'P *.ko' --filter 'P Module.symvers' --filter 'P modules.order'
+	$(MAKE) -C $(kdir_real) M=$(BUILD) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) CLIPPY_DRIVER=$(CLIPPY_DRIVER) modules
 
 module-path: module
 	@echo $(MODULE)

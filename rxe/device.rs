@@ -7,8 +7,10 @@ use kernel::{prelude::*, str::CStr, sync::Arc};
 use crate::rxe::kernel::ibdev::{Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
+use crate::rxe::pool::Pool;
 use crate::rxe::proto::params as p;
-use crate::rxe::proto::wire::Mtu;
+use crate::rxe::{ah, mr, mw, qp};
+use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
 
 /// The verbs object kinds whose number the device limits.
 #[derive(Clone, Copy)]
@@ -27,16 +29,17 @@ const KINDS: usize = 8;
 
 impl ObjKind {
     fn max(self) -> u32 {
-        match self {
-            Self::Ucontext => p::MAX_UCONTEXT,
-            Self::Pd => p::MAX_PD,
-            Self::Ah => p::MAX_AH,
-            Self::Srq => p::MAX_SRQ,
-            Self::Qp => p::MAX_QP,
-            Self::Cq => p::MAX_CQ,
-            Self::Mr => p::MAX_MR,
-            Self::Mw => p::MAX_MW,
-        }
+        let pool = match self {
+            Self::Ucontext => p::pool::UC,
+            Self::Pd => p::pool::PD,
+            Self::Ah => p::pool::AH,
+            Self::Srq => p::pool::SRQ,
+            Self::Qp => p::pool::QP,
+            Self::Cq => p::pool::CQ,
+            Self::Mr => p::pool::MR,
+            Self::Mw => p::pool::MW,
+        };
+        pool.max_elem
     }
 }
 
@@ -65,72 +68,89 @@ struct Port {
 }
 
 /// What the driver keeps per device, after the core's `ib_device`.
+#[pin_data]
 pub(crate) struct DeviceState {
     attr: DeviceAttr,
     sys_image_guid: AtomicU64,
     port: Port,
     counts: Arc<Counts>,
-}
-
-/// The modified EUI-64 of a MAC address: the GUID rxe derives its identity from.
-pub(crate) fn guid_from_mac(mac: [u8; 6]) -> [u8; 8] {
-    [mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    /// QPs by QPN, for packet demux.
+    #[pin]
+    pub(crate) qps: Pool<Arc<qp::Shared>>,
+    /// MRs and MWs by key index (the top 24 bits of lkey/rkey).
+    #[pin]
+    pub(crate) mrs: Pool<Arc<mr::Shared>>,
+    #[pin]
+    pub(crate) mws: Pool<Arc<mw::Shared>>,
+    /// AHs by the number user space puts in UD send WQEs.
+    #[pin]
+    pub(crate) ahs: Pool<Arc<ah::Shared>>,
+    /// SRQ numbers handed to user space.
+    #[pin]
+    pub(crate) srqs: Pool<()>,
 }
 
 fn device_attr(guid: [u8; 8]) -> DeviceAttr {
+    let a = &p::DEVICE_ATTR;
     DeviceAttr {
-        vendor_id: p::VENDOR_ID,
-        max_mr_size: p::MAX_MR_SIZE,
-        page_size_cap: p::PAGE_SIZE_CAP,
-        max_qp: p::MAX_QP as i32,
-        max_qp_wr: p::MAX_QP_WR as i32,
-        device_cap_flags: p::DEVICE_CAP_FLAGS,
-        kernel_cap_flags: p::KERNEL_CAP_FLAGS,
-        max_send_sge: p::MAX_SGE as i32,
-        max_recv_sge: p::MAX_SGE as i32,
-        max_sge_rd: p::MAX_SGE_RD as i32,
-        max_cq: p::MAX_CQ as i32,
-        max_cqe: p::MAX_CQE as i32,
-        max_mr: p::MAX_MR as i32,
-        max_mw: p::MAX_MW as i32,
-        max_pd: p::MAX_PD as i32,
-        max_qp_rd_atom: p::MAX_QP_RD_ATOM as i32,
-        max_res_rd_atom: p::MAX_RES_RD_ATOM as i32,
-        max_qp_init_rd_atom: p::MAX_QP_INIT_RD_ATOM as i32,
-        atomic_cap: p::ATOMIC_CAP,
-        max_mcast_grp: p::MAX_MCAST_GRP as i32,
-        max_mcast_qp_attach: p::MAX_MCAST_QP_ATTACH as i32,
-        max_total_mcast_qp_attach: p::MAX_TOT_MCAST_QP_ATTACH as i32,
-        max_ah: p::MAX_AH as i32,
-        max_srq: p::MAX_SRQ as i32,
-        max_srq_wr: p::MAX_SRQ_WR as i32,
-        max_srq_sge: p::MAX_SRQ_SGE as i32,
-        max_fast_reg_page_list_len: p::MAX_FMR_PAGE_LIST_LEN,
-        max_pkeys: p::MAX_PKEYS as u16,
-        local_ca_ack_delay: p::LOCAL_CA_ACK_DELAY as u8,
+        fw_ver: a.fw_ver,
         sys_image_guid: u64::from_ne_bytes(guid),
+        max_mr_size: a.max_mr_size,
+        page_size_cap: a.page_size_cap,
+        vendor_id: a.vendor_id,
+        vendor_part_id: a.vendor_part_id,
+        hw_ver: a.hw_ver,
+        max_qp: a.max_qp,
+        max_qp_wr: a.max_qp_wr,
+        device_cap_flags: a.device_cap_flags,
+        kernel_cap_flags: a.kernel_cap_flags,
+        max_send_sge: a.max_send_sge,
+        max_recv_sge: a.max_recv_sge,
+        max_sge_rd: a.max_sge_rd,
+        max_cq: a.max_cq,
+        max_cqe: a.max_cqe,
+        max_mr: a.max_mr,
+        max_pd: a.max_pd,
+        max_qp_rd_atom: a.max_qp_rd_atom,
+        max_res_rd_atom: a.max_res_rd_atom,
+        max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+        atomic_cap: a.atomic_cap as u32,
+        masked_atomic_cap: a.masked_atomic_cap as u32,
+        max_mw: a.max_mw,
+        max_mcast_grp: a.max_mcast_grp,
+        max_mcast_qp_attach: a.max_mcast_qp_attach,
+        max_total_mcast_qp_attach: a.max_total_mcast_qp_attach,
+        max_ah: a.max_ah,
+        max_srq: a.max_srq,
+        max_srq_wr: a.max_srq_wr,
+        max_srq_sge: a.max_srq_sge,
+        max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
+        max_pkeys: a.max_pkeys,
+        local_ca_ack_delay: a.local_ca_ack_delay,
         ..Default::default()
     }
 }
 
 impl DeviceState {
-    fn new(ndev: &NetDevice) -> Result<Self> {
-        let guid = guid_from_mac(ndev.mac());
+    fn new(guid: [u8; 8], netdev_mtu: u32) -> Result<impl PinInit<Self, Error>> {
         let zero = || AtomicU32::new(0);
-        Ok(Self {
+        let counts = Arc::new(Counts([zero(), zero(), zero(), zero(), zero(), zero(), zero(), zero()]), GFP_KERNEL)?;
+        Ok(try_pin_init!(Self {
             attr: device_attr(guid),
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
             port: Port {
-                state: AtomicU32::new(p::PORT_DOWN),
-                active_mtu: AtomicU32::new(Mtu::from_netdev_mtu(ndev.mtu()) as u32),
-                cap_flags: AtomicU32::new(p::PORT_CAP_FLAGS),
+                state: AtomicU32::new(PortState::Down as u32),
+                active_mtu: AtomicU32::new(IbMtu::from_netdev_mtu(netdev_mtu).as_raw()),
+                cap_flags: AtomicU32::new(p::PORT_ATTR.port_cap_flags),
                 qkey_viol_cntr: zero(),
             },
-            counts: Arc::new(
-                Counts([zero(), zero(), zero(), zero(), zero(), zero(), zero(), zero()]),
-                GFP_KERNEL,
-            )?,
-        })
+            counts,
+            qps <- Pool::new(p::pool::QP.min_index, p::pool::QP.max_index),
+            mrs <- Pool::new(p::pool::MR.min_index, p::pool::MR.max_index),
+            mws <- Pool::new(p::pool::MW.min_index, p::pool::MW.max_index),
+            ahs <- Pool::new(p::pool::AH.min_index, p::pool::AH.max_index),
+            srqs <- Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index),
+        }? Error))
     }
 
     /// Reserves a place for a new object of `kind`, or fails as the C
@@ -166,28 +186,31 @@ impl DeviceState {
         }
         let ndev = dev.netdev().ok_or(ENODEV)?;
         let state = self.port.state.load(Ordering::Relaxed);
+        let d = &p::PORT_ATTR;
         *attr = PortAttr {
             state,
-            max_mtu: Mtu::Mtu4096 as u32,
+            max_mtu: d.max_mtu.as_raw(),
             active_mtu: self.port.active_mtu.load(Ordering::Relaxed),
-            gid_tbl_len: p::PORT_GID_TBL_LEN as i32,
+            gid_tbl_len: d.gid_tbl_len,
             port_cap_flags: self.port.cap_flags.load(Ordering::Relaxed),
-            max_msg_sz: p::PORT_MAX_MSG_SZ,
+            max_msg_sz: d.max_msg_sz,
+            bad_pkey_cntr: d.bad_pkey_cntr,
             qkey_viol_cntr: self.port.qkey_viol_cntr.load(Ordering::Relaxed),
-            pkey_tbl_len: p::PORT_PKEY_TBL_LEN as u16,
-            max_vl_num: p::PORT_MAX_VL_NUM as u8,
+            pkey_tbl_len: d.pkey_tbl_len,
+            sm_lid: d.sm_lid,
+            lid: d.lid,
+            lmc: d.lmc,
+            max_vl_num: d.max_vl_num,
+            sm_sl: d.sm_sl,
+            subnet_timeout: d.subnet_timeout,
+            init_type_reply: d.init_type_reply,
             ..Default::default()
         };
+        // The width/speed the core derives from the netdev's link settings.
         let (speed, width) = dev.eth_speed()?;
         attr.active_speed = speed;
         attr.active_width = width;
-        attr.phys_state = if state == p::PORT_ACTIVE {
-            p::PHYS_STATE_LINK_UP
-        } else if ndev.is_up() {
-            p::PHYS_STATE_POLLING
-        } else {
-            p::PHYS_STATE_DISABLED
-        };
+        attr.phys_state = PhysState::reported(state == PortState::Active as u32, ndev.is_up()) as u8;
         Ok(())
     }
 
@@ -219,9 +242,9 @@ impl DeviceState {
 
     fn set_port_state(&self, dev: &Device, active: bool) {
         let (state, event) = if active {
-            (p::PORT_ACTIVE, PortEvent::Active)
+            (PortState::Active as u32, PortEvent::Active)
         } else {
-            (p::PORT_DOWN, PortEvent::Error)
+            (PortState::Down as u32, PortEvent::Error)
         };
         self.port.state.store(state, Ordering::Relaxed);
         dev.dispatch_port_event(event);
@@ -232,12 +255,12 @@ impl DeviceState {
     }
 
     fn set_mtu(&self, mtu: u32) {
-        self.port.active_mtu.store(Mtu::from_netdev_mtu(mtu) as u32, Ordering::Relaxed);
+        self.port.active_mtu.store(IbMtu::from_netdev_mtu(mtu).as_raw(), Ordering::Relaxed);
     }
 
     /// The path MTU limit of the port, in bytes.
     pub(crate) fn mtu_bytes(&self) -> u32 {
-        Mtu::try_from(self.port.active_mtu.load(Ordering::Relaxed)).map_or(256, Mtu::bytes)
+        IbMtu::from_raw(self.port.active_mtu.load(Ordering::Relaxed)).map_or(256, IbMtu::bytes)
     }
 }
 
@@ -268,11 +291,12 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
         pr_err!("{} already has an rxe device\n", BStrDisplay(ndev.name()));
         return Err(EEXIST);
     }
+    let guid = p::guid_from_mac(ndev.mac());
     let identity = Identity {
-        node_guid: guid_from_mac(ndev.mac()),
+        node_guid: guid,
         node_desc: b"rxe",
     };
-    Device::register(name, ndev, identity, DeviceState::new(ndev)?)
+    Device::register(name, ndev, identity, DeviceState::new(guid, ndev.mtu())?)
 }
 
 /// Netdev notifier: keep each rxe device in step with its netdev.

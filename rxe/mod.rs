@@ -11,7 +11,15 @@ pub(crate) mod kernel;
 #[allow(dead_code)] // Host tests cover all of it; the driver uses it piece by piece.
 pub(crate) mod proto;
 
+pub(crate) mod ah;
+pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod mr;
+pub(crate) mod mw;
 pub(crate) mod net;
 pub(crate) mod pd;
+pub(crate) mod pool;
+pub(crate) mod qp;
+pub(crate) mod queue;
+pub(crate) mod srq;
 pub(crate) mod ucontext;

@@ -6,9 +6,11 @@
 pub(crate) mod errno;
 pub(crate) mod ibdev;
 pub(crate) mod link;
+pub(crate) mod lock;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod ops;
 pub(crate) mod skb;
 pub(crate) mod udata;
 pub(crate) mod udp;
+pub(crate) mod vmbuf;

@@ -146,8 +146,16 @@ impl Bth {
         let psn_hi = (u8::from(self.ack_req) << 7) | (self.resv7 & 0x7f);
         put(buf, 0, [self.opcode, flags])?;
         put(buf, 2, self.pkey.to_be_bytes())?;
-        put(buf, 4, ((u32::from(qpn_hi) << 24) | (self.qpn & QPN_MASK)).to_be_bytes())?;
-        put(buf, 8, ((u32::from(psn_hi) << 24) | (self.psn & PSN_MASK)).to_be_bytes())
+        put(
+            buf,
+            4,
+            ((u32::from(qpn_hi) << 24) | (self.qpn & QPN_MASK)).to_be_bytes(),
+        )?;
+        put(
+            buf,
+            8,
+            ((u32::from(psn_hi) << 24) | (self.psn & PSN_MASK)).to_be_bytes(),
+        )
     }
 }
 
@@ -168,7 +176,11 @@ pub(crate) fn read_ext<H: ExtHeader>(op: Opcode, pkt: &[u8]) -> Option<H> {
 }
 
 /// Writes header `H` into a packet (starting at its BTH) with opcode `op`.
-pub(crate) fn write_ext<H: ExtHeader>(op: Opcode, pkt: &mut [u8], hdr: &H) -> Result<(), WriteError> {
+pub(crate) fn write_ext<H: ExtHeader>(
+    op: Opcode,
+    pkt: &mut [u8],
+    hdr: &H,
+) -> Result<(), WriteError> {
     let off = op.offset(H::KIND).ok_or(WriteError::NotCarried)?;
     hdr.write(pkt.get_mut(off..).ok_or(WriteError::TooShort)?)
 }
@@ -396,7 +408,7 @@ pub(crate) struct Feth {
 }
 
 impl Feth {
-    pub(crate) fn level(&self) -> Result<FlushLevel, u8> {
+    pub(crate) fn flush_level(self) -> Result<FlushLevel, u8> {
         FlushLevel::try_from(self.level)
     }
 }
@@ -586,7 +598,10 @@ mod tests {
         };
         let mut b = [0u8; 12];
         bth.write(&mut b).unwrap();
-        assert_eq!(b, [0x0a, 0xb0, 0xff, 0xff, 0x80, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]);
+        assert_eq!(
+            b,
+            [0x0a, 0xb0, 0xff, 0xff, 0x80, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]
+        );
         assert_eq!(Bth::parse(&b), Some(bth));
         assert_eq!(Bth::parse(&b[..11]), None);
         assert_eq!(bth.write(&mut [0u8; 11]), Err(WriteError::TooShort));
@@ -623,13 +638,25 @@ mod tests {
     #[test]
     fn ext_headers_round_trip() {
         let mut b = [0u8; 32];
-        let reth = Reth { va: 0x0102_0304_0506_0708, rkey: 0x1122_3344, len: 0x5566_7788 };
+        let reth = Reth {
+            va: 0x0102_0304_0506_0708,
+            rkey: 0x1122_3344,
+            len: 0x5566_7788,
+        };
         reth.write(&mut b).unwrap();
-        assert_eq!(&b[..16], &[1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
+        assert_eq!(
+            &b[..16],
+            &[1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
+        );
         assert_eq!(Reth::parse(&b), Some(reth));
         assert_eq!(Reth::parse(&b[..15]), None);
 
-        let atm = AtmEth { va: 1, rkey: 2, swap_add: 3, compare: 4 };
+        let atm = AtmEth {
+            va: 1,
+            rkey: 2,
+            swap_add: 3,
+            compare: 4,
+        };
         atm.write(&mut b).unwrap();
         assert_eq!(b[11], 2);
         assert_eq!(b[19], 3);
@@ -638,23 +665,32 @@ mod tests {
         assert_eq!(AtmEth::parse(&b[..27]), None);
         assert_eq!(atm.write(&mut [0u8; 27]), Err(WriteError::TooShort));
 
-        let aeth = Aeth { syndrome: 0x1f, msn: 0x00ab_cdef };
+        let aeth = Aeth {
+            syndrome: 0x1f,
+            msn: 0x00ab_cdef,
+        };
         aeth.write(&mut b).unwrap();
         assert_eq!(&b[..4], &[0x1f, 0xab, 0xcd, 0xef]);
         assert_eq!(Aeth::parse(&b), Some(aeth));
 
-        let deth = Deth { qkey: GSI_QKEY, src_qpn: 0xff00_0001 };
+        let deth = Deth {
+            qkey: GSI_QKEY,
+            src_qpn: 0xff00_0001,
+        };
         deth.write(&mut b).unwrap();
         assert_eq!(&b[..8], &[0x80, 0x01, 0, 0, 0, 0, 0, 1]);
         assert_eq!(Deth::parse(&b).unwrap().src_qpn, 1);
 
-        let feth = Feth { ptype: FLUSH_GLOBAL | FLUSH_PERSISTENT, level: 1 };
+        let feth = Feth {
+            ptype: FLUSH_GLOBAL | FLUSH_PERSISTENT,
+            level: 1,
+        };
         feth.write(&mut b).unwrap();
         assert_eq!(&b[..4], &[0, 0, 0, 0x13]);
         let back = Feth::parse(&b).unwrap();
         assert_eq!(back, feth);
-        assert_eq!(back.level(), Ok(FlushLevel::Mr));
-        assert_eq!(Feth { ptype: 0, level: 2 }.level(), Err(2));
+        assert_eq!(back.flush_level(), Ok(FlushLevel::Mr));
+        assert_eq!(Feth { ptype: 0, level: 2 }.flush_level(), Err(2));
 
         ImmDt([9, 8, 7, 6]).write(&mut b).unwrap();
         assert_eq!(ImmDt::parse(&b), Some(ImmDt([9, 8, 7, 6])));
@@ -680,7 +716,11 @@ mod tests {
     #[test]
     fn parse_valid_packets() {
         let (mut pkt, len) = build(Opcode::RcWriteOnlyImm, b"hello");
-        let reth = Reth { va: 0x1000, rkey: 7, len: 5 };
+        let reth = Reth {
+            va: 0x1000,
+            rkey: 7,
+            len: 5,
+        };
         write_ext(Opcode::RcWriteOnlyImm, &mut pkt, &reth).unwrap();
         write_ext(Opcode::RcWriteOnlyImm, &mut pkt, &ImmDt([1, 2, 3, 4])).unwrap();
         assert_eq!(
@@ -717,10 +757,16 @@ mod tests {
         assert_eq!(parse(&pkt[..len]), Err(ParseError::BadTver(1)));
         pkt[1] &= 0xf0;
         assert_eq!(parse(&pkt[..16]).map(|p| p.payload_len), Ok(0));
-        assert_eq!(parse(&pkt[..15]), Err(ParseError::Truncated { need: 16, have: 15 }));
+        assert_eq!(
+            parse(&pkt[..15]),
+            Err(ParseError::Truncated { need: 16, have: 15 })
+        );
         // Pad counts against the length too.
         pkt[1] |= 0x20;
-        assert_eq!(parse(&pkt[..17]), Err(ParseError::Truncated { need: 18, have: 17 }));
+        assert_eq!(
+            parse(&pkt[..17]),
+            Err(ParseError::Truncated { need: 18, have: 17 })
+        );
 
         let (mut ack, len) = build(Opcode::RcAck, b"");
         ack[1] |= 0x10;

@@ -7,5 +7,6 @@
 #[cfg(test)]
 extern crate std;
 
+#[allow(dead_code)] // The kernel crate is the user; this wrapper only tests.
 #[path = "mod.rs"]
 mod proto;

@@ -185,6 +185,7 @@ impl Info {
         let mut i = 0;
         while i < hdrs.len() {
             let h = hdrs[i];
+            // `Hdr` discriminants are 0..HDR_COUNT, the index of its offset.
             // Headers total at most 52 bytes, so the offset always fits a u8.
             offsets[h as usize] = at as u8;
             at += h.len();
@@ -354,8 +355,10 @@ impl Opcode {
     }
 
     pub(crate) fn info(self) -> &'static Info {
-        // Indexing a 256-entry table with a u8 cannot go out of bounds.
-        &TABLE[usize::from(self.bits())]
+        // A u8 always indexes the 256-entry table; the fallback is unreachable.
+        TABLE
+            .get(usize::from(self.bits()))
+            .unwrap_or(&Info::UNKNOWN)
     }
 
     pub(crate) fn transport(self) -> Transport {
@@ -485,7 +488,13 @@ mod tests {
             assert_eq!(info.mask.bits(), mask, "mask of {}", info.name);
             assert_eq!(info.header_len(), length, "length of {}", info.name);
             for (i, hdr) in HDR_ORDER.iter().enumerate() {
-                assert_eq!(info.offset(*hdr).unwrap_or(0), offs[i], "{:?} in {}", hdr, info.name);
+                assert_eq!(
+                    info.offset(*hdr).unwrap_or(0),
+                    offs[i],
+                    "{:?} in {}",
+                    hdr,
+                    info.name
+                );
             }
             if C_NO_PAYLOAD_OFFSET.contains(&code) {
                 assert_eq!(offs[9], 0);
@@ -533,7 +542,9 @@ mod tests {
 
     #[test]
     fn masks_and_names() {
-        assert!(Opcode::RcFlush.mask().contains(Mask::FETH | Mask::RETH | Mask::ONLY));
+        assert!(Opcode::RcFlush
+            .mask()
+            .contains(Mask::FETH | Mask::RETH | Mask::ONLY));
         assert!(!Opcode::RcFlush.has(Mask::PAYLOAD));
         assert!(Opcode::RcAtomicWrite.has(Mask::RDMA_OP));
         assert!(Opcode::RcCompareSwap.has(Mask::READ_OR_ATOMIC));

@@ -97,15 +97,10 @@ impl IbMtu {
         self as u32
     }
 
-    /// `ib_mtu_enum_to_int()`.
+    /// `ib_mtu_enum_to_int()`: payload bytes per packet.
     pub(crate) const fn bytes(self) -> u32 {
-        match self {
-            IbMtu::Mtu256 => 256,
-            IbMtu::Mtu512 => 512,
-            IbMtu::Mtu1024 => 1024,
-            IbMtu::Mtu2048 => 2048,
-            IbMtu::Mtu4096 => 4096,
-        }
+        // Code 1 is 256 = 128 << 1, and each step doubles.
+        128 << self.as_raw()
     }
 
     /// The C enum value, as `modify_qp` receives it in `path_mtu`.
@@ -120,38 +115,37 @@ impl IbMtu {
         }
     }
 
-    /// `rxe_mtu_int_to_enum()`: the largest IB MTU that fits in `bytes`, or
+    /// `rxe_mtu_int_to_enum()`: the largest IB MTU not above `bytes`, or
     /// `None` below 256 (the C function returns 0 there).
-    pub(crate) const fn fitting(bytes: i64) -> Option<IbMtu> {
-        if bytes < 256 {
-            None
-        } else if bytes < 512 {
-            Some(IbMtu::Mtu256)
-        } else if bytes < 1024 {
-            Some(IbMtu::Mtu512)
-        } else if bytes < 2048 {
-            Some(IbMtu::Mtu1024)
-        } else if bytes < 4096 {
-            Some(IbMtu::Mtu2048)
-        } else {
+    pub(crate) const fn from_bytes_floor(bytes: u32) -> Option<IbMtu> {
+        if bytes >= 4096 {
             Some(IbMtu::Mtu4096)
+        } else if bytes >= 2048 {
+            Some(IbMtu::Mtu2048)
+        } else if bytes >= 1024 {
+            Some(IbMtu::Mtu1024)
+        } else if bytes >= 512 {
+            Some(IbMtu::Mtu512)
+        } else if bytes >= 256 {
+            Some(IbMtu::Mtu256)
+        } else {
+            None
         }
     }
 
-    /// `rxe_set_mtu()`: the active MTU for a netdev MTU. The 80 header bytes
+    /// `rxe_set_mtu()`: the active MTU for a netdev MTU. The header bytes
     /// RoCEv2 needs come off first; too small a link still gets 256, the
-    /// smallest IB MTU, rather than an invalid 0.
-    pub(crate) const fn for_netdev_mtu(netdev_mtu: u32) -> IbMtu {
-        // i64 so that an MTU below the header length cannot wrap around.
-        match IbMtu::fitting(netdev_mtu as i64 - MAX_HDR_LENGTH as i64) {
+    /// smallest IB MTU, rather than the invalid 0.
+    pub(crate) const fn from_netdev_mtu(netdev_mtu: u32) -> IbMtu {
+        match IbMtu::from_bytes_floor(netdev_mtu.saturating_sub(MAX_HDR_LENGTH)) {
             Some(m) => m,
             None => IbMtu::Mtu256,
         }
     }
 }
 
-/// `RXE_MAX_HDR_LENGTH`: the most header bytes (Ethernet excluded) a RoCEv2
-/// packet carries, taken off the netdev MTU to find the IB MTU.
+/// `RXE_MAX_HDR_LENGTH`: header bytes (IP, UDP, transport; Ethernet excluded)
+/// kept below the netdev MTU when picking the IB MTU.
 pub(crate) const MAX_HDR_LENGTH: u32 = 80;
 
 /// `RXE_UVERBS_ABI_VERSION`; rdma-core's rxe provider accepts only this.
@@ -399,7 +393,7 @@ pub(crate) const MAX_MAD_SIZE: u32 = 256;
 
 /// The fields of `struct ib_port_attr` rxe sets at device creation.
 ///
-/// `state` and `active_mtu` follow the netdev afterwards ([`IbMtu::for_netdev_mtu`]),
+/// `state` and `active_mtu` follow the netdev afterwards ([`IbMtu::from_netdev_mtu`]),
 /// and each `query_port` replaces `active_speed`/`active_width` by what
 /// `ib_get_eth_speed()` derives from the link, and `phys_state` by
 /// [`PhysState::reported`]. `subnet_prefix` is left zero in this struct.
@@ -565,7 +559,7 @@ mod tests {
         assert_eq!(CORE_CAP_FLAGS, 0x0080_3005);
     }
 
-    /// (netdev MTU, C result of `rxe_set_mtu()`), from the compiled C helpers.
+    /// (netdev MTU, C result of `rxe_set_mtu()`), from the compiled C helpers:
     #[test]
     fn active_mtu_matches_c() {
         let c: &[(u32, u32)] = &[
@@ -587,15 +581,16 @@ mod tests {
             (65535, 5),
         ];
         for &(mtu, want) in c {
-            assert_eq!(IbMtu::for_netdev_mtu(mtu).as_raw(), want, "{mtu}");
+            assert_eq!(IbMtu::from_netdev_mtu(mtu).as_raw(), want, "{mtu}");
         }
-        assert_eq!(IbMtu::for_netdev_mtu(u32::MAX), IbMtu::Mtu4096);
+        assert_eq!(IbMtu::from_netdev_mtu(u32::MAX), IbMtu::Mtu4096);
         for v in 1..=5 {
-            let m = IbMtu::from_raw(v).map(IbMtu::bytes);
-            assert_eq!(m, Some(128 << v));
+            assert_eq!(IbMtu::from_raw(v).map(IbMtu::bytes), Some(128 << v));
         }
         assert_eq!(IbMtu::from_raw(0), None);
         assert_eq!(IbMtu::from_raw(6), None);
+        assert_eq!(IbMtu::from_bytes_floor(255), None);
+        assert_eq!(IbMtu::from_bytes_floor(1023), Some(IbMtu::Mtu512));
     }
 
     #[test]

@@ -295,6 +295,7 @@ mod m {
         .union(A::MIN_RNR_TIMER);
 }
 
+// Short names keep the table rows on one line each.
 use QpState as S;
 use QpType as T;
 
@@ -320,6 +321,8 @@ const fn to_rts_opt(with_raw_rate: bool) -> PerType {
     }
 }
 
+/// Rows are the current state, columns the next one; `as usize` turns the
+/// enum discriminants (all below 7) into indices, checked by const evaluation.
 const fn build_table() -> [[Transition; 7]; 7] {
     let mut t = [[Transition::INVALID; 7]; 7];
 

@@ -35,9 +35,13 @@ pub(crate) const CREDITS_UNLIMITED: u8 = 0x1f;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Syndrome {
     /// Positive ACK with a 5-bit credit code (see [`credit_count`]).
-    Ack { credits: u8 },
+    Ack {
+        credits: u8,
+    },
     /// Receiver not ready: retry after the 5-bit timer code (see [`rnr_timer_us`]).
-    RnrNak { timer: u8 },
+    RnrNak {
+        timer: u8,
+    },
     Nak(NakCode),
 }
 
@@ -134,81 +138,6 @@ pub(crate) fn local_ack_timeout_ns(timeout: u8) -> Option<u64> {
     }
 }
 
-/// Bytes rdma_rxe keeps below the netdev MTU for the IP, UDP and transport
-/// headers when it picks the port MTU (its RXE_MAX_HDR_LENGTH).
-pub(crate) const MAX_HDR_LEN: u32 = 80;
-
-/// IB path MTU; discriminants are the verbs `enum ib_mtu` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-pub(crate) enum Mtu {
-    B256 = 1,
-    B512 = 2,
-    B1024 = 3,
-    B2048 = 4,
-    B4096 = 5,
-}
-
-impl TryFrom<u8> for Mtu {
-    type Error = u8;
-
-    fn try_from(v: u8) -> Result<Mtu, u8> {
-        match v {
-            1 => Ok(Mtu::B256),
-            2 => Ok(Mtu::B512),
-            3 => Ok(Mtu::B1024),
-            4 => Ok(Mtu::B2048),
-            5 => Ok(Mtu::B4096),
-            other => Err(other),
-        }
-    }
-}
-
-impl Mtu {
-    /// The verbs `enum ib_mtu` value.
-    pub(crate) const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// Payload bytes per packet.
-    pub(crate) const fn bytes(self) -> u32 {
-        // Code 1 is 256 = 128 << 1, and each step doubles.
-        128 << (self as u8)
-    }
-
-    /// Largest IB MTU not above `bytes`; `None` below 256.
-    pub(crate) const fn from_bytes_floor(bytes: u32) -> Option<Mtu> {
-        if bytes >= 4096 {
-            Some(Mtu::B4096)
-        } else if bytes >= 2048 {
-            Some(Mtu::B2048)
-        } else if bytes >= 1024 {
-            Some(Mtu::B1024)
-        } else if bytes >= 512 {
-            Some(Mtu::B512)
-        } else if bytes >= 256 {
-            Some(Mtu::B256)
-        } else {
-            None
-        }
-    }
-
-    /// Active MTU of a port on a netdev with MTU `ndev_mtu`: the largest IB MTU
-    /// that leaves [`MAX_HDR_LEN`] bytes for headers, at least 256 (rxe never
-    /// reports less, even on links too small for it), at most 4096.
-    pub(crate) const fn from_netdev_mtu(ndev_mtu: u32) -> Mtu {
-        match Mtu::from_bytes_floor(ndev_mtu.saturating_sub(MAX_HDR_LEN)) {
-            Some(m) => m,
-            None => Mtu::B256,
-        }
-    }
-}
-
-/// Payload bytes per packet for `mtu`.
-pub(crate) const fn mtu_to_bytes(mtu: Mtu) -> u32 {
-    mtu.bytes()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,7 +158,10 @@ mod tests {
         assert_eq!(Syndrome::Nak(NakCode::PsnSeqError).encode(), 0x60);
         assert_eq!(Syndrome::Nak(NakCode::InvalidRequest).encode(), 0x61);
         assert_eq!(Syndrome::Nak(NakCode::RemoteAccessError).encode(), 0x62);
-        assert_eq!(Syndrome::Nak(NakCode::RemoteOperationalError).encode(), 0x63);
+        assert_eq!(
+            Syndrome::Nak(NakCode::RemoteOperationalError).encode(),
+            0x63
+        );
         assert_eq!(Syndrome::Nak(NakCode::InvalidRdRequest).encode(), 0x64);
         assert_eq!(Syndrome::RnrNak { timer: 14 }.encode(), 0x2e);
         assert_eq!(Syndrome::try_from(0x2e), Ok(Syndrome::RnrNak { timer: 14 }));
@@ -260,8 +192,8 @@ mod tests {
     fn rnr_timer_table() {
         // The enum ib_rnr_timeout names spell the delay in ms: code 0 is 655.36 ms.
         let from_names_ms_x100: [u32; 32] = [
-            65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
-            1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+            65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768,
+            1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
         ];
         for (code, ms_x100) in from_names_ms_x100.iter().enumerate() {
             assert_eq!(rnr_timer_us(code as u8), Some(ms_x100 * 10));
@@ -277,33 +209,5 @@ mod tests {
         assert_eq!(local_ack_timeout_ns(14), Some(67_108_864));
         assert_eq!(local_ack_timeout_ns(31), Some(4096 << 31));
         assert_eq!(local_ack_timeout_ns(255), local_ack_timeout_ns(31));
-    }
-
-    #[test]
-    fn mtus() {
-        assert_eq!(
-            [Mtu::B256, Mtu::B512, Mtu::B1024, Mtu::B2048, Mtu::B4096].map(mtu_to_bytes),
-            [256, 512, 1024, 2048, 4096]
-        );
-        for code in 0..=255u8 {
-            match Mtu::try_from(code) {
-                Ok(m) => assert_eq!(m.code(), code),
-                Err(e) => assert!(e == code && !(1..=5).contains(&code)),
-            }
-        }
-        assert_eq!(Mtu::from_bytes_floor(255), None);
-        assert_eq!(Mtu::from_bytes_floor(1023), Some(Mtu::B512));
-        assert_eq!(Mtu::from_bytes_floor(65535), Some(Mtu::B4096));
-        // 1500 leaves 1420 for IB: 1024, as the contract says.
-        assert_eq!(Mtu::from_netdev_mtu(1500), Mtu::B1024);
-        assert_eq!(Mtu::from_netdev_mtu(1103), Mtu::B512);
-        assert_eq!(Mtu::from_netdev_mtu(1104), Mtu::B1024);
-        assert_eq!(Mtu::from_netdev_mtu(4175), Mtu::B2048);
-        assert_eq!(Mtu::from_netdev_mtu(4176), Mtu::B4096);
-        assert_eq!(Mtu::from_netdev_mtu(9000), Mtu::B4096);
-        assert_eq!(Mtu::from_netdev_mtu(65536), Mtu::B4096);
-        // Tiny or zero MTUs still report 256, like rxe_set_mtu.
-        assert_eq!(Mtu::from_netdev_mtu(300), Mtu::B256);
-        assert_eq!(Mtu::from_netdev_mtu(0), Mtu::B256);
     }
 }

@@ -7,8 +7,10 @@
 #include <linux/cpumask.h>
 #include <linux/device.h>
 #include <linux/if_vlan.h>
+#include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/sysfs.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 
 #include "helpers.h"
@@ -46,6 +48,31 @@ struct net_device *rxe_rs_netdev_notifier_info_to_dev(void *info)
 unsigned int rxe_rs_num_possible_cpus(void)
 {
 	return num_possible_cpus();
+}
+
+void rxe_rs_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void rxe_rs_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+void *rxe_rs_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma)
+{
+	return vma->vm_end - vma->vm_start;
+}
+
+unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma)
+{
+	return vma->vm_pgoff << PAGE_SHIFT;
 }
 
 /* rdma-core's rxe tooling matches devices to netdevs through "parent". */

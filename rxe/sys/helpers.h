@@ -6,6 +6,7 @@
 #ifndef RXE_RS_HELPERS_H
 #define RXE_RS_HELPERS_H
 
+#include <linux/spinlock_types.h>
 #include <linux/types.h>
 
 struct attribute_group;
@@ -13,6 +14,8 @@ struct ib_device;
 struct module;
 struct net_device;
 struct notifier_block;
+struct vm_area_struct;
+
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
 bool rxe_rs_netif_carrier_ok(const struct net_device *ndev);
@@ -22,5 +25,10 @@ void rxe_rs_dev_put(struct net_device *ndev);
 struct net_device *rxe_rs_netdev_notifier_info_to_dev(void *info);
 unsigned int rxe_rs_num_possible_cpus(void);
 const struct attribute_group *rxe_rs_device_group(void);
+void rxe_rs_spin_lock_bh(spinlock_t *lock);
+void *rxe_rs_vmalloc_user(unsigned long size);
+unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
+unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
+void rxe_rs_spin_unlock_bh(spinlock_t *lock);
 
 #endif

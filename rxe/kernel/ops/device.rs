@@ -1,49 +1,40 @@
-//! The `ib_device_ops` table: every entry point the RDMA core calls.
-//!
-//! Each trampoline turns the core's raw pointers into references to driver
-//! objects, calls the driver, and turns its `Result` back into an errno.
-//! Nothing else in the driver sees the raw pointers.
+//! Entry points of the device itself: queries, port, contexts, mmap, PDs.
 
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
-use super::ibdev::{Device, DeviceAttr, PortAttr};
-use super::errno;
-use super::object::CoreObj;
-use super::udata::Udata;
+use crate::rxe::kernel::errno;
+use crate::rxe::kernel::ibdev::{Device, DeviceAttr, PortAttr};
+use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pd::Pd;
 use crate::rxe::sys as b;
 use crate::rxe::ucontext::Ucontext;
 
-/// The ABI version rdma-core's rxe provider accepts (it refuses any other).
-const UVERBS_ABI_VERSION: u32 = 2;
+/// Device-level entry points: queries, port, user contexts, mmap, PDs.
+pub(super) fn fill(ops: &mut b::ib_device_ops) {
+    ops.owner = crate::THIS_MODULE.as_ptr().cast();
+    ops.driver_id = b::rdma_driver_id_RDMA_DRIVER_RXE;
+    ops.uverbs_abi_ver = crate::rxe::proto::params::UVERBS_ABI_VERSION;
+    ops.device_group = unsafe_device_group();
 
-/// Builds the ops table; the core copies it into each device.
-pub(crate) fn device_ops() -> b::ib_device_ops {
-    b::ib_device_ops {
-        owner: crate::THIS_MODULE.as_ptr().cast(),
-        driver_id: b::rdma_driver_id_RDMA_DRIVER_RXE,
-        uverbs_abi_ver: UVERBS_ABI_VERSION,
-        device_group: unsafe_device_group(),
+    ops.query_device = Some(query_device);
+    ops.query_port = Some(query_port);
+    ops.query_pkey = Some(query_pkey);
+    ops.modify_device = Some(modify_device);
+    ops.modify_port = Some(modify_port);
+    ops.get_link_layer = Some(get_link_layer);
+    ops.get_port_immutable = Some(get_port_immutable);
+    ops.enable_driver = Some(enable_driver);
+    ops.dealloc_driver = Some(dealloc_driver);
 
-        query_device: Some(query_device),
-        query_port: Some(query_port),
-        query_pkey: Some(query_pkey),
-        modify_device: Some(modify_device),
-        modify_port: Some(modify_port),
-        get_link_layer: Some(get_link_layer),
-        get_port_immutable: Some(get_port_immutable),
-        enable_driver: Some(enable_driver),
-        dealloc_driver: Some(dealloc_driver),
+    ops.alloc_ucontext = Some(alloc_ucontext);
+    ops.dealloc_ucontext = Some(dealloc_ucontext);
+    ops.mmap = Some(mmap);
+    ops.alloc_pd = Some(alloc_pd);
+    ops.dealloc_pd = Some(dealloc_pd);
 
-        alloc_ucontext: Some(alloc_ucontext),
-        dealloc_ucontext: Some(dealloc_ucontext),
-        alloc_pd: Some(alloc_pd),
-        dealloc_pd: Some(dealloc_pd),
-
-        size_ib_ucontext: CoreObj::<b::ib_ucontext, Ucontext>::SIZE,
-        size_ib_pd: CoreObj::<b::ib_pd, Pd>::SIZE,
-        ..Default::default()
-    }
+    ops.size_ib_ucontext = CoreObj::<b::ib_ucontext, Ucontext>::SIZE;
+    ops.size_ib_pd = CoreObj::<b::ib_pd, Pd>::SIZE;
 }
 
 fn unsafe_device_group() -> *const b::attribute_group {
@@ -54,7 +45,7 @@ fn unsafe_device_group() -> *const b::attribute_group {
 /// # Safety
 ///
 /// `ib` is the `ib_device` of a live rxe_rs device.
-unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
+pub(super) unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
     // SAFETY: The core only calls our ops on devices we registered, whose
     // state lives until `dealloc_driver`.
     unsafe { Device::from_ib(ib) }
@@ -192,6 +183,24 @@ unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_u
 unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
     // SAFETY: Initialised by `alloc_ucontext`; the core frees the memory after.
     unsafe { CoreObj::<b::ib_ucontext, Ucontext>::destroy(uc) };
+}
+
+unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) -> c_int {
+    from_result(|| {
+        // SAFETY: The core calls mmap on a live context of ours, with the
+        // area of the mmap in progress.
+        let (uc, offset, len) = unsafe {
+            (
+                CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc),
+                b::rxe_rs_vma_offset(vma),
+                b::rxe_rs_vma_len(vma),
+            )
+        };
+        let buf = uc.take_for_mmap(offset as u64, len as u64)?;
+        // SAFETY: `vma` is the area being mapped.
+        unsafe { buf.map_into(vma) }?;
+        Ok(0)
+    })
 }
 
 unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_int {

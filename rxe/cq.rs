@@ -1,0 +1,1 @@
+//! cq verbs objects.

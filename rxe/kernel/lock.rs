@@ -1,0 +1,50 @@
+//! A spinlock that also masks softirqs: the 6.12 kernel crate has none.
+//!
+//! Packet receive runs in softirq context and takes the same locks as the
+//! verbs calls in process context; without `_bh` a softirq arriving on a CPU
+//! that holds the lock would deadlock on it.
+
+use kernel::sync::lock::{Backend, Lock};
+
+use crate::rxe::sys as b;
+
+/// A `spinlock_t` taken with `spin_lock_bh`.
+pub(crate) type SpinLockBh<T> = Lock<T, SpinLockBhBackend>;
+
+/// Creates a [`SpinLockBh`] initialiser with a lock class of its own.
+macro_rules! new_spinlock_bh {
+    ($inner:expr, $name:literal $(,)?) => {
+        $crate::rxe::kernel::lock::SpinLockBh::new($inner, ::kernel::c_str!($name), ::kernel::static_lock_class!())
+    };
+}
+pub(crate) use new_spinlock_bh;
+
+pub(crate) struct SpinLockBhBackend;
+
+// SAFETY: `spin_lock_bh`/`spin_unlock_bh` give mutual exclusion on an
+// initialised `spinlock_t`, and the guard state carries nothing.
+unsafe impl Backend for SpinLockBhBackend {
+    type State = kernel::bindings::spinlock_t;
+    type GuardState = ();
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: Per the trait contract `ptr` is writable and `name`/`key`
+        // live forever.
+        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: The lock was initialised (trait contract). Both bindings
+        // describe the same C `spinlock_t`.
+        unsafe { b::rxe_rs_spin_lock_bh(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
+        // SAFETY: The caller owns the lock (trait contract).
+        unsafe { b::rxe_rs_spin_unlock_bh(ptr.cast()) }
+    }
+}

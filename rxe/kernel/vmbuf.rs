@@ -1,0 +1,108 @@
+//! Buffers shared with user space: the rxe queues (`vmalloc_user` memory
+//! user space maps with `mmap`).
+//!
+//! User space can write any byte of such a buffer at any time, so the only
+//! accessors are copies and single atomic index loads/stores; nothing hands
+//! out a reference into the memory.
+
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, Ordering},
+};
+
+use kernel::prelude::*;
+
+use crate::rxe::sys as b;
+
+/// A zeroed, page-aligned `vmalloc_user` allocation.
+///
+/// # Invariants
+///
+/// `ptr` points to `len` bytes from `vmalloc_user`, owned by this value.
+pub(crate) struct VmBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: The memory is plain bytes accessed only through copies and atomics.
+unsafe impl Send for VmBuf {}
+// SAFETY: As above: concurrent copies/atomics are what the ABI expects.
+unsafe impl Sync for VmBuf {}
+
+impl VmBuf {
+    pub(crate) fn new(len: usize) -> Result<Self> {
+        // SAFETY: FFI; returns zeroed memory or null.
+        let ptr = unsafe { b::rxe_rs_vmalloc_user(len as _) }.cast::<u8>();
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            len,
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn check(&self, off: usize, len: usize) -> Result {
+        match off.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Copies `out.len()` bytes at `off` out of the buffer.
+    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
+        self.check(off, out.len())?;
+        // SAFETY: In bounds (checked); the source may change under us, which
+        // only affects the values copied, never memory safety.
+        unsafe { core::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copies `data` into the buffer at `off`.
+    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
+        self.check(off, data.len())?;
+        // SAFETY: In bounds (checked); the bytes are plain data.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len()) };
+        Ok(())
+    }
+
+    fn atomic(&self, off: usize) -> Result<&AtomicU32> {
+        self.check(off, 4)?;
+        if off % 4 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: In bounds and aligned (vmalloc memory is page aligned); the
+        // location is only ever accessed atomically by us.
+        Ok(unsafe { &*self.ptr.as_ptr().add(off).cast::<AtomicU32>() })
+    }
+
+    /// Loads the index at `off`, ordered before reads of what it publishes.
+    pub(crate) fn load_acquire(&self, off: usize) -> Result<u32> {
+        Ok(self.atomic(off)?.load(Ordering::Acquire))
+    }
+
+    /// Stores the index at `off`, ordered after writes it publishes.
+    pub(crate) fn store_release(&self, off: usize, v: u32) -> Result {
+        self.atomic(off)?.store(v, Ordering::Release);
+        Ok(())
+    }
+
+    /// Maps the whole buffer into `vma`; the mapping holds its own page
+    /// references, so it outlives this value safely.
+    ///
+    /// # Safety
+    ///
+    /// `vma` is the area of an `mmap` call in progress.
+    pub(crate) unsafe fn map_into(&self, vma: *mut b::vm_area_struct) -> Result {
+        // SAFETY: Per the contract; the buffer came from vmalloc_user.
+        kernel::error::to_result(unsafe { b::remap_vmalloc_range(vma, self.ptr.as_ptr().cast(), 0) })
+    }
+}
+
+impl Drop for VmBuf {
+    fn drop(&mut self) {
+        // SAFETY: We own the allocation (type invariant).
+        unsafe { b::vfree(self.ptr.as_ptr().cast()) };
+    }
+}

@@ -1,0 +1,1 @@
+//! srq verbs objects.
