@@ -95,3 +95,39 @@ impl<I, T> core::ops::Deref for CoreObj<I, T> {
         &self.data
     }
 }
+
+/// The address of a core object, carried by the driver where the C API wants
+/// it back (the `qp` of a kernel `ib_wc`, the `ib_cq` of a completion
+/// handler). Only this layer turns it back into a pointer.
+pub(crate) struct Handle<I>(core::ptr::NonNull<I>);
+
+impl<I> Clone for Handle<I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<I> Copy for Handle<I> {}
+
+// SAFETY: A handle is an address; using it is up to the code that made it,
+// in this layer, under the lifetime rules of the object it names.
+unsafe impl<I> Send for Handle<I> {}
+// SAFETY: As above.
+unsafe impl<I> Sync for Handle<I> {}
+
+impl<I> Handle<I> {
+    pub(crate) fn as_ptr(self) -> *mut I {
+        self.0.as_ptr()
+    }
+
+    /// A number that identifies the object while it lives (PD identity
+    /// checks compare these).
+    pub(crate) fn id(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
+impl<I: IbObject, T> CoreObj<I, T> {
+    pub(crate) fn handle(&self) -> Handle<I> {
+        Handle(core::ptr::NonNull::from(&self.ib))
+    }
+}
