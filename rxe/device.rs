@@ -9,7 +9,7 @@ use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
 use crate::rxe::proto::params as p;
-use crate::rxe::{ah, mr, mw, qp};
+use crate::rxe::{ah, mcast, mr, mw, qp};
 use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
 
 /// The verbs object kinds whose number the device limits.
@@ -88,6 +88,11 @@ pub(crate) struct DeviceState {
     /// SRQ numbers handed to user space.
     #[pin]
     pub(crate) srqs: Pool<()>,
+    /// Pool index of the GSI QP, which answers to QPN 1; 0 while none.
+    pub(crate) gsi_index: AtomicU32,
+    /// Multicast groups and their QPs, by MGID.
+    #[pin]
+    pub(crate) mcast: mcast::Groups,
 }
 
 fn device_attr(guid: [u8; 8]) -> DeviceAttr {
@@ -150,6 +155,8 @@ impl DeviceState {
             mws <- Pool::new(p::pool::MW.min_index, p::pool::MW.max_index),
             ahs <- Pool::new(p::pool::AH.min_index, p::pool::AH.max_index),
             srqs <- Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index),
+            gsi_index: AtomicU32::new(0),
+            mcast <- mcast::Groups::new(),
         }? Error))
     }
 

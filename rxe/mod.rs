@@ -14,6 +14,7 @@ pub(crate) mod proto;
 pub(crate) mod ah;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod mcast;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod net;

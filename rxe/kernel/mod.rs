@@ -4,9 +4,11 @@
 //! root); the driver logic above it is written against these types.
 
 pub(crate) mod errno;
+pub(crate) mod event;
 pub(crate) mod ibdev;
 pub(crate) mod link;
 pub(crate) mod lock;
+pub(crate) mod mcast;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod ops;
@@ -14,3 +16,4 @@ pub(crate) mod skb;
 pub(crate) mod udata;
 pub(crate) mod udp;
 pub(crate) mod vmbuf;
+pub(crate) mod wr;

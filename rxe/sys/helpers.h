@@ -11,6 +11,8 @@
 
 struct attribute_group;
 struct ib_device;
+struct ib_ucontext;
+struct ib_udata;
 struct module;
 struct net_device;
 struct notifier_block;
@@ -30,5 +32,8 @@ void *rxe_rs_vmalloc_user(unsigned long size);
 unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);
+unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
+void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 
 #endif

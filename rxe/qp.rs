@@ -1,4 +1,0 @@
-//! qp verbs objects.
-
-/// The part of an object the datapath reaches through the device's pools.
-pub(crate) struct Shared {}
