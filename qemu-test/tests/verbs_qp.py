@@ -173,8 +173,10 @@ def to_init(qp, qpt):
 
 
 def rtr_attr(env, qp, **kw):
-    a = attr(RTR, path_mtu=e.IBV_MTU_1024, dest_qp_num=qp.qp_num, rq_psn=0x123456,
-             max_dest_rd_atomic=3, min_rnr_timer=12, **kw)
+    fields = dict(path_mtu=e.IBV_MTU_1024, dest_qp_num=qp.qp_num, rq_psn=0x123456,
+                  max_dest_rd_atomic=3, min_rnr_timer=12)
+    fields.update(kw)
+    a = attr(RTR, **fields)
     a.ah_attr = env.ah_attr(flow_label=0x1234, hop_limit=32, tclass=8, sl=2)
     return a
 
