@@ -170,7 +170,7 @@ def test_ud_send(env):
     qp = env.ud_qp()
     ah = AH(env.pd, attr=env.ah_attr(g4, i4))
     ud_to_rts(qp)
-    wr = SendWR(opcode=e.IBV_WR_SEND, num_sge=0)
+    wr = SendWR(opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(0, 0, 0)])
     wr.set_wr_ud(ah, qp.qp_num, 0x11111111)
     # The doorbell of a UD QP in RTS with an AH of its PD.
     expect("ud post_send through ah", lambda: qp.post_send(wr), "ok")
