@@ -182,68 +182,6 @@ def test_ud_send(env):
     ah.close()
 
 
-def test_attach_detach(env):
-    qp1, qp2 = env.ud_qp(), env.ud_qp()
-    g = mgid(0x11234)
-    mac = mcast_mac(0x11234)
-    expect("attach", lambda: qp1.attach_mcast(g, 0), "ok")
-    check("mac joined", mac in joined_macs(env.ifname), f"{mac} not in {sorted(joined_macs(env.ifname))}")
-    expect("attach again", lambda: qp1.attach_mcast(g, 0), "ok")
-    expect("attach second qp", lambda: qp2.attach_mcast(g, 0), "ok")
-    expect("detach first", lambda: qp1.detach_mcast(g, 0), "ok")
-    check("mac kept while a qp is attached", mac in joined_macs(env.ifname))
-    expect("detach first again", lambda: qp1.detach_mcast(g, 0), "EINVAL")
-    expect("detach second", lambda: qp2.detach_mcast(g, 0), "ok")
-    check("mac left with the group", mac not in joined_macs(env.ifname))
-    expect("detach from no group", lambda: qp2.detach_mcast(mgid(0x999), 0), "EINVAL")
-    i4, g4 = env.v4
-    expect("attach unicast gid", lambda: qp1.attach_mcast(g4, 0), "EINVAL")
-    rc = env.rc_qp()
-    expect("attach rc qp", lambda: rc.attach_mcast(g, 0), "EINVAL")
-    rc.close()
-
-    # A QP destroyed while attached leaves its groups.
-    expect("attach before destroy", lambda: qp1.attach_mcast(mgid(0x2222), 0), "ok")
-    qp1.close()
-    check("group gone with its qp", mcast_mac(0x2222) not in joined_macs(env.ifname))
-    expect("group usable again", lambda: qp2.attach_mcast(mgid(0x2222), 0), "ok")
-    expect("and left again", lambda: qp2.detach_mcast(mgid(0x2222), 0), "ok")
-    qp2.close()
-
-
-def test_per_group_limit(env):
-    qps = [env.ud_qp() for _ in range(MAX_MCAST_QP_ATTACH + 1)]
-    g = mgid(0x3333)
-    ok = 0
-    for qp in qps[:MAX_MCAST_QP_ATTACH]:
-        res, _ = outcome(lambda: qp.attach_mcast(g, 0))
-        ok += res == "ok"
-    check(f"{MAX_MCAST_QP_ATTACH} qps in one group", ok == MAX_MCAST_QP_ATTACH, f"{ok}")
-    expect(f"qp {MAX_MCAST_QP_ATTACH + 1} in one group", lambda: qps[-1].attach_mcast(g, 0), "ENOMEM")
-    expect("room again after a detach", lambda: (qps[0].detach_mcast(g, 0), qps[-1].attach_mcast(g, 0)), "ok")
-    for qp in qps:
-        qp.close()
-    check("group gone with its qps", mcast_mac(0x3333) not in joined_macs(env.ifname))
-
-
-def test_group_limit(env):
-    qp = env.ud_qp()
-    t0 = time.time()
-    ok = 0
-    last = None
-    for n in range(MAX_MCAST_GRP):
-        res, _ = outcome(lambda: qp.attach_mcast(mgid(0x100000 + n), 0))
-        if res != "ok":
-            last = f"group {n}: {res}"
-            break
-        ok += 1
-    check(f"{MAX_MCAST_GRP} groups", ok == MAX_MCAST_GRP, last or "")
-    expect(f"group {MAX_MCAST_GRP + 1}", lambda: qp.attach_mcast(mgid(0x100000 + MAX_MCAST_GRP), 0), "ENOMEM")
-    qp.close()
-    check("all groups gone", not any(m.startswith("33330010") for m in joined_macs(env.ifname)))
-    print(f"INFO {MAX_MCAST_GRP} groups in {time.time() - t0:.1f}s")
-
-
 class IbvGid(ctypes.Structure):
     _fields_ = [("raw", ctypes.c_uint8 * 16)]
 
@@ -259,36 +197,162 @@ class IbvAhAttr(ctypes.Structure):
                 ("is_global", ctypes.c_uint8), ("port_num", ctypes.c_uint8)]
 
 
-def test_pd_busy(env):
-    """Dealloc of a PD with a live AH is refused by the core (raw verbs:
-    pyverbs would destroy the AH first)."""
-    lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
-    for fn, res, args in (
-        ("ibv_get_device_list", ctypes.c_void_p, [ctypes.POINTER(ctypes.c_int)]),
-        ("ibv_get_device_name", ctypes.c_char_p, [ctypes.c_void_p]),
-        ("ibv_open_device", ctypes.c_void_p, [ctypes.c_void_p]),
-        ("ibv_close_device", ctypes.c_int, [ctypes.c_void_p]),
-        ("ibv_free_device_list", None, [ctypes.c_void_p]),
-        ("ibv_alloc_pd", ctypes.c_void_p, [ctypes.c_void_p]),
-        ("ibv_dealloc_pd", ctypes.c_int, [ctypes.c_void_p]),
-        ("ibv_create_ah", ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(IbvAhAttr)]),
-        ("ibv_destroy_ah", ctypes.c_int, [ctypes.c_void_p]),
-    ):
-        f = getattr(lib, fn)
-        f.restype = res
-        f.argtypes = args
-    n = ctypes.c_int()
-    lst = lib.ibv_get_device_list(ctypes.byref(n))
-    devs = ctypes.cast(lst, ctypes.POINTER(ctypes.c_void_p))
-    ctx = None
-    for i in range(n.value):
-        if lib.ibv_get_device_name(devs[i]).decode() == env.dev:
-            ctx = lib.ibv_open_device(devs[i])
-    lib.ibv_free_device_list(lst)
-    pd = lib.ibv_alloc_pd(ctx)
+class IbvCap(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in
+                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
+
+
+class IbvInitAttr(ctypes.Structure):
+    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
+                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
+                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
+
+
+def gid_struct(gid):
+    raw = bytes.fromhex(str(gid.gid).replace(":", ""))
+    return IbvGid((ctypes.c_uint8 * 16)(*raw))
+
+
+class Raw:
+    """Raw libibverbs: this pyverbs has no multicast calls, and it would
+    destroy children before their PD."""
+
+    def __init__(self, dev):
+        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
+        vp = ctypes.c_void_p
+        for fn, res, args in (
+            ("ibv_get_device_list", vp, [ctypes.POINTER(ctypes.c_int)]),
+            ("ibv_get_device_name", ctypes.c_char_p, [vp]),
+            ("ibv_open_device", vp, [vp]),
+            ("ibv_close_device", ctypes.c_int, [vp]),
+            ("ibv_free_device_list", None, [vp]),
+            ("ibv_alloc_pd", vp, [vp]),
+            ("ibv_dealloc_pd", ctypes.c_int, [vp]),
+            ("ibv_create_cq", vp, [vp, ctypes.c_int, vp, vp, ctypes.c_int]),
+            ("ibv_destroy_cq", ctypes.c_int, [vp]),
+            ("ibv_create_qp", vp, [vp, ctypes.POINTER(IbvInitAttr)]),
+            ("ibv_destroy_qp", ctypes.c_int, [vp]),
+            ("ibv_attach_mcast", ctypes.c_int, [vp, ctypes.POINTER(IbvGid), ctypes.c_uint16]),
+            ("ibv_detach_mcast", ctypes.c_int, [vp, ctypes.POINTER(IbvGid), ctypes.c_uint16]),
+            ("ibv_create_ah", vp, [vp, ctypes.POINTER(IbvAhAttr)]),
+            ("ibv_destroy_ah", ctypes.c_int, [vp]),
+        ):
+            f = getattr(lib, fn)
+            f.restype = res
+            f.argtypes = args
+        self.lib = lib
+        n = ctypes.c_int()
+        lst = lib.ibv_get_device_list(ctypes.byref(n))
+        devs = ctypes.cast(lst, ctypes.POINTER(ctypes.c_void_p))
+        self.ctx = None
+        for i in range(n.value):
+            if lib.ibv_get_device_name(devs[i]).decode() == dev:
+                self.ctx = lib.ibv_open_device(devs[i])
+        lib.ibv_free_device_list(lst)
+        if not self.ctx:
+            raise RuntimeError(f"cannot open {dev}")
+        self.pd = lib.ibv_alloc_pd(self.ctx)
+        self.cq = lib.ibv_create_cq(self.ctx, 64, None, None, 0)
+
+    def qp(self, qpt=UD):
+        ia = IbvInitAttr(send_cq=self.cq, recv_cq=self.cq, cap=IbvCap(4, 4, 1, 1, 0), qp_type=qpt)
+        qp = self.lib.ibv_create_qp(self.pd, ctypes.byref(ia))
+        if not qp:
+            raise RuntimeError(f"create qp: errno {ctypes.get_errno()}")
+        return qp
+
+    def destroy_qp(self, qp):
+        return self.lib.ibv_destroy_qp(qp)
+
+    def attach(self, qp, n):
+        rc = self.lib.ibv_attach_mcast(qp, ctypes.byref(mgid_struct(n)), 0)
+        return "ok" if rc == 0 else name_of(rc)
+
+    def detach(self, qp, n):
+        rc = self.lib.ibv_detach_mcast(qp, ctypes.byref(mgid_struct(n)), 0)
+        return "ok" if rc == 0 else name_of(rc)
+
+    def close(self):
+        self.lib.ibv_destroy_cq(self.cq)
+        self.lib.ibv_dealloc_pd(self.pd)
+        self.lib.ibv_close_device(self.ctx)
+
+
+def mgid_struct(n):
+    return gid_struct(mgid(n))
+
+
+def test_attach_detach(env, raw):
+    qp1, qp2 = raw.qp(), raw.qp()
+    g = 0x11234
+    mac = mcast_mac(g)
+    check("attach", raw.attach(qp1, g) == "ok")
+    check("mac joined", mac in joined_macs(env.ifname), f"{mac} not in {sorted(joined_macs(env.ifname))}")
+    check("attach again", raw.attach(qp1, g) == "ok")
+    check("attach second qp", raw.attach(qp2, g) == "ok")
+    check("detach first", raw.detach(qp1, g) == "ok")
+    check("mac kept while a qp is attached", mac in joined_macs(env.ifname))
+    res = raw.detach(qp1, g)
+    check("detach first again", res == "EINVAL", res)
+    check("detach second", raw.detach(qp2, g) == "ok")
+    check("mac left with the group", mac not in joined_macs(env.ifname))
+    res = raw.detach(qp2, 0x999)
+    check("detach from no group", res == "EINVAL", res)
     i4, g4 = env.v4
-    raw = bytes.fromhex(str(g4.gid).replace(":", ""))
-    attr = IbvAhAttr(grh=IbvGlobalRoute(dgid=IbvGid((ctypes.c_uint8 * 16)(*raw)), sgid_index=i4, hop_limit=64),
+    rc = raw.lib.ibv_attach_mcast(qp1, ctypes.byref(gid_struct(g4)), 0)
+    check("attach unicast gid", rc == errno.EINVAL, name_of(rc))
+    rcqp = raw.qp(RC)
+    res = raw.attach(rcqp, g)
+    check("attach rc qp", res == "EINVAL", res)
+    raw.destroy_qp(rcqp)
+
+    # A QP destroyed while attached leaves its groups.
+    check("attach before destroy", raw.attach(qp1, 0x2222) == "ok")
+    check("destroy attached qp", raw.destroy_qp(qp1) == 0)
+    check("group gone with its qp", mcast_mac(0x2222) not in joined_macs(env.ifname))
+    check("group usable again", raw.attach(qp2, 0x2222) == "ok")
+    check("and left again", raw.detach(qp2, 0x2222) == "ok")
+    raw.destroy_qp(qp2)
+
+
+def test_per_group_limit(env, raw):
+    qps = [raw.qp() for _ in range(MAX_MCAST_QP_ATTACH + 1)]
+    g = 0x3333
+    ok = sum(raw.attach(qp, g) == "ok" for qp in qps[:MAX_MCAST_QP_ATTACH])
+    check(f"{MAX_MCAST_QP_ATTACH} qps in one group", ok == MAX_MCAST_QP_ATTACH, f"{ok}")
+    res = raw.attach(qps[-1], g)
+    check(f"qp {MAX_MCAST_QP_ATTACH + 1} in one group", res == "ENOMEM", res)
+    check("room again after a detach", raw.detach(qps[0], g) == "ok" and raw.attach(qps[-1], g) == "ok")
+    for qp in qps:
+        raw.destroy_qp(qp)
+    check("group gone with its qps", mcast_mac(g) not in joined_macs(env.ifname))
+
+
+def test_group_limit(env, raw):
+    qp = raw.qp()
+    t0 = time.time()
+    ok = 0
+    last = ""
+    for n in range(MAX_MCAST_GRP):
+        res = raw.attach(qp, 0x100000 + n)
+        if res != "ok":
+            last = f"group {n}: {res}"
+            break
+        ok += 1
+    check(f"{MAX_MCAST_GRP} groups", ok == MAX_MCAST_GRP, last)
+    res = raw.attach(qp, 0x100000 + MAX_MCAST_GRP)
+    check(f"group {MAX_MCAST_GRP + 1}", res == "ENOMEM", res)
+    raw.destroy_qp(qp)
+    check("all groups gone", not any(m.startswith("33330010") for m in joined_macs(env.ifname)))
+    print(f"INFO {MAX_MCAST_GRP} groups in {time.time() - t0:.1f}s")
+
+
+def test_pd_busy(env, raw):
+    """Dealloc of a PD with a live AH is refused by the core."""
+    lib = raw.lib
+    pd = lib.ibv_alloc_pd(raw.ctx)
+    i4, g4 = env.v4
+    attr = IbvAhAttr(grh=IbvGlobalRoute(dgid=gid_struct(g4), sgid_index=i4, hop_limit=64),
                      is_global=1, port_num=1)
     ah = lib.ibv_create_ah(pd, ctypes.byref(attr))
     check("raw create ah", bool(ah), f"errno {ctypes.get_errno()}")
@@ -297,7 +361,6 @@ def test_pd_busy(env):
         check("dealloc pd with live ah", rc == errno.EBUSY, f"got {name_of(rc)}")
         check("destroy ah", lib.ibv_destroy_ah(ah) == 0)
     check("dealloc pd after ah", lib.ibv_dealloc_pd(pd) == 0)
-    lib.ibv_close_device(ctx)
 
 
 def main():
@@ -305,11 +368,13 @@ def main():
     print(f"device {env.dev} on {env.ifname}; IPv4 GID {env.v4[0]}, IPv6 GID {env.v6[0]}")
     test_ah(env)
     test_ud_send(env)
-    test_pd_busy(env)
-    test_attach_detach(env)
-    test_per_group_limit(env)
+    raw = Raw(env.dev)
+    test_pd_busy(env, raw)
+    test_attach_detach(env, raw)
+    test_per_group_limit(env, raw)
     if os.environ.get("MCAST_GROUPS") == "1":
-        test_group_limit(env)
+        test_group_limit(env, raw)
+    raw.close()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
