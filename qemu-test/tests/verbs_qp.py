@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from pyverbs.addr import AHAttr, GID, GlobalRoute
+from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.pd import PD
@@ -379,14 +379,18 @@ def test_ud_state_machine(env):
     qp.close()
 
 
-def post_one_send(qp):
+def post_one_send(qp, ah=None):
     wr = SendWR(opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(0, 0, 0)])
+    if ah is not None:
+        # The provider copies the AH into UD WQEs: it must be there.
+        wr.set_wr_ud(ah, qp.qp_num, 0x11111111)
     qp.post_send(wr)
 
 
 def test_post_before_rts(env):
     """The send doorbell is refused before RTS. Each case uses a QP of its
     own: the provider leaves the WQE in the ring when the doorbell fails."""
+    ah = AH(env.pd, attr=env.ah_attr())
     for tn, qpt in (("rc", RC), ("ud", UD)):
         for sn, steps in (("RESET", 0), ("INIT", 1), ("RTR", 2)):
             qp = env.qp(qpt)
@@ -397,8 +401,9 @@ def test_post_before_rts(env):
                     qp.modify(attr(RTR), M_STATE)
                 else:
                     qp.modify(rtr_attr(env, qp), RTR_RC)
-            expect(f"{tn} post_send in {sn}", lambda: post_one_send(qp), "EINVAL")
+            expect(f"{tn} post_send in {sn}", lambda: post_one_send(qp, ah if qpt == UD else None), "EINVAL")
             qp.close()
+    ah.close()
 
 
 def test_srq(env):
