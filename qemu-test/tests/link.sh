@@ -9,7 +9,7 @@ set -euo pipefail
 . "$REPO/qemu-test/lib.sh"
 
 port_attr() { # DEV ATTR: one field of ibv_devinfo's port 1
-	ibv_devinfo -d "$1" -i 1 | sed -nE "s/^\s+$2:\s+(.*)$/\1/p" | head -1
+	ibv_devinfo -v -d "$1" -i 1 | sed -nE "s/^\s+$2:\s+(.*)$/\1/p" | head -1
 }
 
 wait_for() { # SECONDS CMD...: poll until CMD succeeds
@@ -51,7 +51,7 @@ ip link add link eth0 name eth0.7 type vlan id 7
 must_fail "device on a VLAN" rdma link add rxe_vlan type rxe netdev eth0.7
 ip link del eth0.7
 still_fine
-dev_gone rxe_dup && dev_gone rxe_none && dev_gone rxe_vlan || fail "a failed add left a device"
+if ! { dev_gone rxe_dup && dev_gone rxe_none && dev_gone rxe_vlan; }; then fail "a failed add left a device"; fi
 
 note "link down/up"
 ip link set eth0 down
