@@ -83,6 +83,17 @@ for pair in 1200:1024 2200:2048 4200:4096 9000:4096 600:512 1500:1024; do
 done
 [[ $(port_attr "$RXE_DEV" max_mtu) == "4096 "* ]] || fail "max_mtu $(port_attr "$RXE_DEV" max_mtu)"
 
+note "GID table follows the addresses"
+has_gid() { ibv_devinfo -v -d "$RXE_DEV" | grep -q "GID\[.*\]:.*$1"; }
+ip addr add 10.99.0.1/24 dev eth0
+ip addr add fd99::1/64 dev eth0 nodad
+wait_for 10 has_gid '::ffff:10.99.0.1' || fail "no GID for a new IPv4 address"
+wait_for 10 has_gid 'fd99::1' || fail "no GID for a new IPv6 address"
+ip addr del 10.99.0.1/24 dev eth0
+ip addr del fd99::1/64 dev eth0
+wait_for 10 eval '! has_gid ::ffff:10.99.0.1' || fail "GID of a removed IPv4 address stays"
+wait_for 10 eval '! has_gid fd99::1' || fail "GID of a removed IPv6 address stays"
+
 note "netdev removal"
 ip link del rxv0
 wait_for 10 dev_gone rxe_veth || fail "rxe_veth survived the removal of its netdev"
