@@ -44,7 +44,7 @@ use crate::rxe::kernel::{
 };
 use crate::rxe::mw;
 use crate::rxe::proto::mr_logic::{
-    self as rules, rereg, Access, AtomicOp, Chunk, Layout, MrFacts, MrType, RuleError, State,
+    self as rules, len64, rereg, Access, AtomicOp, Chunk, Layout, MrFacts, MrType, RuleError, State,
 };
 use crate::rxe::qp;
 
@@ -60,6 +60,7 @@ pub(crate) struct QpId(usize);
 
 impl QpId {
     pub(crate) fn of(qp: &qp::Shared) -> Self {
+        // The address is the identity; it is never turned back into a pointer.
         Self(core::ptr::from_ref(qp) as usize)
     }
 }
@@ -163,7 +164,7 @@ impl Inner {
         let Memory::Pages(pages) = &self.mem else {
             return Err(AccessError::Fault);
         };
-        if !self.in_range(iova, len as u64) {
+        if !self.in_range(iova, len64(len)) {
             return Err(AccessError::Range);
         }
         for c in self.layout().chunks(iova, len) {
@@ -311,7 +312,7 @@ impl Shared {
             return Ok(());
         }
         if let Some(w) = &self.window {
-            return w.mr.copy_in(w.target(iova, data.len() as u64)?, data);
+            return w.mr.copy_in(w.target(iova, len64(data.len()))?, data);
         }
         let i = self.inner.lock();
         i.usable()?;
@@ -330,7 +331,7 @@ impl Shared {
             return Ok(());
         }
         if let Some(w) = &self.window {
-            return w.mr.copy_out(w.target(iova, out.len() as u64)?, out);
+            return w.mr.copy_out(w.target(iova, len64(out.len()))?, out);
         }
         let i = self.inner.lock();
         i.usable()?;
@@ -612,6 +613,7 @@ impl Mr {
             return Err(EINVAL);
         }
         let sys = 1u32 << PAGE_SHIFT;
+        // Widening u32 -> usize.
         let per_page = if page_size > sys { (page_size / sys) as usize } else { 1 };
         let blocks = per_page.checked_mul(self.max_sg).ok_or(ENOMEM)?;
         let old = self.shared.inner.lock().staging.take();

@@ -14,7 +14,7 @@ use core::{
 
 use kernel::{page::PAGE_SIZE, prelude::*};
 
-use crate::rxe::proto::mr_logic::{atomic_aligned, AtomicOp};
+use crate::rxe::proto::mr_logic::{atomic_aligned, len64, AtomicOp};
 use crate::rxe::sys as b;
 
 /// Why a page access failed.
@@ -57,7 +57,7 @@ impl PageRef {
         // SAFETY: Pure address arithmetic on the kernel side.
         let page = NonNull::new(unsafe { b::rxe_rs_virt_to_page(addr) })?;
         // The remainder of a division by PAGE_SIZE fits a usize.
-        let offset = (addr % PAGE_SIZE as u64) as usize;
+        let offset = (addr % len64(PAGE_SIZE)) as usize;
         Some(Self { page, offset })
     }
 
@@ -96,7 +96,7 @@ impl PageRef {
 
     fn word<R>(&self, off: usize, f: impl FnOnce(&AtomicU64) -> R) -> Result<R, PageError> {
         // Both offsets are below PAGE_SIZE, so the sum cannot overflow.
-        if !atomic_aligned((self.offset + off) as u64) {
+        if !atomic_aligned(len64(self.offset + off)) {
             return Err(PageError::Misaligned);
         }
         self.with_mapped(off, 8, |p| {
@@ -280,7 +280,7 @@ impl DmaSpace {
     ) -> Result<(), PageError> {
         let mut pos = 0;
         while pos < len {
-            let a = addr.checked_add(pos as u64).ok_or(PageError::Fault)?;
+            let a = addr.checked_add(len64(pos)).ok_or(PageError::Fault)?;
             // SAFETY: The address was given with this DMA MR's key: the
             // kernel user vouches for it (type invariant). The linear-map
             // check rejects anything that has no page.

@@ -130,8 +130,15 @@ pub(crate) enum RuleError {
 // Keys
 // ---------------------------------------------------------------------------
 
+/// A buffer length as a 64-bit byte count (`usize` is at most 64 bits on
+/// every target the driver builds for, so nothing is lost).
+pub(crate) const fn len64(n: usize) -> u64 {
+    n as u64
+}
+
 /// `index << 8 | key byte`. Pool indices fit in 24 bits, so nothing is lost.
 pub(crate) const fn make_key(index: u32, byte: u8) -> u32 {
+    // Widening u8 -> u32.
     (index << KEY_INDEX_SHIFT) | byte as u32
 }
 
@@ -328,7 +335,7 @@ impl Iterator for Chunks {
         let len = core::cmp::min(room, self.len - self.pos);
         let chunk = Chunk { block, offset, len, pos: self.pos };
         self.pos += len;
-        match self.iova.checked_add(len as u64) {
+        match self.iova.checked_add(len64(len)) {
             Some(next) => self.iova = next,
             None => self.wrapped = true,
         }

@@ -43,6 +43,7 @@ impl From<Handle<b::ib_pd>> for PdId {
 
 /// The identity of the PD at `pd`, the same number `Handle::id` gives.
 fn pd_id(pd: *mut b::ib_pd) -> PdId {
+    // The address is the identity, as in `Handle::id`.
     PdId(pd as usize)
 }
 
@@ -208,8 +209,7 @@ unsafe extern "C" fn set_page(ib: *mut b::ib_mr, addr: u64) -> c_int {
     // SAFETY: Called by `ib_sg_to_pages` from our `map_mr_sg` on a live MR.
     let o = unsafe { obj(ib) };
     let page_size = o.mr.map_page_size();
-    // PAGE_SIZE fits a u64.
-    let sys = PAGE_SIZE as u64;
+    let sys = crate::rxe::proto::mr_logic::len64(PAGE_SIZE);
     let pieces = if page_size > sys { page_size / sys } else { 1 };
     for n in 0..pieces {
         let Some(a) = addr.checked_add(n * sys) else {

@@ -27,6 +27,7 @@ unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_
         // `device`, `pd` and `type` set, ours until `dealloc_mw`.
         unsafe {
             let dev = dev((*mw).device);
+            // The PD's address is its identity (see `PdId`).
             let pd = PdId((*mw).pd as usize);
             let m = Mw::alloc(dev, pd, (*mw).type_)?;
             (*mw).rkey = m.rkey();
