@@ -128,8 +128,10 @@ struct Inner {
     length: u64,
     page_shift: u32,
     mem: Memory,
-    /// Fast-reg MRs: the list `map_mr_sg` fills before it replaces `mem`.
+    /// Fast-reg MRs: the list `map_mr_sg` fills before it replaces `mem`,
+    /// and the page size it is filled for.
     staging: Option<PageList>,
+    staging_shift: u32,
 }
 
 impl Inner {
@@ -232,6 +234,7 @@ impl Shared {
             page_shift: PAGE_SHIFT as u32,
             mem,
             staging: None,
+            staging_shift: PAGE_SHIFT as u32,
         }
     }
 
@@ -624,7 +627,7 @@ impl Mr {
         list.reset(blocks)?;
         let mut i = self.shared.inner.lock();
         i.staging = Some(list);
-        i.page_shift = page_size.trailing_zeros();
+        i.staging_shift = page_size.trailing_zeros();
         Ok(())
     }
 
@@ -640,7 +643,7 @@ impl Mr {
 
     /// The MR page size of the mapping in progress.
     pub(crate) fn map_page_size(&self) -> u64 {
-        1u64 << self.shared.inner.lock().page_shift
+        1u64 << self.shared.inner.lock().staging_shift
     }
 
     /// Ends a mapping: the filled list replaces the old one, which is kept
@@ -648,6 +651,7 @@ impl Mr {
     pub(crate) fn end_map(&self) {
         let mut i = self.shared.inner.lock();
         if let Some(new) = i.staging.take() {
+            i.page_shift = i.staging_shift;
             if let Memory::Pages(old) = core::mem::replace(&mut i.mem, Memory::Pages(new)) {
                 i.staging = Some(old);
             }
