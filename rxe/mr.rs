@@ -19,7 +19,13 @@
 //!   with invalidate): [`fast_reg`] for a REG_MR work request,
 //!   [`invalidate_key`] for LOCAL_INV (MR or MW key), [`crate::rxe::mw::bind`]
 //!   for BIND_MW. They return `EINVAL`/`EOPNOTSUPP` as the C driver does; the
-//!   requester turns any error into the C work-completion status.
+//!   requester turns any error into the C work-completion status
+//!   (LOCAL_INV/REG_MR: `IB_WC_LOC_QP_OP_ERR`, BIND_MW: `IB_WC_MW_BIND_ERR`).
+//!   A kernel REG_MR names its MR by `ib_mr`: `kernel::ops::mr::fast_reg_target`
+//!   gives its [`Shared`] with the `iova`/`length` to pass to
+//!   [`Shared::fast_reg`].
+//!
+//! Rights are [`Access`] (`ib_access_flags`); atomics are [`AtomicOp`].
 //!
 //! # Objects
 //!
@@ -44,9 +50,12 @@ use crate::rxe::kernel::{
 };
 use crate::rxe::mw;
 use crate::rxe::proto::mr_logic::{
-    self as rules, len64, rereg, Access, AtomicOp, Chunk, Layout, MrFacts, MrType, RuleError, State,
+    self as rules, len64, rereg, Chunk, Layout, MrFacts, MrType, RuleError, State,
 };
 use crate::rxe::qp;
+
+/// The rights (`ib_access_flags`) and atomics of the API, for its users.
+pub(crate) use crate::rxe::proto::mr_logic::{Access, AtomicOp};
 
 /// The identity of a protection domain: the address of its `ib_pd`, stable
 /// while the PD lives (PDs outlive the objects created in them).
@@ -234,6 +243,7 @@ impl Shared {
             page_shift: PAGE_SHIFT as u32,
             mem,
             staging: None,
+            // PAGE_SHIFT is a small constant (12 on x86).
             staging_shift: PAGE_SHIFT as u32,
         }
     }
