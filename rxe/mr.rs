@@ -605,10 +605,13 @@ impl Mr {
     /// `rereg_user_mr` in place: a new PD and/or new rights.
     pub(crate) fn rereg(&self, flags: u32, access: u32, new_pd: PdId) -> Result {
         let access = Access::from_raw(access);
-        rules::check_rereg(flags, access).map_err(rule_errno)?;
+        // C's order: unsupported flags, then the pin's writability, then
+        // the new rights.
+        rules::check_rereg(flags, Access::NONE).map_err(rule_errno)?;
         if let Some(umem) = &self.umem {
             umem.check_rereg(flags, access.bits())?;
         }
+        rules::check_rereg(flags, access).map_err(rule_errno)?;
         let mut i = self.shared.inner.lock();
         if flags & rereg::PD != 0 {
             i.pd = new_pd;
