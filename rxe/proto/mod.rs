@@ -6,6 +6,7 @@
 
 pub(crate) mod headers;
 pub(crate) mod icrc;
+pub(crate) mod mr_logic;
 pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod post;
