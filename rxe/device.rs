@@ -43,6 +43,9 @@ impl ObjKind {
     }
 }
 
+/// `gsi_qp_index` while the GSI QP is being created.
+const GSI_CLAIMED: u32 = u32::MAX;
+
 /// Live object counts per kind, shared with the objects that hold a slot.
 struct Counts([AtomicU32; KINDS]);
 
@@ -88,8 +91,8 @@ pub(crate) struct DeviceState {
     /// SRQ numbers handed to user space.
     #[pin]
     pub(crate) srqs: Pool<()>,
-    /// Pool index of the GSI QP, which answers to QPN 1; 0 while none.
-    pub(crate) gsi_index: AtomicU32,
+    /// Pool index of the GSI QP (packets to QPN 1 go there); 0 while none.
+    gsi_qp_index: AtomicU32,
     /// Multicast groups and their QPs, by MGID.
     #[pin]
     pub(crate) mcast: mcast::Groups,
@@ -155,7 +158,7 @@ impl DeviceState {
             mws <- Pool::new(p::pool::MW.min_index, p::pool::MW.max_index),
             ahs <- Pool::new(p::pool::AH.min_index, p::pool::AH.max_index),
             srqs <- Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index),
-            gsi_index: AtomicU32::new(0),
+            gsi_qp_index: AtomicU32::new(0),
             mcast <- mcast::Groups::new(),
         }? Error))
     }
@@ -263,6 +266,25 @@ impl DeviceState {
 
     fn set_mtu(&self, mtu: u32) {
         self.port.active_mtu.store(IbMtu::from_netdev_mtu(mtu).as_raw(), Ordering::Relaxed);
+    }
+
+    /// Records where the GSI QP lives, so packets to QPN 1 reach it; 0 clears.
+    pub(crate) fn set_gsi_qp_index(&self, index: u32) {
+        self.gsi_qp_index.store(index, Ordering::Release);
+    }
+
+    /// The pool index of the GSI QP, if there is one.
+    pub(crate) fn gsi_qp_index(&self) -> Option<u32> {
+        Some(self.gsi_qp_index.load(Ordering::Acquire)).filter(|&i| i != 0 && i != GSI_CLAIMED)
+    }
+
+    /// Claims the device's only GSI QP for a create in progress; `false`
+    /// when it exists or is being created. `set_gsi_qp_index` completes or
+    /// (with 0) abandons the claim.
+    pub(crate) fn claim_gsi_qp(&self) -> bool {
+        self.gsi_qp_index
+            .compare_exchange(0, GSI_CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// The path MTU limit of the port, in bytes.

@@ -4,9 +4,10 @@
 //! joins the MGID's Ethernet multicast address on the netdev, removing it
 //! leaves it again. Limits and errnos are those of `rxe_mcast.c`.
 //!
-//! Interface for packet receive: [`Groups::for_each_member`] calls a
-//! closure on each QP attached to an MGID (under the groups' lock, from any
-//! context; the closure must not sleep).
+//! Interface for packet receive: [`Groups::members`] copies the QPs
+//! attached to an MGID (to deliver to without the groups' lock held);
+//! [`Groups::for_each_member`] calls a closure on each of them under the
+//! lock instead. Both work from any context.
 
 use core::sync::atomic::Ordering;
 
@@ -154,6 +155,17 @@ impl Groups {
             leave(dev, &mcast_mac(mgid));
         }
         Ok(())
+    }
+
+    /// The QPs attached to `mgid`; `None` when there is no such group (or
+    /// no memory for the list, as a multicast packet may be dropped).
+    pub(crate) fn members(&self, mgid: &Mgid) -> Option<KVec<Arc<qp::Shared>>> {
+        let mut list = KVec::with_capacity(MAX_PER_GROUP, GFP_ATOMIC).ok()?;
+        let found = self.for_each_member(mgid, |qp| {
+            // Capacity for a full group was reserved: this cannot fail.
+            let _ = list.push(qp.clone(), GFP_ATOMIC);
+        });
+        found.then_some(list)
     }
 
     /// Calls `f` on every QP attached to `mgid`; returns whether the group

@@ -38,9 +38,6 @@ use crate::rxe::{cq, srq};
 /// SGEs a WQE has at most.
 const MAX_SGE: usize = limits::MAX_SGE as usize;
 
-/// `gsi_index` while a GSI QP is being created.
-const GSI_CLAIMED: u32 = u32::MAX;
-
 /// The errno of a refused attribute.
 pub(crate) fn attr_errno(e: AttrError) -> Error {
     match e {
@@ -58,7 +55,7 @@ fn size_errno(e: SizeError) -> Error {
 
 /// The QP a packet for `qpn` goes to, if it exists.
 pub(crate) fn lookup(dev: &DeviceState, qpn: u32) -> Option<Arc<Shared>> {
-    let index = if qpn == GSI_QPN { dev.gsi_index.load(Ordering::Acquire) } else { qpn };
+    let index = if qpn == GSI_QPN { dev.gsi_qp_index()? } else { qpn };
     dev.qps.get(index)
 }
 
@@ -250,7 +247,7 @@ impl Drop for Undo<'_> {
             self.state.qps.remove(i);
         }
         if self.gsi {
-            self.state.gsi_index.store(0, Ordering::Release);
+            self.state.set_gsi_qp_index(0);
         }
     }
 }
@@ -283,11 +280,7 @@ impl Qp {
             (Some(_), None) => return Err(EINVAL),
         };
         let is_gsi_request = args.init.qp_type == QpType::Gsi.as_raw();
-        let gsi_claimed = is_gsi_request
-            && state
-                .gsi_index
-                .compare_exchange(0, GSI_CLAIMED, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
+        let gsi_claimed = is_gsi_request && state.claim_gsi_qp();
         let mut undo = Undo {
             state,
             index: None,
@@ -377,7 +370,7 @@ impl Qp {
         undo.dismiss();
         state.qps.set(index, shared.clone());
         if qp_type == QpType::Gsi {
-            state.gsi_index.store(index, Ordering::Release);
+            state.set_gsi_qp_index(index);
         }
         let caps = Caps {
             max_send_wr: sq_caps.max_wr,
@@ -441,8 +434,8 @@ impl Qp {
         sh.link.revoke();
         let state = dev.state();
         state.qps.remove(sh.index);
-        if sh.qp_type == QpType::Gsi {
-            let _ = state.gsi_index.compare_exchange(sh.index, 0, Ordering::AcqRel, Ordering::Relaxed);
+        if sh.qp_type == QpType::Gsi && state.gsi_qp_index() == Some(sh.index) {
+            state.set_gsi_qp_index(0);
         }
         sh.on_destroy();
         Ok(())
