@@ -70,10 +70,7 @@ impl Ah {
         let slot = state.take_slot(ObjKind::Ah)?;
         qa::check_ah_attr(&args.attr).map_err(errno)?;
         let av = qa::av_from_ah_attr(&args.attr).map_err(errno)?;
-        let shared = Arc::pin_init(
-            pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }),
-            flags,
-        )?;
+        let shared = Arc::pin_init(pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }), flags)?;
         let index = state.ahs.reserve(flags)?;
         let num = match args.udata {
             // Providers that know AH numbers make room for the response.

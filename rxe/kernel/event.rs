@@ -98,11 +98,7 @@ impl QpLink {
         let Some(handler) = handler else {
             return;
         };
-        let mut ev = b::ib_event {
-            device,
-            event: event.raw(),
-            ..Default::default()
-        };
+        let mut ev = b::ib_event { device, event: event.raw(), ..Default::default() };
         ev.element.qp = qp;
         // SAFETY: The event is fully initialised and the QP live (see above);
         // this is how the core expects drivers to report QP events.

@@ -148,10 +148,8 @@ pub(crate) fn encode_send_wqe(
     put64(out, send_wr::WR_ID, wr.wr_id)?;
     put32(out, send_wr::OPCODE, wr.opcode)?;
     put32(out, send_wr::SEND_FLAGS, wr.send_flags)?;
-    let has_ex = matches!(
-        c.opcode,
-        O::SendWithImm | O::RdmaWriteWithImm | O::SendWithInv | O::RdmaReadWithInv | O::LocalInv
-    );
+    let has_ex =
+        matches!(c.opcode, O::SendWithImm | O::RdmaWriteWithImm | O::SendWithInv | O::RdmaReadWithInv | O::LocalInv);
     if has_ex {
         put32(out, send_wr::EX, wr.ex)?;
     }
@@ -339,7 +337,11 @@ mod tests {
     #[test]
     fn ud_and_inline_encoding() {
         let s = sges(&[3]);
-        let mut w = wr(WrOpcode::Send, Target::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, pkey_index: 5, ah_num: 42 }, &s[..1]);
+        let mut w = wr(
+            WrOpcode::Send,
+            Target::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, pkey_index: 5, ah_num: 42 },
+            &s[..1],
+        );
         w.send_flags |= SEND_INLINE;
         let c = check_send_wr(QpType::Gsi, SQ, &w).unwrap();
         let mut slot = [0u8; 512];

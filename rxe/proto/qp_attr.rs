@@ -356,12 +356,7 @@ fn ah_of(attr: &Option<AhAttr>) -> Result<&AhAttr, AttrError> {
 /// `rxe_modify_qp()`'s mask test and `rxe_qp_chk_attr()`: every attribute
 /// the mask sets is within what rxe supports. The state transition is
 /// checked separately, against the QP's current state.
-pub(crate) fn check_modify(
-    mask: AttrMask,
-    attr: &ModifyAttr,
-    qp_type: QpType,
-    has_srq: bool,
-) -> Result<(), AttrError> {
+pub(crate) fn check_modify(mask: AttrMask, attr: &ModifyAttr, qp_type: QpType, has_srq: bool) -> Result<(), AttrError> {
     if mask.intersects(!AttrMask::STANDARD_BITS) {
         return Err(AttrError::NotSupported);
     }
@@ -501,21 +496,11 @@ impl QpAttrs {
         attr: &ModifyAttr,
         qp_type: QpType,
     ) -> Result<Option<QpState>, AttrError> {
-        let pri_av = if mask.intersects(AttrMask::AV) {
-            Some(av_from_ah_attr(ah_of(&attr.ah_attr)?)?)
-        } else {
-            None
-        };
-        let alt_av = if mask.intersects(AttrMask::ALT_PATH) {
-            Some(av_from_ah_attr(ah_of(&attr.alt_ah_attr)?)?)
-        } else {
-            None
-        };
-        let new_state = if mask.intersects(AttrMask::STATE) {
-            Some(self.check_state(mask, attr, qp_type)?)
-        } else {
-            None
-        };
+        let pri_av = if mask.intersects(AttrMask::AV) { Some(av_from_ah_attr(ah_of(&attr.ah_attr)?)?) } else { None };
+        let alt_av =
+            if mask.intersects(AttrMask::ALT_PATH) { Some(av_from_ah_attr(ah_of(&attr.alt_ah_attr)?)?) } else { None };
+        let new_state =
+            if mask.intersects(AttrMask::STATE) { Some(self.check_state(mask, attr, qp_type)?) } else { None };
 
         if let Some(s) = new_state {
             self.state = s;
@@ -663,7 +648,13 @@ mod tests {
 
     #[test]
     fn caps_limits() {
-        let ok = Caps { max_send_wr: 1 << 20, max_recv_wr: 1 << 20, max_send_sge: 32, max_recv_sge: 32, max_inline_data: 512 };
+        let ok = Caps {
+            max_send_wr: 1 << 20,
+            max_recv_wr: 1 << 20,
+            max_send_sge: 32,
+            max_recv_sge: 32,
+            max_inline_data: 512,
+        };
         assert_eq!(check_caps(&ok, false), Ok(()));
         for bad in [
             Caps { max_send_wr: (1 << 20) + 1, ..ok },
@@ -693,10 +684,7 @@ mod tests {
         assert_eq!(check_init(&base, false), Ok(QpType::Rc));
         assert_eq!(check_init(&InitAttr { create_flags: 2, ..base }, false), Err(AttrError::NotSupported));
         // create_flags are looked at before the type.
-        assert_eq!(
-            check_init(&InitAttr { create_flags: 2, qp_type: 99, ..base }, false),
-            Err(AttrError::NotSupported)
-        );
+        assert_eq!(check_init(&InitAttr { create_flags: 2, qp_type: 99, ..base }, false), Err(AttrError::NotSupported));
         for t in [QpType::Smi, QpType::RawPacket, QpType::XrcIni, QpType::XrcTgt] {
             assert_eq!(check_init(&InitAttr { qp_type: t.as_raw(), ..base }, false), Err(AttrError::NotSupported));
         }
@@ -793,7 +781,10 @@ mod tests {
         assert_eq!(check_modify(mtu, &ModifyAttr { path_mtu: 0, ..a }, QpType::Rc, false), Ok(()));
         let rd = AttrMask::MAX_QP_RD_ATOMIC;
         assert_eq!(check_modify(rd, &ModifyAttr { max_rd_atomic: 128, ..a }, QpType::Rc, false), Ok(()));
-        assert_eq!(check_modify(rd, &ModifyAttr { max_rd_atomic: 129, ..a }, QpType::Rc, false), Err(AttrError::Invalid));
+        assert_eq!(
+            check_modify(rd, &ModifyAttr { max_rd_atomic: 129, ..a }, QpType::Rc, false),
+            Err(AttrError::Invalid)
+        );
         let dest = AttrMask::MAX_DEST_RD_ATOMIC;
         assert_eq!(check_modify(dest, &ModifyAttr { max_dest_rd_atomic: 255, ..a }, QpType::Rc, false), Ok(()));
         let to = AttrMask::TIMEOUT;

@@ -21,15 +21,15 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::udata::Udata;
-use crate::rxe::kernel::errno;
 use crate::rxe::mcast::Mgid;
+use crate::rxe::proto::params::limits;
 use crate::rxe::proto::qp_attr::{self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
-use crate::rxe::proto::params::limits;
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
@@ -281,13 +281,8 @@ impl Qp {
         };
         let is_gsi_request = args.init.qp_type == QpType::Gsi.as_raw();
         let gsi_claimed = is_gsi_request && state.claim_gsi_qp();
-        let mut undo = Undo {
-            state,
-            index: None,
-            gsi: gsi_claimed,
-            ucontext: user.map(|(_, uc)| uc),
-            published: [None, None],
-        };
+        let mut undo =
+            Undo { state, index: None, gsi: gsi_claimed, ucontext: user.map(|(_, uc)| uc), published: [None, None] };
         let qp_type = qa::check_init(&args.init, is_gsi_request && !gsi_claimed).map_err(attr_errno)?;
         let (Some(scq), Some(rcq)) = (args.send_cq, args.recv_cq) else {
             return Err(EINVAL);
@@ -332,11 +327,9 @@ impl Qp {
             sges: [Sge::default(); MAX_SGE],
         };
         let rq = match rq_queue {
-            Some(queue) => Some(Rq {
-                slot: scratch(queue.elem_size(), is_user)?,
-                queue,
-                sges: [Sge::default(); MAX_SGE],
-            }),
+            Some(queue) => {
+                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: [Sge::default(); MAX_SGE] })
+            }
             None => None,
         };
         let st = State {

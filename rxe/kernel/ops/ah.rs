@@ -82,11 +82,7 @@ pub(super) fn ah_attr_to_raw(a: &AhAttr, out: &mut b::rdma_ah_attr) {
 ///
 /// Called by the RDMA core with the zeroed AH allocation it made for this
 /// device, a resolved init attribute and a null or valid udata.
-unsafe extern "C" fn create_ah(
-    ah: *mut b::ib_ah,
-    init: *mut b::rdma_ah_init_attr,
-    udata: *mut b::ib_udata,
-) -> c_int {
+unsafe extern "C" fn create_ah(ah: *mut b::ib_ah, init: *mut b::rdma_ah_init_attr, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ah` bytes with
         // `device` and `pd` set, ours until `destroy_ah`, and an init

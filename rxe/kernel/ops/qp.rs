@@ -10,8 +10,8 @@ use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
 use crate::rxe::proto::qp_attr::{ah_attr_from_av, AhAttr, Caps, InitAttr, ModifyAttr};
-use crate::rxe::proto::uapi::Av;
 use crate::rxe::proto::qp_state::AttrMask;
+use crate::rxe::proto::uapi::Av;
 use crate::rxe::qp::{CreateArgs, Qp};
 use crate::rxe::srq::Srq;
 use crate::rxe::sys as b;
@@ -92,11 +92,7 @@ fn caps_to_raw(c: &Caps, out: &mut b::ib_qp_cap) {
 ///
 /// Called by the RDMA core with the zeroed QP allocation it made for this
 /// device, the caller's init attribute and a null or valid udata.
-unsafe extern "C" fn create_qp(
-    ibqp: *mut b::ib_qp,
-    init: *mut b::ib_qp_init_attr,
-    udata: *mut b::ib_udata,
-) -> c_int {
+unsafe extern "C" fn create_qp(ibqp: *mut b::ib_qp, init: *mut b::ib_qp_init_attr, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_qp` bytes with
         // `device` and `pd` set, ours until `destroy_qp`, and the caller's
