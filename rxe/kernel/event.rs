@@ -7,7 +7,7 @@
 
 use kernel::prelude::*;
 
-use super::lock::{new_spinlock_bh, SpinLockBh};
+use super::lock::{new_spinlock_irq, SpinLockIrq};
 use super::object::{CoreObj, Handle};
 use crate::rxe::sys as b;
 
@@ -51,13 +51,13 @@ impl QpEvent {
 #[pin_data]
 pub(crate) struct QpLink {
     #[pin]
-    handle: SpinLockBh<Option<Handle<b::ib_qp>>>,
+    handle: SpinLockIrq<Option<Handle<b::ib_qp>>>,
 }
 
 impl QpLink {
     /// A link not attached to any object yet; events are dropped.
     pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self { handle <- new_spinlock_bh!(None, "rxe_qp_link") })
+        pin_init!(Self { handle <- new_spinlock_irq!(None, "rxe_qp_link") })
     }
 
     /// Points the link at the core object of the QP.
@@ -83,9 +83,9 @@ impl QpLink {
 
     /// Calls the QP's event handler, if the QP is still live and has one.
     ///
-    /// The handler runs under the link's lock, which keeps the object alive;
-    /// core event handlers may not sleep, as they are called from any
-    /// context.
+    /// The handler runs under the link's lock, which keeps the object alive,
+    /// with interrupts off: QP event handlers are written for that, as
+    /// hardware drivers call them from their interrupt handlers.
     pub(crate) fn dispatch(&self, event: QpEvent) {
         let guard = self.handle.lock();
         let Some(h) = *guard else {

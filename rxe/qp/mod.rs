@@ -12,7 +12,9 @@
 //!   completer plug in; `finish_sq_drain` is for the requester to call.
 //!
 //! Lock order: `state` is never held while `sq` or `rq` is taken, nor the
-//! other way round.
+//! other way round. The locks mask interrupts: kernel users post and
+//! modify with interrupts off (the MAD layer posts sends under its own
+//! `spin_lock_irqsave`).
 
 mod post;
 
@@ -24,7 +26,7 @@ use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
 use crate::rxe::kernel::ibdev::Device;
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
 use crate::rxe::proto::params::limits;
@@ -102,6 +104,9 @@ pub(crate) struct State {
 }
 
 /// The part of a QP the datapath reaches through the device's pool.
+///
+/// The last reference frees the rings (`vfree`): drop it in process
+/// context without spinlocks held, or in softirq context.
 #[pin_data]
 pub(crate) struct Shared {
     /// The number on the wire (1 for GSI).
@@ -121,12 +126,12 @@ pub(crate) struct Shared {
     pub(crate) sq_caps: SqCaps,
     pub(crate) rq_caps: RqCaps,
     #[pin]
-    pub(crate) state: SpinLockBh<State>,
+    pub(crate) state: SpinLockIrq<State>,
     #[pin]
-    pub(crate) sq: SpinLockBh<Sq>,
+    pub(crate) sq: SpinLockIrq<Sq>,
     /// `None` with an SRQ.
     #[pin]
-    pub(crate) rq: SpinLockBh<Option<Rq>>,
+    pub(crate) rq: SpinLockIrq<Option<Rq>>,
     #[pin]
     pub(crate) link: QpLink,
     /// Multicast groups the QP is attached to.
@@ -350,9 +355,9 @@ impl Qp {
                 srq: args.srq,
                 sq_caps,
                 rq_caps,
-                state <- new_spinlock_bh!(st, "rxe_qp_state"),
-                sq <- new_spinlock_bh!(sq, "rxe_qp_sq"),
-                rq <- new_spinlock_bh!(rq, "rxe_qp_rq"),
+                state <- new_spinlock_irq!(st, "rxe_qp_state"),
+                sq <- new_spinlock_irq!(sq, "rxe_qp_sq"),
+                rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
                 link <- QpLink::new(),
                 mcg_num: AtomicU32::new(0),
             }? Error),
