@@ -18,6 +18,8 @@ RXE_FLAVOUR=debug loosens the memory bound for KASAN's quarantine.
 import ctypes
 import errno
 import os
+import select
+import signal
 import sys
 import time
 
@@ -237,6 +239,29 @@ def test_caps(env):
             qp.close()
 
 
+def next_async_event(ctx, limit=10.0):
+    """The type of the context's next async event, or None after `limit`
+    seconds. A child blocks in ibv_get_async_event (it shares the event
+    file) so that a missing event cannot hang the test."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        try:
+            ev = ctx.get_async_event()
+            os.write(wfd, str(ev.event_type).encode())
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    ready, _, _ = select.select([rfd], [], [], limit)
+    data = os.read(rfd, 32) if ready else b""
+    os.close(rfd)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return int(data) if data else None
+
+
 def wait_drained(qp, limit=10.0):
     end = time.time() + limit
     while time.time() < end:
@@ -338,9 +363,13 @@ def test_rc_state_machine(env, qpt):
 
     expect(f"{tn} rts->sqd", lambda: qp.modify(attr(SQD, en_sqd_async_notify=1), M_STATE | M_SQD_NOTIFY), "ok")
     check(f"{tn} sqd drained", wait_drained(qp))
+    ev = next_async_event(env.ctx)
+    check(f"{tn} sq drained event", ev == e.IBV_EVENT_SQ_DRAINED, f"{ev}")
     check(f"{tn} sqd state", state_of(qp) == SQD)
     expect(f"{tn} sqd->sqd", lambda: qp.modify(attr(SQD), M_STATE), "ok")
     check(f"{tn} sqd drained again", wait_drained(qp))
+    ev = next_async_event(env.ctx)
+    check(f"{tn} sq drained event again", ev == e.IBV_EVENT_SQ_DRAINED, f"{ev}")
     expect(f"{tn} sqd->rts", lambda: qp.modify(attr(RTS), M_STATE), "ok")
     check(f"{tn} back in rts", state_of(qp) == RTS)
     expect(f"{tn} rts->err", lambda: qp.modify(attr(ERR), M_STATE), "ok")
@@ -374,6 +403,8 @@ def test_ud_state_machine(env):
     check("ud rts", a.qp_state == RTS and a.sq_psn == 77, f"{a.qp_state} {a.sq_psn}")
     expect("ud rts->sqd", lambda: qp.modify(attr(SQD), M_STATE), "ok")
     check("ud sqd drained", wait_drained(qp))
+    ev = next_async_event(env.ctx)
+    check("ud sq drained event", ev == e.IBV_EVENT_SQ_DRAINED, f"{ev}")
     expect("ud sqd->rts qkey", lambda: qp.modify(attr(RTS, qkey=9), M_STATE | M_QKEY), "ok")
     expect("ud rts->reset", lambda: qp.modify(attr(RESET), M_STATE), "ok")
     qp.close()
