@@ -261,7 +261,7 @@ def next_async_event(ctx, limit=10.0):
         return None
     ev = ctx.get_async_event()
     kind = ev.event_type
-    del ev
+    ev.ack()
     return kind
 
 
