@@ -10,7 +10,8 @@ use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
-use crate::rxe::proto::qp_attr::{self as qa, AhAttr, AttrError};
+use crate::rxe::proto::av::{self as pav, AhAttr};
+use crate::rxe::proto::qp_attr::AttrError;
 use crate::rxe::proto::uapi::{create_ah_resp, resp, Av};
 
 /// The part of an AH the datapath reaches through the device's pool.
@@ -68,8 +69,8 @@ impl Ah {
         let flags: Flags = if args.sleepable { GFP_KERNEL } else { GFP_ATOMIC };
         let state = dev.state();
         let slot = state.take_slot(ObjKind::Ah)?;
-        qa::check_ah_attr(&args.attr).map_err(errno)?;
-        let av = qa::av_from_ah_attr(&args.attr).map_err(errno)?;
+        pav::check_ah_attr(&args.attr).map_err(errno)?;
+        let av = pav::av_from_ah_attr(&args.attr).map_err(errno)?;
         let shared = Arc::pin_init(pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }), flags)?;
         let index = state.ahs.reserve(flags)?;
         let num = match args.udata {
@@ -95,15 +96,15 @@ impl Ah {
 
     /// modify_ah (kernel users only).
     pub(crate) fn modify(&self, attr: &AhAttr) -> Result {
-        qa::check_ah_attr(attr).map_err(errno)?;
-        let av = qa::av_from_ah_attr(attr).map_err(errno)?;
+        pav::check_ah_attr(attr).map_err(errno)?;
+        let av = pav::av_from_ah_attr(attr).map_err(errno)?;
         *self.shared.av.lock() = av;
         Ok(())
     }
 
     /// query_ah: the GRH and port of the AV.
     pub(crate) fn query(&self) -> AhAttr {
-        qa::ah_attr_from_av(Some(&self.shared.av()))
+        pav::ah_attr_from_av(Some(&self.shared.av()))
     }
 
     /// destroy_ah: the number stops resolving; WQEs already holding the

@@ -19,8 +19,8 @@ use kernel::{
 
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::proto::av::mcast_mac;
 use crate::rxe::proto::params::limits;
-use crate::rxe::proto::qp_attr::mcast_mac;
 use crate::rxe::qp;
 
 /// QPs one group holds at most (`max_mcast_qp_attach`).

@@ -29,6 +29,7 @@ use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
+use crate::rxe::proto::av;
 use crate::rxe::proto::params::limits;
 use crate::rxe::proto::qp_attr::{self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
@@ -340,7 +341,7 @@ impl Qp {
         let st = State {
             valid: true,
             attrs: QpAttrs::new(qp_type, args.init.port_num),
-            src_port: qa::src_port_for_qpn(qpn),
+            src_port: av::src_port_for_qpn(qpn),
         };
         let shared = Arc::pin_init(
             try_pin_init!(Shared {
@@ -389,7 +390,7 @@ impl Qp {
             let mut st = sh.state.lock();
             let new_state = st.attrs.modify(mask, attr, sh.qp_type).map_err(attr_errno)?;
             if let Some(ah) = attr.ah_attr.filter(|a| mask.intersects(AttrMask::AV) && a.has_grh()) {
-                st.src_port = qa::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
+                st.src_port = av::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
             }
             new_state
         };

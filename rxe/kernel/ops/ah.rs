@@ -7,7 +7,7 @@ use super::device::dev;
 use crate::rxe::ah::{Ah, CreateArgs};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
-use crate::rxe::proto::qp_attr::{AhAttr, SgidAttr};
+use crate::rxe::proto::av::{AhAttr, SgidAttr};
 use crate::rxe::proto::uapi::GlobalRoute;
 use crate::rxe::sys as b;
 
