@@ -4,6 +4,7 @@
 //! `rxe::proto`, and `rxe/proto/Cargo.toml` builds the same files on the host
 //! for unit tests and fuzzing. Nothing here allocates or panics on input.
 
+pub(crate) mod cq_srq;
 pub(crate) mod headers;
 pub(crate) mod icrc;
 pub(crate) mod opcode;
