@@ -182,9 +182,14 @@ impl Queue {
     }
 
     /// Moves the live entries of `self` into `new` (resize), oldest first.
+    /// Callers hold the ring's spinlock, so this copies through a small
+    /// stack buffer instead of allocating.
     pub(crate) fn drain_into(&mut self, new: &mut Queue, elem_len: usize) -> Result {
-        let mut tmp = KVec::with_capacity(elem_len, GFP_KERNEL)?;
-        tmp.extend_with(elem_len, 0u8, GFP_KERNEL)?;
+        const CHUNK: usize = 64;
+        let mut tmp = [0u8; CHUNK];
+        if elem_len > self.elem_size() || elem_len > new.elem_size() {
+            return Err(EINVAL);
+        }
         let n = self.count();
         if n > new.capacity() {
             return Err(EINVAL);
@@ -194,8 +199,14 @@ impl Queue {
             Role::Consumer => self.own,
         };
         for i in 0..n {
-            self.read_slot(start.wrapping_add(i), &mut tmp)?;
-            new.write_slot(i, &tmp)?;
+            let (src, dst) = (self.slot_off(start.wrapping_add(i)), new.slot_off(i));
+            let mut done = 0;
+            while done < elem_len {
+                let part = &mut tmp[..(elem_len - done).min(CHUNK)];
+                self.buf.read(src + done, part)?;
+                new.buf.write(dst + done, part)?;
+                done += part.len();
+            }
         }
         match new.role {
             Role::Producer => {

@@ -131,3 +131,10 @@ impl<I: IbObject, T> CoreObj<I, T> {
         Handle(core::ptr::NonNull::from(&self.ib))
     }
 }
+
+/// The QP a kernel work completion names (`ib_wc.qp`).
+pub(crate) type QpHandle = Handle<b::ib_qp>;
+/// The core's CQ, as completion handlers and CQ events receive it.
+pub(crate) type CqHandle = Handle<b::ib_cq>;
+/// The core's SRQ, as SRQ events name it.
+pub(crate) type SrqHandle = Handle<b::ib_srq>;

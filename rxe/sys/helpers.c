@@ -12,6 +12,7 @@
 #include <linux/sysfs.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "helpers.h"
 
@@ -73,6 +74,18 @@ unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma)
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma)
 {
 	return vma->vm_pgoff << PAGE_SHIFT;
+}
+
+/* The driver udata of a create_cq call; kernel callers pass no bundle. */
+struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+/* The user context a verb with udata runs in; NULL for kernel callers. */
+struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata)
+{
+	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
 }
 
 /* rdma-core's rxe tooling matches devices to netdevs through "parent". */

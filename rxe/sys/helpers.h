@@ -15,6 +15,9 @@ struct module;
 struct net_device;
 struct notifier_block;
 struct vm_area_struct;
+struct ib_udata;
+struct ib_ucontext;
+struct uverbs_attr_bundle;
 
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
@@ -30,5 +33,7 @@ void *rxe_rs_vmalloc_user(unsigned long size);
 unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);
+struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs);
+struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 
 #endif
