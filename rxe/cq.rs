@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{self, CoreLink, CqLink, UserCall};
+use crate::rxe::kernel::cq_srq::{self, CqLink, UserCall};
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::object::QpHandle;
@@ -115,7 +115,7 @@ impl Cq {
         let (queue, published) = new_ring(cqe, user)?;
         let shared = Arc::pin_init(
             pin_init!(Shared {
-                link <- CoreLink::new(),
+                link <- CqLink::new(),
                 inner <- new_spinlock_bh!(Inner { queue, notify: Notify::default() }, "rxe_cq"),
                 is_user: user.is_some(),
                 num_wq: AtomicU32::new(0),

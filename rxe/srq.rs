@@ -15,7 +15,7 @@ use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 
 use crate::rxe::cq::Published;
 use crate::rxe::device::{ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{CoreLink, RecvWr, SrqLink, UserCall};
+use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink, UserCall};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
@@ -118,7 +118,7 @@ impl Srq {
         let limit = attr.srq_limit;
         let shared = Arc::pin_init(
             pin_init!(Shared {
-                link <- CoreLink::new(),
+                link <- SrqLink::new(),
                 inner <- new_spinlock_bh!(
                     Inner { queue, max_sge: geo.max_sge, limit },
                     "rxe_srq"

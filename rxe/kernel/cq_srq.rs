@@ -35,13 +35,27 @@ pub(crate) type CqLink = CoreLink<b::ib_cq>;
 /// The link of an SRQ to its `ib_srq`.
 pub(crate) type SrqLink = CoreLink<b::ib_srq>;
 
-impl<I> CoreLink<I> {
+// One constructor per object type, so each kind of link is a lock class
+// of its own for lockdep.
+impl CoreLink<b::ib_cq> {
     /// A link to nothing yet; `attach` connects it.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            h <- new_spinlock_bh!(None, "rxe_core_link"),
+            h <- new_spinlock_bh!(None, "rxe_cq_link"),
         })
     }
+}
+
+impl CoreLink<b::ib_srq> {
+    /// A link to nothing yet; `attach` connects it.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            h <- new_spinlock_bh!(None, "rxe_srq_link"),
+        })
+    }
+}
+
+impl<I> CoreLink<I> {
 
     /// Connects the link to the core object `h`.
     ///

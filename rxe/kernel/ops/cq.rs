@@ -32,6 +32,12 @@ unsafe fn set_cqe(ibcq: *mut b::ib_cq, capacity: u32) {
     unsafe { (*ibcq).cqe = cqe };
 }
 
+/// `create_cq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a fresh `ib_cq` of `size_ib_cq` bytes and
+/// the call's attributes.
 unsafe extern "C" fn create_cq(
     ibcq: *mut b::ib_cq,
     attr: *const b::ib_cq_init_attr,
@@ -59,6 +65,12 @@ unsafe extern "C" fn create_cq(
     })
 }
 
+/// `destroy_cq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a CQ made by `create_cq`, once, with no other
+/// op on it running.
 unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, _udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: Initialised by `create_cq`. When the destroy goes ahead
@@ -72,6 +84,11 @@ unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, _udata: *mut b::ib_udata) -
     })
 }
 
+/// `resize_cq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live CQ made by `create_cq`.
 unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: A live CQ of ours; `udata` is null or the call's driver
@@ -85,6 +102,12 @@ unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::i
     })
 }
 
+/// `poll_cq` op (kernel consumers).
+///
+/// # Safety
+///
+/// Called on a live CQ made by `create_cq`, with room for `num_entries`
+/// completions at `wc`.
 unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b::ib_wc) -> c_int {
     // SAFETY: A live CQ of ours.
     let cq = unsafe { Obj::from_raw(ibcq) };
@@ -98,6 +121,11 @@ unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b
     n as c_int
 }
 
+/// `peek_cq` op.
+///
+/// # Safety
+///
+/// Called on a live CQ made by `create_cq`.
 unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
     // SAFETY: A live CQ of ours.
     let cq = unsafe { Obj::from_raw(ibcq) };
@@ -105,6 +133,11 @@ unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
     count.min(wc_cnt)
 }
 
+/// `req_notify_cq` op.
+///
+/// # Safety
+///
+/// Called on a live CQ made by `create_cq`.
 unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_flags) -> c_int {
     // SAFETY: A live CQ of ours.
     let cq = unsafe { Obj::from_raw(ibcq) };

@@ -27,6 +27,12 @@ fn attr_of(a: &b::ib_srq_attr) -> Attr {
     }
 }
 
+/// `create_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a fresh `ib_srq` of `size_ib_srq` bytes, its
+/// init attributes and the call's udata.
 unsafe extern "C" fn create_srq(
     ibsrq: *mut b::ib_srq,
     init: *mut b::ib_srq_init_attr,
@@ -56,6 +62,11 @@ unsafe extern "C" fn create_srq(
     })
 }
 
+/// `modify_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live SRQ made by `create_srq`.
 unsafe extern "C" fn modify_srq(
     ibsrq: *mut b::ib_srq,
     attr: *mut b::ib_srq_attr,
@@ -77,6 +88,11 @@ unsafe extern "C" fn modify_srq(
     })
 }
 
+/// `query_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live SRQ made by `create_srq`.
 unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
     // SAFETY: A live SRQ of ours; `attr` is valid for the call.
     let (srq, attr) = unsafe { (Obj::from_raw(ibsrq), &mut *attr) };
@@ -87,6 +103,12 @@ unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr)
     0
 }
 
+/// `destroy_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on an SRQ made by `create_srq`, once, with no
+/// other op on it running.
 unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, _udata: *mut b::ib_udata) -> c_int {
     // SAFETY: Initialised by `create_srq`; the core frees the memory after
     // we return, so the driver part is dropped here and not used again.
@@ -98,6 +120,12 @@ unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, _udata: *mut b::ib_udata
     0
 }
 
+/// `post_srq_recv` op (kernel users).
+///
+/// # Safety
+///
+/// Called on a live SRQ made by `create_srq` with a valid chain of work
+/// requests and a place for the failed one.
 unsafe extern "C" fn post_srq_recv(
     ibsrq: *mut b::ib_srq,
     wr: *const b::ib_recv_wr,
