@@ -5,14 +5,18 @@
 //! Interface for the rest of the driver:
 //! - `Cq` is what the core allocates; `Cq::shared` is what QPs keep, as a
 //!   [`WqRef`] (from [`Shared::attach_wq`]) so that destroy refuses a CQ
-//!   that work queues still complete into.
+//!   that work queues still complete into. A QP drops its `WqRef`s in its
+//!   destroy op, not later: the core destroys a process's QPs before its
+//!   CQs and expects those destroys to succeed.
 //! - [`Shared::post`] (and [`Shared::post_recv`] for receive completions,
 //!   which carry the packet's network facts to kernel consumers) queues a
 //!   completion and runs the consumer's completion handler when armed.
 //!
 //! Locks: `link` (the core's `ib_cq`, held while its callbacks run) nests
 //! outside `inner` (the ring and its arming). Completion handlers run with
-//! `link` held but not `inner`, so a handler may poll or re-arm the CQ.
+//! `link` held but not `inner`, so a handler may poll or re-arm the CQ, but
+//! must not complete work into the same CQ synchronously (nor could it with
+//! the C driver, which runs handlers under its CQ lock).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
