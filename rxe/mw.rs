@@ -1,4 +1,260 @@
-//! mw verbs objects.
+//! Memory windows: allocation, binding and invalidation with rdma_rxe's
+//! rules, and their part in rkey lookups.
+//!
+//! Type 1 windows are valid from allocation and (re)bound by ibv_bind_mw,
+//! which rdma-core's rxe provider turns into a BIND_MW work request; type 2
+//! windows start free, are bound by BIND_MW work requests to one QP, and
+//! are freed again by an invalidate. A bound window holds a view of its MR
+//! ([`mr::Shared::window`]) that rkey lookups hand to the datapath.
+//!
+//! API for the requester: [`bind`] (BIND_MW) and, through
+//! [`mr::invalidate_key`], [`invalidate`].
 
-/// The part of an object the datapath reaches through the device's pools.
-pub(crate) struct Shared {}
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::kernel::{
+    ibdev::Device,
+    lock::{new_spinlock_bh, SpinLockBh},
+    random,
+};
+use crate::rxe::mr::{self, AccessError, PdId, QpId};
+use crate::rxe::proto::mr_logic::{self as rules, Access, BindReq, MwType, RuleError, State};
+use crate::rxe::qp;
+
+/// A bound MR: counts as one window on the MR while it lives.
+struct Binding {
+    /// What rkey lookups of the window return.
+    view: Arc<mr::Shared>,
+    mr: Arc<mr::Shared>,
+}
+
+impl Binding {
+    fn new(mr: Arc<mr::Shared>, view: Arc<mr::Shared>) -> Self {
+        mr.add_bound_mw();
+        Self { view, mr }
+    }
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        self.mr.drop_bound_mw();
+    }
+}
+
+struct Inner {
+    state: State,
+    rkey: u32,
+    access: Access,
+    addr: u64,
+    length: u64,
+    binding: Option<Binding>,
+    /// Type 2: the QP the window is bound to; only it may use the rkey.
+    qp: Option<Arc<qp::Shared>>,
+}
+
+impl Inner {
+    /// Unbinds, returning what was held so it is dropped after the lock.
+    fn clear(&mut self, state: State) -> (Option<Binding>, Option<Arc<qp::Shared>>) {
+        self.state = state;
+        self.access = Access::NONE;
+        self.addr = 0;
+        self.length = 0;
+        (self.binding.take(), self.qp.take())
+    }
+}
+
+/// The part of a window the device's pool holds.
+#[pin_data]
+pub(crate) struct Shared {
+    mw_type: MwType,
+    pd: PdId,
+    #[pin]
+    inner: SpinLockBh<Inner>,
+}
+
+impl Shared {
+    pub(crate) fn rkey(&self) -> u32 {
+        self.inner.lock().rkey
+    }
+
+    pub(crate) fn mw_type(&self) -> MwType {
+        self.mw_type
+    }
+}
+
+/// A memory window, as the core's `ib_mw` holds it.
+pub(crate) struct Mw {
+    shared: Arc<Shared>,
+    index: u32,
+    _slot: ObjCount,
+}
+
+impl Mw {
+    /// `alloc_mw` of type `mw_type` (1 or 2) in PD `pd`.
+    pub(crate) fn alloc(dev: &Device, pd: PdId, mw_type: u32) -> Result<Self> {
+        let mw_type = MwType::from_raw(mw_type).ok_or(EINVAL)?;
+        let slot = dev.state().take_slot(ObjKind::Mw)?;
+        let inner = Inner {
+            state: State::Invalid,
+            rkey: 0,
+            access: Access::NONE,
+            addr: 0,
+            length: 0,
+            binding: None,
+            qp: None,
+        };
+        let shared = Arc::pin_init(
+            pin_init!(Shared {
+                mw_type,
+                pd,
+                inner <- new_spinlock_bh!(inner, "rxe_mw"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let index = dev.state().mws.insert(shared.clone())?;
+        {
+            let mut i = shared.inner.lock();
+            i.rkey = rules::make_key(index, random::u8());
+            i.state = match mw_type {
+                MwType::One => State::Valid,
+                MwType::Two => State::Free,
+            };
+        }
+        Ok(Self {
+            shared,
+            index,
+            _slot: slot,
+        })
+    }
+
+    pub(crate) fn rkey(&self) -> u32 {
+        self.shared.rkey()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// `dealloc_mw`: the rkey stops resolving and any MR is released.
+    pub(crate) fn dealloc(&self, dev: &Device) {
+        let _ = dev.state().mws.remove(self.index);
+        let held = self.shared.inner.lock().clear(State::Invalid);
+        drop(held);
+    }
+}
+
+/// A BIND_MW work request (or an ibv_bind_mw call, which the provider
+/// turns into one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BindWr {
+    pub(crate) mw_rkey: u32,
+    pub(crate) mr_lkey: u32,
+    /// The new key byte of the window (its low 8 bits).
+    pub(crate) rkey: u32,
+    pub(crate) addr: u64,
+    pub(crate) length: u64,
+    pub(crate) access: u32,
+}
+
+/// Binds (or, for type 1 with length 0, unbinds) the window `wr.mw_rkey`
+/// names for `qp` of PD `qp_pd`. `EINVAL`/`EOPNOTSUPP` as in C; the
+/// requester completes the work request with `IB_WC_MW_BIND_ERR`.
+pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &BindWr) -> Result {
+    let mw = dev.mws.get(rules::key_index(wr.mw_rkey)).ok_or(EINVAL)?;
+    if mw.rkey() != wr.mw_rkey {
+        return Err(EINVAL);
+    }
+    let mr = if wr.length != 0 {
+        let mr = dev.mrs.get(rules::key_index(wr.mr_lkey)).ok_or(EINVAL)?;
+        if mr.lkey() != wr.mr_lkey {
+            return Err(EINVAL);
+        }
+        Some(mr)
+    } else {
+        None
+    };
+    let req = BindReq {
+        addr: wr.addr,
+        length: wr.length,
+        access: Access::from_raw(wr.access),
+    };
+    let facts = mr.as_ref().map(|m| m.bind_facts(qp_pd));
+    let map_err = |e| match e {
+        RuleError::Invalid => EINVAL,
+        RuleError::NotSupported => crate::rxe::kernel::errno::eopnotsupp(),
+    };
+    // The window state may change before the lock is taken, so the rules
+    // are checked there; these early checks only avoid a useless view.
+    let view = match &mr {
+        Some(m) => {
+            let zero_based = req.access.contains(Access::ZERO_BASED);
+            Some(mr::Shared::window(m, wr.addr, wr.length, zero_based, mw.pd)?)
+        }
+        None => None,
+    };
+    let new_qp = match mw.mw_type {
+        MwType::Two => Some(qp.clone()),
+        MwType::One => None,
+    };
+    let old = {
+        let mut i = mw.inner.lock();
+        rules::check_bind(mw.mw_type, i.state, mw.pd == qp_pd, facts.as_ref(), &req).map_err(map_err)?;
+        i.rkey = rules::with_key_byte(i.rkey, wr.rkey);
+        i.access = req.access;
+        i.state = State::Valid;
+        i.addr = wr.addr;
+        i.length = wr.length;
+        let binding = match (mr, view) {
+            (Some(m), Some(v)) => Some(Binding::new(m, v)),
+            _ => None,
+        };
+        let old_binding = core::mem::replace(&mut i.binding, binding);
+        let old_qp = if new_qp.is_some() { core::mem::replace(&mut i.qp, new_qp) } else { None };
+        (old_binding, old_qp)
+    };
+    drop(old);
+    Ok(())
+}
+
+/// Invalidates a bound type 2 window (LOCAL_INV, send with invalidate).
+pub(crate) fn invalidate(dev: &DeviceState, rkey: u32) -> Result {
+    let mw = dev.mws.get(rules::key_index(rkey)).ok_or(EINVAL)?;
+    let held = {
+        let mut i = mw.inner.lock();
+        if i.rkey != rkey {
+            return Err(EINVAL);
+        }
+        rules::check_invalidate_mw(mw.mw_type, i.state).map_err(|_| EINVAL)?;
+        i.clear(State::Free)
+    };
+    drop(held);
+    Ok(())
+}
+
+/// The rkey lookup of a window (C's `rxe_lookup_mw`): the window's view of
+/// its MR, if the key, PD, QP (type 2), rights and state allow the access.
+pub(crate) fn lookup(
+    dev: &DeviceState,
+    rkey: u32,
+    qp: QpId,
+    pd: PdId,
+    access: Access,
+) -> Result<Arc<mr::Shared>, AccessError> {
+    let mw = dev.mws.get(rules::key_index(rkey)).ok_or(AccessError::Key)?;
+    let i = mw.inner.lock();
+    let qp_ok = match mw.mw_type {
+        MwType::One => true,
+        MwType::Two => i.qp.as_deref().map(QpId::of) == Some(qp),
+    };
+    if i.rkey != rkey
+        || mw.pd != pd
+        || !qp_ok
+        || i.length == 0
+        || !i.access.contains(access)
+        || i.state != State::Valid
+    {
+        return Err(AccessError::Key);
+    }
+    i.binding.as_ref().map(|b| b.view.clone()).ok_or(AccessError::Key)
+}

@@ -47,4 +47,4 @@ if ((NODE_INDEX == 1)); then
 	grep -q 'RoCE v2' "$SHARED_DIR/devinfo.node1" || fail "no RoCE v2 GID"
 	note "devinfo identical"
 fi
-barrier done
+barrier finished

@@ -9,7 +9,7 @@ set -euo pipefail
 . "$REPO/qemu-test/lib.sh"
 
 port_attr() { # DEV ATTR: one field of ibv_devinfo's port 1
-	ibv_devinfo -d "$1" -i 1 | sed -nE "s/^\s+$2:\s+(.*)$/\1/p" | head -1
+	ibv_devinfo -v -d "$1" -i 1 | sed -nE "s/^\s+$2:\s+(.*)$/\1/p" | head -1
 }
 
 wait_for() { # SECONDS CMD...: poll until CMD succeeds
@@ -51,7 +51,7 @@ ip link add link eth0 name eth0.7 type vlan id 7
 must_fail "device on a VLAN" rdma link add rxe_vlan type rxe netdev eth0.7
 ip link del eth0.7
 still_fine
-dev_gone rxe_dup && dev_gone rxe_none && dev_gone rxe_vlan || fail "a failed add left a device"
+if ! { dev_gone rxe_dup && dev_gone rxe_none && dev_gone rxe_vlan; }; then fail "a failed add left a device"; fi
 
 note "link down/up"
 ip link set eth0 down
@@ -82,6 +82,17 @@ for pair in 1200:1024 2200:2048 4200:4096 9000:4096 600:512 1500:1024; do
 	[[ $mtu == "${pair##*:} "* ]] || fail "netdev mtu ${pair%%:*}: active_mtu $mtu, want ${pair##*:}"
 done
 [[ $(port_attr "$RXE_DEV" max_mtu) == "4096 "* ]] || fail "max_mtu $(port_attr "$RXE_DEV" max_mtu)"
+
+note "GID table follows the addresses"
+has_gid() { ibv_devinfo -v -d "$RXE_DEV" | grep -q "GID\[.*\]:.*$1"; }
+ip addr add 10.99.0.1/24 dev eth0
+ip addr add fd99::1/64 dev eth0 nodad
+wait_for 10 has_gid '::ffff:10.99.0.1' || fail "no GID for a new IPv4 address"
+wait_for 10 has_gid 'fd99::1' || fail "no GID for a new IPv6 address"
+ip addr del 10.99.0.1/24 dev eth0
+ip addr del fd99::1/64 dev eth0
+wait_for 10 eval '! has_gid ::ffff:10.99.0.1' || fail "GID of a removed IPv4 address stays"
+wait_for 10 eval '! has_gid fd99::1' || fail "GID of a removed IPv6 address stays"
 
 note "netdev removal"
 ip link del rxv0

@@ -5,12 +5,17 @@
  * Nothing here holds driver logic.
  */
 #include <linux/cpumask.h>
+#include <linux/highmem.h>
+#include <linux/ioport.h>
+#include <linux/libnvdimm.h>
+#include <linux/scatterlist.h>
 #include <linux/device.h>
 #include <linux/if_vlan.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/sysfs.h>
 #include <linux/vmalloc.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -86,6 +91,65 @@ struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs)
 struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata)
 {
 	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
+}
+
+size_t rxe_rs_umem_num_pages(struct ib_umem *umem)
+{
+	return ib_umem_num_pages(umem);
+}
+
+/* Fills pages[] with the umem's pages in order, one reference taken on each. */
+size_t rxe_rs_umem_get_pages(struct ib_umem *umem, struct page **pages, size_t max)
+{
+	struct sg_table *sgt = &umem->sgt_append.sgt;
+	struct sg_page_iter it;
+	size_t n = 0;
+
+	for_each_sgtable_page(sgt, &it, 0) {
+		struct page *page = sg_page_iter_page(&it);
+
+		if (n == max)
+			break;
+		get_page(page);
+		pages[n++] = page;
+	}
+	return n;
+}
+
+void rxe_rs_put_page(struct page *page)
+{
+	put_page(page);
+}
+
+bool rxe_rs_page_is_pmem(struct page *page)
+{
+	return region_intersects(page_to_phys(page), PAGE_SIZE, IORESOURCE_MEM,
+				 IORES_DESC_PERSISTENT_MEMORY) == REGION_INTERSECTS;
+}
+
+void *rxe_rs_kmap_local_page(struct page *page)
+{
+	return kmap_local_page(page);
+}
+
+void rxe_rs_kunmap_local(void *addr)
+{
+	kunmap_local(addr);
+}
+
+/* NULL unless addr is in the kernel's linear map. */
+struct page *rxe_rs_virt_to_page(u64 addr)
+{
+	void *p = ib_virt_dma_to_ptr(addr);
+
+	if (!virt_addr_valid(p))
+		return NULL;
+	return virt_to_page(p);
+}
+
+void rxe_rs_wb_cache_pmem(void *addr, size_t len)
+{
+	arch_wb_cache_pmem(addr, len);
 }
 
 /* rdma-core's rxe tooling matches devices to netdevs through "parent". */

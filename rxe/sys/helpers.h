@@ -10,6 +10,8 @@
 #include <linux/types.h>
 
 struct attribute_group;
+struct ib_umem;
+struct page;
 struct ib_device;
 struct module;
 struct net_device;
@@ -35,5 +37,13 @@ unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);
 struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs);
 struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
+size_t rxe_rs_umem_num_pages(struct ib_umem *umem);
+size_t rxe_rs_umem_get_pages(struct ib_umem *umem, struct page **pages, size_t max);
+void rxe_rs_put_page(struct page *page);
+bool rxe_rs_page_is_pmem(struct page *page);
+void *rxe_rs_kmap_local_page(struct page *page);
+void rxe_rs_kunmap_local(void *addr);
+struct page *rxe_rs_virt_to_page(u64 addr);
+void rxe_rs_wb_cache_pmem(void *addr, size_t len);
 
 #endif

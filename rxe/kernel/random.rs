@@ -1,0 +1,9 @@
+//! Random numbers from the kernel's generator.
+
+use crate::rxe::sys as b;
+
+/// A random byte (the initial key byte of MRs and MWs).
+pub(crate) fn u8() -> u8 {
+    // SAFETY: FFI call without arguments, usable in any context.
+    unsafe { b::get_random_u8() }
+}

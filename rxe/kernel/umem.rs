@@ -1,0 +1,102 @@
+//! Pinned user memory (`struct ib_umem`) behind user MRs.
+
+use core::ptr::NonNull;
+
+use kernel::{
+    error::{from_err_ptr, to_result},
+    ffi::{c_int, c_ulong},
+    prelude::*,
+};
+
+use super::ibdev::Device;
+use super::page::PageList;
+use crate::rxe::sys as b;
+
+/// User pages pinned by `ib_umem_get`, unpinned on drop.
+///
+/// # Invariants
+///
+/// `ptr` is a umem from `ib_umem_get`, owned by this value.
+pub(crate) struct Umem {
+    ptr: NonNull<b::ib_umem>,
+}
+
+// SAFETY: The umem is only read after creation; release may run on any
+// thread in process context, which is where MRs are destroyed.
+unsafe impl Send for Umem {}
+// SAFETY: As above: shared access only reads.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// Pins `[addr, addr + len)` of the calling process for `access` (the
+    /// `ib_access_flags`, which decide whether the pages are pinned
+    /// writable).
+    pub(crate) fn get(dev: &Device, addr: u64, len: u64, access: u32) -> Result<Self> {
+        let addr = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        // The access bits are a C `int` bit set; the same bits either way.
+        let access = access as c_int;
+        // SAFETY: The device is alive; the call pins pages of `current`.
+        let ptr = from_err_ptr(unsafe { b::ib_umem_get(dev.as_ib(), addr, len, access) })?;
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// The number of pages pinned.
+    pub(crate) fn num_pages(&self) -> usize {
+        // SAFETY: The umem is alive (type invariant).
+        unsafe { b::rxe_rs_umem_num_pages(self.ptr.as_ptr()) }
+    }
+
+    /// The pinned pages, in address order, each with a reference of its own
+    /// so the list stays valid after the umem is released.
+    pub(crate) fn pages(&self) -> Result<PageList> {
+        let n = self.num_pages();
+        let mut raw: KVec<*mut b::page> = KVec::with_capacity(n, GFP_KERNEL)?;
+        // SAFETY: `raw` has room for `n` pointers; the helper writes at most
+        // `n` and returns how many, each with a reference taken.
+        let got = unsafe { b::rxe_rs_umem_get_pages(self.ptr.as_ptr(), raw.as_mut_ptr(), n) };
+        // SAFETY: The helper initialised the first `got <= n` entries.
+        unsafe { raw.set_len(got.min(n)) };
+        let mut entries = KVec::with_capacity(raw.len(), GFP_KERNEL).inspect_err(|_| put_all(&raw))?;
+        for &p in raw.iter() {
+            if let Some(page) = NonNull::new(p) {
+                // Within capacity: cannot fail.
+                let _ = entries.push(PageList::page_ref(page), GFP_KERNEL);
+            }
+        }
+        if entries.len() != n {
+            // SAFETY: The references taken above are now the list's, and the
+            // list drops them again.
+            drop(unsafe { PageList::from_referenced(entries) });
+            return Err(EFAULT);
+        }
+        // SAFETY: One reference per entry, taken by the helper, moves here.
+        Ok(unsafe { PageList::from_referenced(entries) })
+    }
+
+    /// The core's rule for changing the rights of a pinned range in place.
+    pub(crate) fn check_rereg(&self, flags: u32, access: u32) -> Result {
+        // Flag and access bit sets are C `int`s; the bits carry over.
+        // SAFETY: The umem is alive (type invariant).
+        to_result(unsafe { b::ib_umem_check_rereg(self.ptr.as_ptr(), flags as c_int, access as c_int) })
+    }
+}
+
+/// Drops the references the page helper took, for an error path.
+fn put_all(pages: &[*mut b::page]) {
+    for &p in pages {
+        if !p.is_null() {
+            // SAFETY: Each non-null entry carries a reference we own.
+            unsafe { b::rxe_rs_put_page(p) };
+        }
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: We own the umem (type invariant).
+        unsafe { b::ib_umem_release(self.ptr.as_ptr()) };
+    }
+}

@@ -1,0 +1,761 @@
+//! Memory region and window rules: key layout, access rights, bounds checks,
+//! the iova-to-page arithmetic behind MR copies, and the checks of the
+//! fast-register, invalidate and bind operations.
+//!
+//! Everything here is arithmetic on values the driver already copied out of
+//! user memory, kernel work requests or packets; none of it can panic.
+
+use super::params::{pool, KEY_INDEX_SHIFT};
+
+/// The low byte of an lkey/rkey: the part a consumer may change.
+pub(crate) const KEY_BYTE_MASK: u32 = (1 << KEY_INDEX_SHIFT) - 1;
+
+/// `enum ib_access_flags` (the uverbs values) as a set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Access(u32);
+
+impl Access {
+    pub(crate) const NONE: Self = Self(0);
+    pub(crate) const LOCAL_WRITE: Self = Self(1 << 0);
+    pub(crate) const REMOTE_WRITE: Self = Self(1 << 1);
+    pub(crate) const REMOTE_READ: Self = Self(1 << 2);
+    pub(crate) const REMOTE_ATOMIC: Self = Self(1 << 3);
+    pub(crate) const MW_BIND: Self = Self(1 << 4);
+    pub(crate) const ZERO_BASED: Self = Self(1 << 5);
+    pub(crate) const ON_DEMAND: Self = Self(1 << 6);
+    pub(crate) const HUGETLB: Self = Self(1 << 7);
+    pub(crate) const FLUSH_GLOBAL: Self = Self(1 << 8);
+    pub(crate) const FLUSH_PERSISTENT: Self = Self(1 << 9);
+    /// Bits 20..=29: hints a device may ignore (relaxed ordering is bit 20).
+    pub(crate) const OPTIONAL: Self = Self(((1 << 29) << 1) - (1 << 20));
+
+    /// Any remote right.
+    pub(crate) const REMOTE: Self = Self(Self::REMOTE_READ.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_ATOMIC.0);
+    /// What rxe accepts on an MR (`RXE_ACCESS_SUPPORTED_MR`).
+    pub(crate) const SUPPORTED_MR: Self = Self(
+        Self::REMOTE.0
+            | Self::LOCAL_WRITE.0
+            | Self::MW_BIND.0
+            | Self::ON_DEMAND.0
+            | Self::FLUSH_GLOBAL.0
+            | Self::FLUSH_PERSISTENT.0
+            | Self::OPTIONAL.0,
+    );
+    /// What rxe accepts when binding an MW (`RXE_ACCESS_SUPPORTED_MW`).
+    pub(crate) const SUPPORTED_MW: Self = Self(Self::SUPPORTED_MR.0 | Self::ZERO_BASED.0);
+
+    pub(crate) const fn from_raw(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    pub(crate) const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every right of `other` is in `self`.
+    pub(crate) const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether `self` and `other` share a right.
+    pub(crate) const fn intersects(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub(crate) const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The bits outside `allowed`.
+    pub(crate) const fn outside(self, allowed: Self) -> Self {
+        Self(self.0 & !allowed.0)
+    }
+
+    pub(crate) const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// `enum rxe_mr_state` (MWs use the same three states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Not usable: a fresh object, or one being torn down.
+    Invalid,
+    /// A fast-register MR or type 2 MW waiting for a REG_MR/bind.
+    Free,
+    /// Usable by the datapath.
+    Valid,
+}
+
+/// How the memory of an MR was described (`ib_mr.type` of interest to rxe).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MrType {
+    /// `get_dma_mr`: addresses are kernel virtual addresses.
+    Dma,
+    /// `reg_user_mr`: pinned user pages.
+    User,
+    /// `alloc_mr(IB_MR_TYPE_MEM_REG)`: pages given by `map_mr_sg`.
+    MemReg,
+}
+
+/// `enum ib_mw_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MwType {
+    One,
+    Two,
+}
+
+impl MwType {
+    /// The `ib_mw_type` value (1 or 2).
+    pub(crate) const fn from_raw(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::One),
+            2 => Some(Self::Two),
+            _ => None,
+        }
+    }
+}
+
+/// Why a verb or a local operation on an MR/MW is refused; the glue turns
+/// these into the errnos the C driver returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RuleError {
+    /// `-EINVAL`.
+    Invalid,
+    /// `-EOPNOTSUPP`.
+    NotSupported,
+}
+
+// ---------------------------------------------------------------------------
+// Keys
+// ---------------------------------------------------------------------------
+
+/// A buffer length as a 64-bit byte count (`usize` is at most 64 bits on
+/// every target the driver builds for, so nothing is lost).
+pub(crate) const fn len64(n: usize) -> u64 {
+    n as u64
+}
+
+/// `index << 8 | key byte`. Pool indices fit in 24 bits, so nothing is lost.
+pub(crate) const fn make_key(index: u32, byte: u8) -> u32 {
+    // Widening u8 -> u32.
+    (index << KEY_INDEX_SHIFT) | byte as u32
+}
+
+/// The pool index a key names.
+pub(crate) const fn key_index(key: u32) -> u32 {
+    key >> KEY_INDEX_SHIFT
+}
+
+/// The consumer-owned low byte of a key.
+pub(crate) const fn key_byte(key: u32) -> u8 {
+    // Masked to 8 bits first, so the narrowing keeps the whole value.
+    (key & KEY_BYTE_MASK) as u8
+}
+
+/// `key` with its low byte replaced by the low byte of `from`.
+pub(crate) const fn with_key_byte(key: u32, from: u32) -> u32 {
+    (key & !KEY_BYTE_MASK) | (from & KEY_BYTE_MASK)
+}
+
+/// Whether two keys name the same pool slot.
+pub(crate) const fn same_index(a: u32, b: u32) -> bool {
+    key_index(a) == key_index(b)
+}
+
+/// Whether an rkey names a memory window (MWs own the upper half of the
+/// key index space).
+pub(crate) const fn rkey_is_mw(rkey: u32) -> bool {
+    pool::MW.holds(key_index(rkey))
+}
+
+/// A key byte from `random` that differs from `last` (if any), so a key
+/// that changed never equals its previous value. `random` is asked again
+/// only on a collision; after a few tries the byte is derived instead, so
+/// this always terminates.
+pub(crate) fn next_key_byte(last: Option<u8>, mut random: impl FnMut() -> u8) -> u8 {
+    let Some(last) = last else {
+        return random();
+    };
+    for _ in 0..8 {
+        let b = random();
+        if b != last {
+            return b;
+        }
+    }
+    last.wrapping_add(1)
+}
+
+// ---------------------------------------------------------------------------
+// Access rules of the verbs
+// ---------------------------------------------------------------------------
+
+/// `reg_user_mr`: rights rxe cannot honour are refused with `EOPNOTSUPP`.
+/// (The core has already refused remote write/atomic without local write.)
+pub(crate) const fn check_reg_access(access: Access) -> Result<(), RuleError> {
+    if access.outside(Access::SUPPORTED_MR).is_empty() {
+        Ok(())
+    } else {
+        Err(RuleError::NotSupported)
+    }
+}
+
+/// `IB_MR_REREG_*` flags.
+pub(crate) mod rereg {
+    pub(crate) const TRANS: u32 = 1 << 0;
+    pub(crate) const PD: u32 = 1 << 1;
+    pub(crate) const ACCESS: u32 = 1 << 2;
+    /// What rxe implements: a new PD and new rights, not a new range.
+    pub(crate) const SUPPORTED: u32 = PD | ACCESS;
+}
+
+/// `rereg_user_mr`: flags and rights rxe supports.
+pub(crate) const fn check_rereg(flags: u32, access: Access) -> Result<(), RuleError> {
+    if flags & !rereg::SUPPORTED != 0 {
+        return Err(RuleError::NotSupported);
+    }
+    if flags & rereg::ACCESS != 0 && !access.outside(Access::SUPPORTED_MR).is_empty() {
+        return Err(RuleError::NotSupported);
+    }
+    Ok(())
+}
+
+/// Whether rights need the pages mapped writable (`ib_access_writable`).
+pub(crate) const fn is_writable(access: Access) -> bool {
+    access.intersects(Access(
+        Access::LOCAL_WRITE.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0 | Access::MW_BIND.0,
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// Bounds and page arithmetic
+// ---------------------------------------------------------------------------
+
+/// Whether `[iova, iova + len)` lies within `[base, base + length)`, computed
+/// without overflow for any inputs.
+pub(crate) const fn range_ok(base: u64, length: u64, iova: u64, len: u64) -> bool {
+    iova >= base && len <= length && iova - base <= length - len
+}
+
+/// Where the bytes of an MR live: a list of equal-sized blocks, the first one
+/// starting at `base`. A user MR has one block per system page; a fast-reg MR
+/// one per MR page (or one per system page when MR pages are larger).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    base: u64,
+    block_shift: u32,
+}
+
+/// One piece of a copy that stays within a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    /// Index of the block in the MR's list.
+    pub(crate) block: usize,
+    /// Byte offset within the block.
+    pub(crate) offset: usize,
+    /// Bytes of this piece.
+    pub(crate) len: usize,
+    /// Offset of this piece in the caller's buffer.
+    pub(crate) pos: usize,
+}
+
+impl Layout {
+    /// The layout of an MR at `iova` with pages of `1 << page_shift` bytes on
+    /// a system with `1 << sys_page_shift` byte pages. Shifts are clamped to
+    /// 63, so odd inputs give odd layouts, never a panic.
+    pub(crate) const fn new(iova: u64, page_shift: u32, sys_page_shift: u32) -> Self {
+        let page_shift = if page_shift > 63 { 63 } else { page_shift };
+        let sys = if sys_page_shift > 63 { 63 } else { sys_page_shift };
+        let mask = (1u64 << page_shift) - 1;
+        Self {
+            base: iova & !mask,
+            block_shift: if page_shift < sys { page_shift } else { sys },
+        }
+    }
+
+    pub(crate) const fn block_size(&self) -> u64 {
+        1 << self.block_shift
+    }
+
+    /// Block index and offset of `iova`, or `None` below the first block or
+    /// past what a `usize` can index.
+    pub(crate) fn locate(&self, iova: u64) -> Option<(usize, usize)> {
+        let rel = iova.checked_sub(self.base)?;
+        let block = usize::try_from(rel >> self.block_shift).ok()?;
+        let offset = usize::try_from(rel & (self.block_size() - 1)).ok()?;
+        Some((block, offset))
+    }
+
+    /// Number of blocks `[iova, iova + len)` touches after the first
+    /// block, i.e. the block index of its last byte, or `None` on overflow.
+    pub(crate) fn last_block(&self, iova: u64, len: u64) -> Option<usize> {
+        let last = iova.checked_add(len.checked_sub(1)?)?;
+        self.locate(last).map(|(b, _)| b)
+    }
+
+    /// Splits a copy of `len` bytes at `iova` into pieces that each stay
+    /// inside one block.
+    pub(crate) fn chunks(&self, iova: u64, len: usize) -> Chunks {
+        Chunks {
+            layout: *self,
+            iova,
+            pos: 0,
+            len,
+            wrapped: false,
+            failed: false,
+        }
+    }
+}
+
+/// Iterator of [`Layout::chunks`]. Yields `Err(())` once, then stops, if the
+/// arithmetic leaves the addressable range.
+pub(crate) struct Chunks {
+    layout: Layout,
+    iova: u64,
+    pos: usize,
+    len: usize,
+    /// The next byte would be past the top of the address space.
+    wrapped: bool,
+    failed: bool,
+}
+
+impl Iterator for Chunks {
+    type Item = Result<Chunk, ()>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.len {
+            return None;
+        }
+        let located = if self.wrapped { None } else { self.layout.locate(self.iova) };
+        let Some((block, offset)) = located else {
+            self.failed = true;
+            return Some(Err(()));
+        };
+        let room = usize::try_from(self.layout.block_size()).unwrap_or(usize::MAX) - offset;
+        let len = core::cmp::min(room, self.len - self.pos);
+        let chunk = Chunk { block, offset, len, pos: self.pos };
+        self.pos += len;
+        match self.iova.checked_add(len64(len)) {
+            Some(next) => self.iova = next,
+            None => self.wrapped = true,
+        }
+        Some(Ok(chunk))
+    }
+}
+
+/// Number of `1 << shift` byte pages `[addr, addr + len)` spans
+/// (`ib_umem_num_dma_blocks`), or `None` on overflow.
+pub(crate) fn pages_spanned(addr: u64, len: u64, shift: u32) -> Option<u64> {
+    if len == 0 || shift > 63 {
+        return Some(0);
+    }
+    let mask = (1u64 << shift) - 1;
+    let end = addr.checked_add(len)?.checked_add(mask)? & !mask;
+    Some((end - (addr & !mask)) >> shift)
+}
+
+// ---------------------------------------------------------------------------
+// Atomics
+// ---------------------------------------------------------------------------
+
+/// The two 8-byte atomics of the IBA transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AtomicOp {
+    CompareSwap { compare: u64, swap: u64 },
+    FetchAdd { add: u64 },
+}
+
+impl AtomicOp {
+    /// The value to store when the target holds `old`, or `None` to leave it.
+    pub(crate) const fn apply(self, old: u64) -> Option<u64> {
+        match self {
+            Self::CompareSwap { compare, swap } => {
+                if old == compare {
+                    Some(swap)
+                } else {
+                    None
+                }
+            }
+            Self::FetchAdd { add } => Some(old.wrapping_add(add)),
+        }
+    }
+}
+
+/// Atomic targets are naturally aligned 8-byte words.
+pub(crate) const fn atomic_aligned(addr: u64) -> bool {
+    addr & 7 == 0
+}
+
+// ---------------------------------------------------------------------------
+// Local operations: fast register, invalidate, bind
+// ---------------------------------------------------------------------------
+
+/// What the fast-register and invalidate rules need to know about an MR.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MrFacts {
+    pub(crate) mr_type: MrType,
+    pub(crate) state: State,
+    pub(crate) lkey: u32,
+    pub(crate) rkey: u32,
+    pub(crate) access: Access,
+    pub(crate) bound_mws: u32,
+}
+
+/// REG_MR: only a free fast-reg MR of the QP's PD, and only the key byte may
+/// change.
+pub(crate) fn check_fast_reg(mr: &MrFacts, same_pd: bool, key: u32) -> Result<(), RuleError> {
+    if mr.mr_type != MrType::MemReg || mr.state != State::Free || !same_pd || !same_index(mr.lkey, key) {
+        return Err(RuleError::Invalid);
+    }
+    Ok(())
+}
+
+/// LOCAL_INV / send with invalidate on an MR key.
+pub(crate) fn check_invalidate_mr(mr: &MrFacts, key: u32) -> Result<(), RuleError> {
+    let expected = if mr.access.intersects(Access::REMOTE) { mr.rkey } else { mr.lkey };
+    if key != expected || mr.bound_mws > 0 || mr.mr_type != MrType::MemReg {
+        return Err(RuleError::Invalid);
+    }
+    Ok(())
+}
+
+/// Invalidating an MW: only bound type 2 windows.
+pub(crate) fn check_invalidate_mw(mw_type: MwType, state: State) -> Result<(), RuleError> {
+    if state == State::Invalid || mw_type == MwType::One {
+        return Err(RuleError::Invalid);
+    }
+    Ok(())
+}
+
+/// The MR side of a bind request, as looked up by its lkey.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BindMr {
+    /// The MR is in the QP's PD.
+    pub(crate) same_pd: bool,
+    pub(crate) access: Access,
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+}
+
+/// A bind request as the BIND_MW work request carries it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BindReq {
+    pub(crate) addr: u64,
+    pub(crate) length: u64,
+    pub(crate) access: Access,
+}
+
+/// The checks of a bind, in the IBA's order: window state and type rules,
+/// PD agreement, then the MR's rights and range.
+pub(crate) fn check_bind(
+    mw_type: MwType,
+    state: State,
+    mw_same_pd: bool,
+    mr: Option<&BindMr>,
+    req: &BindReq,
+) -> Result<(), RuleError> {
+    if !req.access.outside(Access::SUPPORTED_MW).is_empty() {
+        return Err(RuleError::NotSupported);
+    }
+    match mw_type {
+        MwType::One => {
+            // o10-36.2.2: type 1 windows are never zero based.
+            if state != State::Valid || req.access.contains(Access::ZERO_BASED) {
+                return Err(RuleError::Invalid);
+            }
+        }
+        MwType::Two => {
+            // o10-37.2.30, o10-37.2.40: bind from free, and not to nothing.
+            if state != State::Free || mr.is_none() || req.length == 0 {
+                return Err(RuleError::Invalid);
+            }
+        }
+    }
+    // C10-72.
+    if !mw_same_pd {
+        return Err(RuleError::Invalid);
+    }
+    let Some(mr) = mr else {
+        return Ok(());
+    };
+    if !mr.same_pd || mr.access.contains(Access::ZERO_BASED) {
+        return Err(RuleError::Invalid);
+    }
+    // C10-73.
+    if !mr.access.contains(Access::MW_BIND) {
+        return Err(RuleError::Invalid);
+    }
+    // C10-74.
+    let writes = Access(Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
+    if req.access.intersects(writes) && !mr.access.contains(Access::LOCAL_WRITE) {
+        return Err(RuleError::Invalid);
+    }
+    // C10-75.
+    let inside = if req.access.contains(Access::ZERO_BASED) {
+        req.length <= mr.length
+    } else {
+        range_ok(mr.iova, mr.length, req.addr, req.length)
+    };
+    if !inside {
+        return Err(RuleError::Invalid);
+    }
+    Ok(())
+}
+
+/// The MR iova a window address `va` means, and whether `[va, va + len)`
+/// stays inside the window. A zero-based window counts from its start.
+pub(crate) fn window_target(addr: u64, length: u64, zero_based: bool, va: u64, len: u64) -> Option<u64> {
+    if zero_based {
+        if !range_ok(0, length, va, len) {
+            return None;
+        }
+        addr.checked_add(va)
+    } else if range_ok(addr, length, va, len) {
+        Some(va)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    #[test]
+    fn access_values_match_the_uapi() {
+        assert_eq!(Access::REMOTE.bits(), 0xe);
+        assert_eq!(Access::OPTIONAL.bits(), 0x3ff0_0000);
+        // RXE_ACCESS_SUPPORTED_MR as the C enum computes it.
+        assert_eq!(Access::SUPPORTED_MR.bits(), 0xe | 1 | 0x10 | 0x40 | 0x100 | 0x200 | 0x3ff0_0000);
+        assert_eq!(Access::SUPPORTED_MW.bits(), Access::SUPPORTED_MR.bits() | 0x20);
+        assert!(Access::from_raw(7).contains(Access::REMOTE_READ));
+        assert!(!Access::from_raw(1).contains(Access::REMOTE_READ));
+    }
+
+    #[test]
+    fn keys() {
+        let k = make_key(0x1234, 0xab);
+        assert_eq!(k, 0x0012_34ab);
+        assert_eq!(key_index(k), 0x1234);
+        assert_eq!(key_byte(k), 0xab);
+        assert_eq!(with_key_byte(k, 0xffff_ff01), 0x0012_3401);
+        assert!(same_index(k, 0x0012_3400));
+        assert!(!same_index(k, 0x0012_3500));
+        assert!(!rkey_is_mw(make_key(pool::MR.max_index, 0)));
+        assert!(rkey_is_mw(make_key(pool::MW.min_index, 0)));
+        assert!(rkey_is_mw(make_key(pool::MW.max_index, 0xff)));
+        assert!(!rkey_is_mw(0));
+    }
+
+    #[test]
+    fn next_key_byte_differs_and_terminates() {
+        assert_eq!(next_key_byte(None, || 5), 5);
+        let mut seq = [5u8, 5, 9].into_iter();
+        assert_eq!(next_key_byte(Some(5), || seq.next().unwrap_or(0)), 9);
+        // A random source stuck on the old value still gives a new byte.
+        assert_eq!(next_key_byte(Some(0xff), || 0xff), 0);
+    }
+
+    #[test]
+    fn reg_and_rereg_rules() {
+        assert_eq!(check_reg_access(Access::from_raw(0xf)), Ok(()));
+        assert_eq!(check_reg_access(Access::ZERO_BASED), Err(RuleError::NotSupported));
+        assert_eq!(check_reg_access(Access::HUGETLB), Err(RuleError::NotSupported));
+        assert_eq!(check_reg_access(Access::from_raw(1 << 20)), Ok(()));
+        assert_eq!(check_rereg(rereg::PD, Access::HUGETLB), Ok(()));
+        assert_eq!(check_rereg(rereg::ACCESS, Access::HUGETLB), Err(RuleError::NotSupported));
+        assert_eq!(check_rereg(rereg::TRANS | rereg::PD, Access::NONE), Err(RuleError::NotSupported));
+        assert_eq!(check_rereg(rereg::ACCESS | rereg::PD, Access::LOCAL_WRITE), Ok(()));
+        assert!(is_writable(Access::MW_BIND));
+        assert!(!is_writable(Access::REMOTE_READ));
+    }
+
+    #[test]
+    fn range_checks_never_overflow() {
+        assert!(range_ok(0x1000, 0x100, 0x1000, 0x100));
+        assert!(range_ok(0x1000, 0x100, 0x10ff, 1));
+        assert!(!range_ok(0x1000, 0x100, 0x10ff, 2));
+        assert!(!range_ok(0x1000, 0x100, 0xfff, 1));
+        assert!(range_ok(0x1000, 0x100, 0x1100, 0));
+        assert!(!range_ok(0x1000, 0x100, 0x1101, 0));
+        assert!(!range_ok(u64::MAX - 1, 2, u64::MAX, u64::MAX));
+        assert!(range_ok(u64::MAX - 1, 1, u64::MAX - 1, 1));
+        assert!(range_ok(0, u64::MAX, u64::MAX - 8, 8));
+        assert!(!range_ok(1, u64::MAX, 0, 1));
+    }
+
+    #[test]
+    fn user_layout_maps_iova_to_pages() {
+        // An MR at 0x10_0123 of system pages: block 0 starts at 0x10_0000.
+        let l = Layout::new(0x10_0123, 12, 12);
+        assert_eq!(l.locate(0x10_0123), Some((0, 0x123)));
+        assert_eq!(l.locate(0x10_1000), Some((1, 0)));
+        assert_eq!(l.locate(0x0f_ffff), None);
+        assert_eq!(l.last_block(0x10_0123, 0xedd), Some(0));
+        assert_eq!(l.last_block(0x10_0123, 0xede), Some(1));
+        assert_eq!(l.last_block(0x10_0123, 0), None);
+    }
+
+    #[test]
+    fn chunks_split_at_block_edges() {
+        let l = Layout::new(0x1ff0, 12, 12);
+        let c: Vec<_> = l.chunks(0x1ff0, 0x2020).collect::<Result<_, _>>().unwrap();
+        assert_eq!(
+            c,
+            [
+                Chunk { block: 0, offset: 0xff0, len: 0x10, pos: 0 },
+                Chunk { block: 1, offset: 0, len: 0x1000, pos: 0x10 },
+                Chunk { block: 2, offset: 0, len: 0x1000, pos: 0x1010 },
+                Chunk { block: 3, offset: 0, len: 0x10, pos: 0x2010 },
+            ]
+        );
+        assert_eq!(l.chunks(0x1ff0, 0).count(), 0);
+        // Below the MR: one error, then nothing.
+        let mut it = l.chunks(0x0, 4);
+        assert_eq!(it.next(), Some(Err(())));
+        assert_eq!(it.next(), None);
+    }
+
+    #[test]
+    fn chunks_at_the_top_of_the_address_space() {
+        let l = Layout::new(u64::MAX - 0xfff, 12, 12);
+        let c: Vec<_> = l.chunks(u64::MAX - 0xf, 0x10).collect();
+        assert_eq!(c, [Ok(Chunk { block: 0, offset: 0xff0, len: 0x10, pos: 0 })]);
+        let c: Vec<_> = l.chunks(u64::MAX - 0xf, 0x11).collect();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[1], Err(()));
+    }
+
+    #[test]
+    fn fast_reg_page_sizes() {
+        // 64 KiB MR pages on 4 KiB system pages: blocks are system pages
+        // counted from the 64 KiB-aligned base.
+        let l = Layout::new(0x3_2100, 16, 12);
+        assert_eq!(l.locate(0x3_2100), Some((2, 0x100)));
+        // 512-byte MR pages: blocks are MR pages, so a copy never runs past
+        // one into memory the next entry does not describe.
+        let l = Layout::new(0x1300, 9, 12);
+        assert_eq!(l.locate(0x1300), Some((0, 0x100)));
+        let c: Vec<_> = l.chunks(0x13f0, 0x20).map(Result::unwrap).collect();
+        assert_eq!(c[0], Chunk { block: 0, offset: 0x1f0, len: 0x10, pos: 0 });
+        assert_eq!(c[1], Chunk { block: 1, offset: 0, len: 0x10, pos: 0x10 });
+        // Absurd shifts are clamped instead of overflowing.
+        let l = Layout::new(5, 200, 200);
+        assert_eq!(l.locate(5), Some((0, 5)));
+    }
+
+    #[test]
+    fn pages_spanned_matches_umem() {
+        assert_eq!(pages_spanned(0x1000, 0x1000, 12), Some(1));
+        assert_eq!(pages_spanned(0x1001, 0x1000, 12), Some(2));
+        assert_eq!(pages_spanned(0x1fff, 1, 12), Some(1));
+        assert_eq!(pages_spanned(0x1fff, 2, 12), Some(2));
+        assert_eq!(pages_spanned(0, 0, 12), Some(0));
+        assert_eq!(pages_spanned(u64::MAX - 5, 3, 12), None);
+    }
+
+    #[test]
+    fn atomics() {
+        let cas = AtomicOp::CompareSwap { compare: 3, swap: 9 };
+        assert_eq!(cas.apply(3), Some(9));
+        assert_eq!(cas.apply(4), None);
+        assert_eq!(AtomicOp::FetchAdd { add: 2 }.apply(u64::MAX), Some(1));
+        assert!(atomic_aligned(0x1008));
+        assert!(!atomic_aligned(0x1004));
+    }
+
+    fn fast_mr(state: State) -> MrFacts {
+        MrFacts {
+            mr_type: MrType::MemReg,
+            state,
+            lkey: 0x0000_0512,
+            rkey: 0x0000_0512,
+            access: Access::REMOTE,
+            bound_mws: 0,
+        }
+    }
+
+    #[test]
+    fn fast_reg_and_invalidate_rules() {
+        assert_eq!(check_fast_reg(&fast_mr(State::Free), true, 0x0000_05ff), Ok(()));
+        assert!(check_fast_reg(&fast_mr(State::Valid), true, 0x0000_05ff).is_err());
+        assert!(check_fast_reg(&fast_mr(State::Free), false, 0x0000_05ff).is_err());
+        assert!(check_fast_reg(&fast_mr(State::Free), true, 0x0000_06ff).is_err());
+        let mut user = fast_mr(State::Free);
+        user.mr_type = MrType::User;
+        assert!(check_fast_reg(&user, true, 0x0000_0512).is_err());
+
+        assert_eq!(check_invalidate_mr(&fast_mr(State::Valid), 0x512), Ok(()));
+        assert!(check_invalidate_mr(&fast_mr(State::Valid), 0x513).is_err());
+        let mut bound = fast_mr(State::Valid);
+        bound.bound_mws = 1;
+        assert!(check_invalidate_mr(&bound, 0x512).is_err());
+        assert!(check_invalidate_mr(&user, 0x512).is_err());
+
+        assert!(check_invalidate_mw(MwType::One, State::Valid).is_err());
+        assert!(check_invalidate_mw(MwType::Two, State::Invalid).is_err());
+        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid), Ok(()));
+    }
+
+    fn bind_mr() -> BindMr {
+        BindMr {
+            same_pd: true,
+            access: Access::from_raw(Access::MW_BIND.bits() | Access::LOCAL_WRITE.bits()),
+            iova: 0x1000,
+            length: 0x1000,
+        }
+    }
+
+    fn req(addr: u64, length: u64, access: Access) -> BindReq {
+        BindReq { addr, length, access }
+    }
+
+    #[test]
+    fn bind_rules() {
+        let mr = bind_mr();
+        let rw = Access::from_raw(Access::REMOTE_WRITE.bits() | Access::REMOTE_READ.bits());
+        let ok = req(0x1100, 0x100, rw);
+        assert_eq!(check_bind(MwType::One, State::Valid, true, Some(&mr), &ok), Ok(()));
+        assert_eq!(check_bind(MwType::Two, State::Free, true, Some(&mr), &ok), Ok(()));
+        // Type 1 may unbind (no MR); type 2 may not.
+        let unbind = req(0, 0, Access::NONE);
+        assert_eq!(check_bind(MwType::One, State::Valid, true, None, &unbind), Ok(()));
+        assert!(check_bind(MwType::Two, State::Free, true, None, &unbind).is_err());
+        // State rules.
+        assert!(check_bind(MwType::One, State::Free, true, Some(&mr), &ok).is_err());
+        assert!(check_bind(MwType::Two, State::Valid, true, Some(&mr), &ok).is_err());
+        // PD rules.
+        assert!(check_bind(MwType::One, State::Valid, false, Some(&mr), &ok).is_err());
+        let other_pd = BindMr { same_pd: false, ..mr };
+        assert!(check_bind(MwType::One, State::Valid, true, Some(&other_pd), &ok).is_err());
+        // MR rights.
+        let no_bind = BindMr { access: Access::LOCAL_WRITE, ..mr };
+        assert!(check_bind(MwType::One, State::Valid, true, Some(&no_bind), &ok).is_err());
+        let read_only = BindMr { access: Access::MW_BIND, ..mr };
+        assert!(check_bind(MwType::One, State::Valid, true, Some(&read_only), &ok).is_err());
+        let ro_req = req(0x1100, 0x100, Access::REMOTE_READ);
+        assert_eq!(check_bind(MwType::One, State::Valid, true, Some(&read_only), &ro_req), Ok(()));
+        // Range, including overflow.
+        assert!(check_bind(MwType::One, State::Valid, true, Some(&mr), &req(0x1f00, 0x101, rw)).is_err());
+        assert!(check_bind(MwType::One, State::Valid, true, Some(&mr), &req(u64::MAX, 2, rw)).is_err());
+        // Zero based: type 2 only, and only length is checked.
+        let zb = req(0x0, 0x1000, rw.union(Access::ZERO_BASED));
+        assert!(check_bind(MwType::One, State::Valid, true, Some(&mr), &zb).is_err());
+        assert_eq!(check_bind(MwType::Two, State::Free, true, Some(&mr), &zb), Ok(()));
+        let zb_long = req(0x0, 0x1001, rw.union(Access::ZERO_BASED));
+        assert!(check_bind(MwType::Two, State::Free, true, Some(&mr), &zb_long).is_err());
+        // Unknown rights.
+        let odd = req(0x1100, 0x100, Access::HUGETLB);
+        assert_eq!(check_bind(MwType::One, State::Valid, true, Some(&mr), &odd), Err(RuleError::NotSupported));
+    }
+
+    #[test]
+    fn window_translation() {
+        assert_eq!(window_target(0x1000, 0x100, false, 0x1010, 0x10), Some(0x1010));
+        assert_eq!(window_target(0x1000, 0x100, false, 0x10f8, 0x10), None);
+        assert_eq!(window_target(0x1000, 0x100, true, 0x10, 0x10), Some(0x1010));
+        assert_eq!(window_target(0x1000, 0x100, true, 0xf8, 0x10), None);
+        assert_eq!(window_target(u64::MAX, 0x100, true, 0x10, 0x10), None);
+    }
+}
