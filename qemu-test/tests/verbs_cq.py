@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """Completion queues through the rxe user ABI, as rdma-core's provider and
 pyverbs use them: create/resize/destroy with the sizes and errnos rdma_rxe
 gives, arming through a completion channel, the ring layout user space maps,

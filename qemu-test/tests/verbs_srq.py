@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """Shared receive queues through the rxe user ABI: create/query/modify/destroy
 with the sizes and errnos rdma_rxe gives, the limit rules, the ring layout
 user space maps, resize carrying posted WQEs over (and refusing to drop
