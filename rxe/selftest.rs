@@ -1,4 +1,4 @@
-//! Load-time self-test of the task and timer wrappers, built only with
+//! Load-time self-test of the task and timer wrappers (and the FIFO), built only with
 //! `RXE_RS_SELFTEST=1` (cfg `rxe_rs_selftest`); see qemu-test/tests/selftest_tasks.sh.
 //!
 //! Nothing in the driver can exercise these wrappers without QPs, so a probe
@@ -10,6 +10,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::{
     task::{impl_has_task, new_task, Progress, Task, TaskOwner, MAX_ITERATIONS},
     timer::{impl_has_timer, msleep, new_timer, Jiffies, Timer, TimerOwner},
@@ -267,9 +268,24 @@ fn timers() -> Result {
     Ok(())
 }
 
+fn fifo() -> Result {
+    let mut f = Fifo::new(3, GFP_KERNEL)?;
+    check!(f.capacity() == 3 && f.is_empty(), "fifo starts empty");
+    for i in 0..3u32 {
+        check!(f.push(KBox::new(i, GFP_KERNEL)?).is_ok(), "fifo takes its capacity");
+    }
+    check!(f.is_full() && f.push(KBox::new(9, GFP_KERNEL)?).is_err(), "full fifo refuses");
+    check!(f.pop().map(|b| *b) == Some(0), "fifo pops the oldest");
+    check!(f.push(KBox::new(3, GFP_KERNEL)?).is_ok(), "fifo wraps");
+    check!(f.peek().map(|b| **b) == Some(1) && f.len() == 3, "fifo peeks the oldest");
+    f.clear();
+    check!(f.pop().is_none(), "cleared fifo is empty");
+    Ok(())
+}
+
 /// Runs the self-test; errors are logged and do not fail the load.
 pub(crate) fn run() {
-    match tasks().and_then(|()| timers()) {
+    match fifo().and_then(|()| tasks()).and_then(|()| timers()) {
         Ok(()) => pr_info!("selftest: ok\n"),
         Err(_) => pr_err!("selftest: FAILED\n"),
     }
