@@ -14,6 +14,8 @@ pub(crate) mod proto;
 pub(crate) mod ah;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod dma;
+pub(crate) mod fifo;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod net;
@@ -21,5 +23,7 @@ pub(crate) mod pd;
 pub(crate) mod pool;
 pub(crate) mod qp;
 pub(crate) mod queue;
+#[cfg(rxe_rs_selftest)]
+pub(crate) mod selftest;
 pub(crate) mod srq;
 pub(crate) mod ucontext;

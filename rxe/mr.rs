@@ -293,7 +293,9 @@ impl Shared {
         (i.iova, i.length)
     }
 
-    fn check_key(&self, key: u32, kind: KeyKind, pd: PdId, access: Access) -> Result<(), AccessError> {
+    /// Whether `key` still grants `access` to a QP of `pd` (what [`lookup`]
+    /// checks), for callers that keep an MR across accesses.
+    pub(crate) fn check_key(&self, key: u32, kind: KeyKind, pd: PdId, access: Access) -> Result<(), AccessError> {
         let i = self.inner.lock();
         let own = match kind {
             KeyKind::Local => i.lkey,

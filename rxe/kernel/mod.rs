@@ -14,6 +14,8 @@ pub(crate) mod ops;
 pub(crate) mod page;
 pub(crate) mod random;
 pub(crate) mod skb;
+pub(crate) mod task;
+pub(crate) mod timer;
 pub(crate) mod udata;
 pub(crate) mod udp;
 pub(crate) mod umem;

@@ -12,5 +12,7 @@ pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod psn;
 pub(crate) mod qp_state;
+pub(crate) mod ring;
+pub(crate) mod sge_cursor;
 pub(crate) mod uapi;
 pub(crate) mod wire;

@@ -17,7 +17,13 @@
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+<<<<<<< HEAD
 #include <rdma/uverbs_ioctl.h>
+=======
+#include <linux/jiffies.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
+>>>>>>> wt-engine
 
 #include "helpers.h"
 
@@ -150,6 +156,32 @@ struct page *rxe_rs_virt_to_page(u64 addr)
 void rxe_rs_wb_cache_pmem(void *addr, size_t len)
 {
 	arch_wb_cache_pmem(addr, len);
+}
+
+/* The task workqueue: unbound and with C rdma_rxe's flags. */
+struct workqueue_struct *rxe_rs_alloc_wq(void)
+{
+	return alloc_workqueue("rxe_rs_wq", WQ_UNBOUND, WQ_MAX_ACTIVE);
+}
+
+unsigned long rxe_rs_jiffies(void)
+{
+	return READ_ONCE(jiffies);
+}
+
+unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs)
+{
+	return usecs_to_jiffies(usecs);
+}
+
+unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs)
+{
+	return msecs_to_jiffies(msecs);
+}
+
+bool rxe_rs_timer_pending(const struct timer_list *timer)
+{
+	return timer_pending(timer);
 }
 
 /* rdma-core's rxe tooling matches devices to netdevs through "parent". */

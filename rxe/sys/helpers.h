@@ -20,6 +20,8 @@ struct vm_area_struct;
 struct ib_udata;
 struct ib_ucontext;
 struct uverbs_attr_bundle;
+struct timer_list;
+struct workqueue_struct;
 
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
@@ -45,5 +47,10 @@ void *rxe_rs_kmap_local_page(struct page *page);
 void rxe_rs_kunmap_local(void *addr);
 struct page *rxe_rs_virt_to_page(u64 addr);
 void rxe_rs_wb_cache_pmem(void *addr, size_t len);
+struct workqueue_struct *rxe_rs_alloc_wq(void);
+unsigned long rxe_rs_jiffies(void);
+unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
+unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
+bool rxe_rs_timer_pending(const struct timer_list *timer);
 
 #endif
