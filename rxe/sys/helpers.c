@@ -17,13 +17,10 @@
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
-<<<<<<< HEAD
 #include <rdma/uverbs_ioctl.h>
-=======
 #include <linux/jiffies.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
->>>>>>> wt-engine
 
 #include "helpers.h"
 
