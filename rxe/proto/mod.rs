@@ -4,6 +4,7 @@
 //! `rxe::proto`, and `rxe/proto/Cargo.toml` builds the same files on the host
 //! for unit tests and fuzzing. Nothing here allocates or panics on input.
 
+pub(crate) mod comp_logic;
 pub(crate) mod headers;
 pub(crate) mod icrc;
 pub(crate) mod mr_logic;
@@ -11,5 +12,9 @@ pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod psn;
 pub(crate) mod qp_state;
+pub(crate) mod req_logic;
 pub(crate) mod uapi;
 pub(crate) mod wire;
+
+#[cfg(test)]
+mod test_rng;
