@@ -13,8 +13,12 @@ pub(crate) mod params;
 pub(crate) mod psn;
 pub(crate) mod qp_state;
 pub(crate) mod req_logic;
+pub(crate) mod resp_logic;
+pub(crate) mod resp_run;
 pub(crate) mod uapi;
 pub(crate) mod wire;
 
+#[cfg(test)]
+mod test_model;
 #[cfg(test)]
 mod test_rng;
