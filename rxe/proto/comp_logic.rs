@@ -437,7 +437,7 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
                 }
             }
             (St::ErrorRetry, h, _) => {
-                if h.is_none_or(|h| h.progress.state == WqeState::Posted) {
+                if !matches!(h, Some(h) if h.progress.state != WqeState::Posted) {
                     return;
                 }
                 if comp.started_retry && !comp.timeout_retry {

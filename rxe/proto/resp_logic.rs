@@ -514,7 +514,7 @@ pub(crate) fn rdma_target(st: &mut RespState, pkt: &Request) -> Option<Target> {
         if t & FLUSH_PERSISTENT != 0 {
             acc = acc.union(Access::FLUSH_PERSISTENT);
         }
-        check_range = pkt.feth.is_none_or(|f| f.level != 1);
+        check_range = !matches!(pkt.feth, Some(f) if f.level == 1);
     } else if let Some(a) = pkt.atmeth {
         st.va = a.va;
         st.rkey = a.rkey;
