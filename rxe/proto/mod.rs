@@ -4,6 +4,7 @@
 //! `rxe::proto`, and `rxe/proto/Cargo.toml` builds the same files on the host
 //! for unit tests and fuzzing. Nothing here allocates or panics on input.
 
+pub(crate) mod comp_logic;
 pub(crate) mod cq_srq;
 pub(crate) mod headers;
 pub(crate) mod icrc;
@@ -12,7 +13,15 @@ pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod psn;
 pub(crate) mod qp_state;
+pub(crate) mod req_logic;
+pub(crate) mod resp_logic;
+pub(crate) mod resp_run;
 pub(crate) mod ring;
 pub(crate) mod sge_cursor;
 pub(crate) mod uapi;
 pub(crate) mod wire;
+
+#[cfg(test)]
+mod test_model;
+#[cfg(test)]
+mod test_rng;
