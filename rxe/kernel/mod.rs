@@ -10,6 +10,7 @@ pub(crate) mod lock;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod ops;
+pub(crate) mod route;
 pub(crate) mod skb;
 pub(crate) mod udata;
 pub(crate) mod udp;

@@ -4,8 +4,10 @@
 //! `rxe::proto`, and `rxe/proto/Cargo.toml` builds the same files on the host
 //! for unit tests and fuzzing. Nothing here allocates or panics on input.
 
+pub(crate) mod accept;
 pub(crate) mod headers;
 pub(crate) mod icrc;
+pub(crate) mod ip;
 pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod psn;
