@@ -150,7 +150,7 @@ impl Skb {
         let ptr = self.0.as_ptr();
         core::mem::forget(self);
         // SAFETY: We owned the only reference.
-        unsafe { b::consume_skb(ptr) };
+        unsafe { b::rxe_rs_consume_skb(ptr) };
     }
 }
 

@@ -71,5 +71,6 @@ struct net_device *rxe_rs_gid_ndev(struct ib_device *ibdev, u32 port,
 bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
 struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
 u16 rxe_rs_vlan_id(const struct net_device *ndev);
+void rxe_rs_consume_skb(struct sk_buff *skb);
 
 #endif
