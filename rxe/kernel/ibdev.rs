@@ -166,6 +166,12 @@ impl DeviceRef {
         let ib = unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
         NonNull::new(ib.cast::<Device>()).map(Self)
     }
+
+    /// A new reference on `dev`, unless it is already being unregistered.
+    pub(crate) fn try_get(dev: &Device) -> Option<Self> {
+        // SAFETY: The device is alive while borrowed.
+        unsafe { b::rxe_rs_ib_device_try_get(dev.as_ib()) }.then(|| Self(NonNull::from(dev)))
+    }
 }
 
 impl core::ops::Deref for DeviceRef {

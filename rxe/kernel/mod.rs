@@ -13,6 +13,7 @@ pub(crate) mod object;
 pub(crate) mod ops;
 pub(crate) mod page;
 pub(crate) mod random;
+pub(crate) mod route;
 pub(crate) mod skb;
 pub(crate) mod task;
 pub(crate) mod timer;

@@ -9,6 +9,8 @@ pub(crate) mod cq_srq;
 pub(crate) mod headers;
 pub(crate) mod icrc;
 pub(crate) mod mr_logic;
+pub(crate) mod accept;
+pub(crate) mod ip;
 pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod psn;

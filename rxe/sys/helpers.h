@@ -12,6 +12,12 @@
 struct attribute_group;
 struct ib_umem;
 struct page;
+struct dst_entry;
+struct in6_addr;
+struct net;
+struct sk_buff;
+struct sock;
+struct socket;
 struct ib_device;
 struct module;
 struct net_device;
@@ -52,5 +58,41 @@ unsigned long rxe_rs_jiffies(void);
 unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
 unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
 bool rxe_rs_timer_pending(const struct timer_list *timer);
+
+/* Packet layer: skb fields and inlines, routes, sockets, GID-table ndevs. */
+unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev);
+void rxe_rs_skb_reserve(struct sk_buff *skb, unsigned int len);
+void *rxe_rs_skb_put_zero(struct sk_buff *skb, unsigned int len);
+unsigned int rxe_rs_skb_headlen(const struct sk_buff *skb);
+unsigned int rxe_rs_skb_headroom(const struct sk_buff *skb);
+int rxe_rs_skb_linearize(struct sk_buff *skb);
+void rxe_rs_skb_reset_network_header(struct sk_buff *skb);
+void rxe_rs_skb_reset_transport_header(struct sk_buff *skb);
+unsigned char *rxe_rs_skb_network_header(const struct sk_buff *skb);
+__be16 rxe_rs_skb_protocol(const struct sk_buff *skb);
+void rxe_rs_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
+struct net_device *rxe_rs_skb_dev(const struct sk_buff *skb);
+void rxe_rs_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
+void rxe_rs_skb_set_dst(struct sk_buff *skb, struct dst_entry *dst);
+void rxe_rs_skb_clear_hash(struct sk_buff *skb);
+void rxe_rs_skb_set_owner(struct sk_buff *skb, struct sock *sk,
+			  void (*destructor)(struct sk_buff *skb));
+struct sock *rxe_rs_skb_sk(const struct sk_buff *skb);
+void rxe_rs_sock_put(struct sock *sk);
+struct sock *rxe_rs_socket_sk(const struct socket *sock);
+void rxe_rs_sk_set_user_data(struct sock *sk, void *data);
+void *rxe_rs_sk_user_data(const struct sock *sk);
+struct dst_entry *rxe_rs_route4(struct net *net, int oif, __be32 saddr,
+				__be32 daddr);
+struct dst_entry *rxe_rs_route6(struct net *net, int oif,
+				const struct in6_addr *saddr,
+				const struct in6_addr *daddr);
+bool rxe_rs_dst_is_local(const struct dst_entry *dst);
+struct net_device *rxe_rs_gid_ndev(struct ib_device *ibdev, u32 port,
+				   u32 index);
+bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
+struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
+u16 rxe_rs_vlan_id(const struct net_device *ndev);
+void rxe_rs_consume_skb(struct sk_buff *skb);
 
 #endif
