@@ -1,4 +1,114 @@
-//! ah verbs objects.
+//! Address handles: the destinations of UD sends.
+//!
+//! Interface for the datapath: [`lookup`] finds the AH a UD send WQE names
+//! by number, checked against the QP's PD; [`Shared::av`] is its address
+//! vector.
 
-/// The part of an object the datapath reaches through the device's pools.
-pub(crate) struct Shared {}
+use kernel::{alloc::Flags, prelude::*, sync::Arc};
+
+use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::udata::Udata;
+use crate::rxe::proto::qp_attr::{self as qa, AhAttr, AttrError};
+use crate::rxe::proto::uapi::{create_ah_resp, resp, Av};
+
+/// The part of an AH the datapath reaches through the device's pool.
+#[pin_data]
+pub(crate) struct Shared {
+    /// Identity of the PD the AH belongs to.
+    pub(crate) pd: usize,
+    /// modify_ah replaces it; the lock tolerates callers with interrupts
+    /// off, as AHs are made and changed by the CM under such locks.
+    #[pin]
+    av: SpinLockIrq<Av>,
+}
+
+impl Shared {
+    /// A copy of the address vector.
+    pub(crate) fn av(&self) -> Av {
+        *self.av.lock()
+    }
+}
+
+/// An AH as the core holds it.
+pub(crate) struct Ah {
+    pub(crate) shared: Arc<Shared>,
+    index: u32,
+    /// The number UD WQEs use; 0 for AHs of old providers, which embed
+    /// the AV in each WQE instead.
+    num: u32,
+    _slot: ObjCount,
+}
+
+/// What the AH verbs need from their caller.
+pub(crate) struct CreateArgs<'a> {
+    pub(crate) pd: usize,
+    pub(crate) attr: AhAttr,
+    /// The caller may sleep (`RDMA_CREATE_AH_SLEEPABLE`).
+    pub(crate) sleepable: bool,
+    pub(crate) udata: Option<&'a Udata>,
+}
+
+fn errno(e: AttrError) -> Error {
+    match e {
+        AttrError::Invalid => EINVAL,
+        AttrError::NotSupported => crate::rxe::kernel::errno::eopnotsupp(),
+    }
+}
+
+/// The AH numbered `ah_num`, if it exists and belongs to the PD `pd`.
+pub(crate) fn lookup(dev: &DeviceState, ah_num: u32, pd: usize) -> Option<Arc<Shared>> {
+    dev.ahs.get(ah_num).filter(|ah| ah.pd == pd)
+}
+
+impl Ah {
+    /// create_ah and create_user_ah.
+    pub(crate) fn new(dev: &Device, args: CreateArgs<'_>) -> Result<Self> {
+        let flags: Flags = if args.sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        let state = dev.state();
+        let slot = state.take_slot(ObjKind::Ah)?;
+        qa::check_ah_attr(&args.attr).map_err(errno)?;
+        let av = qa::av_from_ah_attr(&args.attr).map_err(errno)?;
+        let shared = Arc::pin_init(pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }), flags)?;
+        let index = state.ahs.reserve(flags)?;
+        let num = match args.udata {
+            // Providers that know AH numbers make room for the response.
+            Some(u) if u.outlen() >= resp::CREATE_AH_LEN => {
+                if let Err(e) = u.write_out(&create_ah_resp(index)) {
+                    state.ahs.remove(index);
+                    return Err(e);
+                }
+                index
+            }
+            Some(_) => 0,
+            None => index,
+        };
+        state.ahs.set(index, shared.clone());
+        Ok(Self { shared, index, num, _slot: slot })
+    }
+
+    /// The number UD send WQEs name this AH by.
+    pub(crate) fn num(&self) -> u32 {
+        self.num
+    }
+
+    /// modify_ah (kernel users only).
+    pub(crate) fn modify(&self, attr: &AhAttr) -> Result {
+        qa::check_ah_attr(attr).map_err(errno)?;
+        let av = qa::av_from_ah_attr(attr).map_err(errno)?;
+        *self.shared.av.lock() = av;
+        Ok(())
+    }
+
+    /// query_ah: the GRH and port of the AV.
+    pub(crate) fn query(&self) -> AhAttr {
+        qa::ah_attr_from_av(Some(&self.shared.av()))
+    }
+
+    /// destroy_ah: the number stops resolving; WQEs already holding the
+    /// AV keep their copy.
+    pub(crate) fn destroy(&self, dev: &Device) {
+        dev.state().ahs.remove(self.index);
+    }
+}

@@ -10,7 +10,7 @@ use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
 use crate::rxe::proto::params as p;
-use crate::rxe::{ah, mr, mw, qp};
+use crate::rxe::{ah, mcast, mr, mw, qp};
 use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
 
 /// The verbs object kinds whose number the device limits.
@@ -43,6 +43,9 @@ impl ObjKind {
         pool.max_elem
     }
 }
+
+/// `gsi_qp_index` while the GSI QP is being created.
+const GSI_CLAIMED: u32 = u32::MAX;
 
 /// Live object counts per kind, shared with the objects that hold a slot.
 struct Counts([AtomicU32; KINDS]);
@@ -94,6 +97,9 @@ pub(crate) struct DeviceState {
     pub(crate) counters: Counters,
     /// Pool index of the GSI QP (packets to QPN 1 go there); 0 while none.
     gsi_qp_index: AtomicU32,
+    /// Multicast groups and their QPs, by MGID.
+    #[pin]
+    pub(crate) mcast: mcast::Groups,
 }
 
 fn device_attr(guid: [u8; 8]) -> DeviceAttr {
@@ -158,7 +164,8 @@ impl DeviceState {
             ahs <- Pool::new(p::pool::AH.min_index, p::pool::AH.max_index),
             srqs <- Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index),
             counters: Counters::new(),
-            gsi_qp_index: zero(),
+            gsi_qp_index: AtomicU32::new(0),
+            mcast <- mcast::Groups::new(),
         }? Error))
     }
 
@@ -283,12 +290,21 @@ impl DeviceState {
 
     /// Records where the GSI QP lives, so packets to QPN 1 reach it; 0 clears.
     pub(crate) fn set_gsi_qp_index(&self, index: u32) {
-        self.gsi_qp_index.store(index, Ordering::Relaxed);
+        self.gsi_qp_index.store(index, Ordering::Release);
     }
 
     /// The pool index of the GSI QP, if there is one.
     pub(crate) fn gsi_qp_index(&self) -> Option<u32> {
-        Some(self.gsi_qp_index.load(Ordering::Relaxed)).filter(|&i| i != 0)
+        Some(self.gsi_qp_index.load(Ordering::Acquire)).filter(|&i| i != 0 && i != GSI_CLAIMED)
+    }
+
+    /// Claims the device's only GSI QP for a create in progress; `false`
+    /// when it exists or is being created. `set_gsi_qp_index` completes or
+    /// (with 0) abandons the claim.
+    pub(crate) fn claim_gsi_qp(&self) -> bool {
+        self.gsi_qp_index
+            .compare_exchange(0, GSI_CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// The path MTU limit of the port, in bytes.

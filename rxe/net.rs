@@ -78,8 +78,8 @@ impl Av {
 
     fn ip_hdr_len(&self) -> usize {
         match self.network_type() {
-            NetworkType::V4 => ip::IPV4_HLEN,
-            NetworkType::V6 => ip::IPV6_HLEN,
+            NetworkType::Ipv4 => ip::IPV4_HLEN,
+            NetworkType::Ipv6 => ip::IPV6_HLEN,
         }
     }
 }
@@ -115,8 +115,8 @@ pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload
     // Both fit in u32: bounded by 64 KiB above.
     let mut skb = TxSkb::alloc(&ndev, headroom as u32, paylen as u32)?;
     skb.set_protocol(match av.network_type() {
-        NetworkType::V4 => PROTO_IPV4,
-        NetworkType::V6 => PROTO_IPV6,
+        NetworkType::Ipv4 => PROTO_IPV4,
+        NetworkType::Ipv6 => PROTO_IPV6,
     });
     Ok(TxPacket {
         dev,
@@ -310,7 +310,7 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     }
     .map_err(|_| EINVAL)?;
     tx.skb.set_network_header();
-    if av.network_type() == NetworkType::V4 {
+    if av.network_type() == NetworkType::Ipv4 {
         // The id is covered by the ICRC, so it is chosen before the CRC runs.
         tx.skb.select_ipv4_id();
     }
@@ -318,8 +318,8 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     let (iph, rest) = data.split_at_mut(ip_len);
     let (udp, pkt) = rest.split_at_mut(ip::UDP_HLEN);
     let iph = match av.network_type() {
-        NetworkType::V4 => IpHdr::V4(iph),
-        NetworkType::V6 => IpHdr::V6(iph),
+        NetworkType::Ipv4 => IpHdr::V4(iph),
+        NetworkType::Ipv6 => IpHdr::V6(iph),
     };
     icrc::generate(&mut crc32, iph, udp, pkt).map_err(|_| EINVAL)
 }

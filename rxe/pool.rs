@@ -4,16 +4,25 @@
 //! Indices are handed out cyclically in `[min, max]`, so a number freed by a
 //! destroy is not reused at once and a stale QPN or key misses instead of
 //! reaching a new object.
+//!
+//! An index can be reserved before its object exists (the object may need
+//! its own number to be built) and filled in once the object is complete;
+//! lookups miss a reserved index until then.
+//!
+//! The lock masks interrupts: AHs come and go from callers that hold
+//! IRQ-disabling locks (the CM), and packet receive looks objects up from
+//! softirq context.
 
 use kernel::{
+    alloc::Flags,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
 };
 
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 
 struct Inner<T> {
-    map: RBTree<u32, T>,
+    map: RBTree<u32, Option<T>>,
     next: u32,
 }
 
@@ -22,7 +31,7 @@ struct Inner<T> {
 #[pin_data]
 pub(crate) struct Pool<T> {
     #[pin]
-    inner: SpinLockBh<Inner<T>>,
+    inner: SpinLockIrq<Inner<T>>,
     min: u32,
     max: u32,
 }
@@ -30,15 +39,32 @@ pub(crate) struct Pool<T> {
 impl<T: Clone> Pool<T> {
     pub(crate) fn new(min: u32, max: u32) -> impl PinInit<Self> {
         pin_init!(Self {
-            inner <- new_spinlock_bh!(Inner { map: RBTree::new(), next: min }, "rxe_pool"),
+            inner <- new_spinlock_irq!(Inner { map: RBTree::new(), next: min }, "rxe_pool"),
             min,
             max,
         })
     }
 
+    /// Takes a free index with no value yet; `set` fills it, `remove`
+    /// gives it back. `flags` are those of the caller's context.
+    pub(crate) fn reserve(&self, flags: Flags) -> Result<u32> {
+        self.insert_slot(None, flags)
+    }
+
+    /// Stores `value` at an index `reserve` returned.
+    pub(crate) fn set(&self, idx: u32, value: T) {
+        if let Some(slot) = self.inner.lock().map.get_mut(&idx) {
+            *slot = Some(value);
+        }
+    }
+
     /// Stores `value` under a free index and returns the index.
     pub(crate) fn insert(&self, value: T) -> Result<u32> {
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        self.insert_slot(Some(value), GFP_KERNEL)
+    }
+
+    fn insert_slot(&self, value: Option<T>, flags: Flags) -> Result<u32> {
+        let node = RBTreeNodeReservation::new(flags)?;
         let mut inner = self.inner.lock();
         let span = self.max - self.min + 1;
         let mut idx = inner.next;
@@ -58,17 +84,17 @@ impl<T: Clone> Pool<T> {
 
     /// A clone of the value at `idx`, if any.
     pub(crate) fn get(&self, idx: u32) -> Option<T> {
-        self.inner.lock().map.get(&idx).cloned()
+        self.inner.lock().map.get(&idx).cloned().flatten()
     }
 
-    /// Removes and returns the value at `idx`.
+    /// Removes the index (reserved or filled) and returns its value.
     pub(crate) fn remove(&self, idx: u32) -> Option<T> {
-        self.inner.lock().map.remove(&idx)
+        self.inner.lock().map.remove(&idx).flatten()
     }
 
     /// Calls `f` on every value, under the pool's lock.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&T)) {
-        for v in self.inner.lock().map.values() {
+        for v in self.inner.lock().map.values().flatten() {
             f(v);
         }
     }

@@ -314,8 +314,8 @@ impl RxPacket {
             return false;
         };
         let iph = match info.src.network_type() {
-            NetworkType::V4 => IpHdr::V4(iph),
-            NetworkType::V6 => IpHdr::V6(iph),
+            NetworkType::Ipv4 => IpHdr::V4(iph),
+            NetworkType::Ipv6 => IpHdr::V6(iph),
         };
         icrc::icrc_ok(&mut skb::crc32_le, iph, udp, self.bytes())
     }

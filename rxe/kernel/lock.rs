@@ -48,3 +48,49 @@ unsafe impl Backend for SpinLockBhBackend {
         unsafe { b::rxe_rs_spin_unlock_bh(ptr.cast()) }
     }
 }
+
+/// A `spinlock_t` taken with `spin_lock_irqsave`: for state reached from
+/// callers that may hold hard-IRQ-disabling locks themselves (the CM
+/// creates and destroys AHs under `spin_lock_irqsave`), where a `_bh`
+/// unlock would re-enable softirqs with interrupts off.
+pub(crate) type SpinLockIrq<T> = Lock<T, SpinLockIrqBackend>;
+
+/// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
+macro_rules! new_spinlock_irq {
+    ($inner:expr, $name:literal $(,)?) => {
+        $crate::rxe::kernel::lock::SpinLockIrq::new($inner, ::kernel::c_str!($name), ::kernel::static_lock_class!())
+    };
+}
+pub(crate) use new_spinlock_irq;
+
+pub(crate) struct SpinLockIrqBackend;
+
+// SAFETY: `spin_lock_irqsave`/`spin_unlock_irqrestore` give mutual exclusion
+// on an initialised `spinlock_t`; the guard keeps the saved flags for the
+// unlock.
+unsafe impl Backend for SpinLockIrqBackend {
+    type State = kernel::bindings::spinlock_t;
+    type GuardState = kernel::ffi::c_ulong;
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: Per the trait contract `ptr` is writable and `name`/`key`
+        // live forever.
+        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: The lock was initialised (trait contract). Both bindings
+        // describe the same C `spinlock_t`.
+        unsafe { b::rxe_rs_spin_lock_irqsave(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, guard_state: &Self::GuardState) {
+        // SAFETY: The caller owns the lock (trait contract); the flags are
+        // the ones its lock call saved.
+        unsafe { b::rxe_rs_spin_unlock_irqrestore(ptr.cast(), *guard_state) }
+    }
+}

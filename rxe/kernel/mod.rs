@@ -5,9 +5,11 @@
 
 pub(crate) mod cq_srq;
 pub(crate) mod errno;
+pub(crate) mod event;
 pub(crate) mod ibdev;
 pub(crate) mod link;
 pub(crate) mod lock;
+pub(crate) mod mcast;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod ops;
@@ -21,3 +23,4 @@ pub(crate) mod udata;
 pub(crate) mod udp;
 pub(crate) mod umem;
 pub(crate) mod vmbuf;
+pub(crate) mod wr;

@@ -15,12 +15,7 @@ pub(crate) const IPPROTO_UDP: u8 = 17;
 /// Size of `union rdma_network_hdr`, the "GRH" slot UD receive buffers start with.
 pub(crate) const NETWORK_HDR_LEN: usize = 40;
 
-/// Whether a path runs over IPv4 or IPv6 (rdma_rxe's `RXE_NETWORK_TYPE_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum NetworkType {
-    V4,
-    V6,
-}
+pub(crate) use super::uapi::NetworkType;
 
 /// An IP address in network byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,8 +57,8 @@ impl IpAddr {
 
     pub(crate) fn network_type(self) -> NetworkType {
         match self {
-            IpAddr::V4(_) => NetworkType::V4,
-            IpAddr::V6(_) => NetworkType::V6,
+            IpAddr::V4(_) => NetworkType::Ipv4,
+            IpAddr::V6(_) => NetworkType::Ipv6,
         }
     }
 
@@ -260,14 +255,14 @@ mod tests {
         let gid = v4.to_gid();
         assert_eq!(gid, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2]);
         assert_eq!(IpAddr::from_gid(gid), v4);
-        assert_eq!(v4.network_type(), NetworkType::V4);
+        assert_eq!(v4.network_type(), NetworkType::Ipv4);
         let mut g6 = [0u8; 16];
         g6[0] = 0xfd;
         g6[1] = 0x77;
         g6[15] = 2;
         assert_eq!(IpAddr::from_gid(g6), IpAddr::V6(g6));
         assert_eq!(IpAddr::V6(g6).to_gid(), g6);
-        assert_eq!(IpAddr::V6(g6).network_type(), NetworkType::V6);
+        assert_eq!(IpAddr::V6(g6).network_type(), NetworkType::Ipv6);
         // Almost-mapped prefixes stay IPv6.
         let mut g = gid;
         g[10] = 0xfe;

@@ -19,6 +19,8 @@ struct sk_buff;
 struct sock;
 struct socket;
 struct ib_device;
+struct ib_ucontext;
+struct ib_udata;
 struct module;
 struct net_device;
 struct notifier_block;
@@ -94,5 +96,8 @@ bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
 struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
 u16 rxe_rs_vlan_id(const struct net_device *ndev);
 void rxe_rs_consume_skb(struct sk_buff *skb);
+unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
+void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 
 #endif

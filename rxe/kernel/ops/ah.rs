@@ -1,5 +1,149 @@
-//! Entry points for the ah verbs.
+//! Entry points for the AH verbs, and the `rdma_ah_attr` conversions the
+//! QP verbs share.
 
+use kernel::{error::from_result, ffi::c_int};
+
+use super::device::dev;
+use crate::rxe::ah::{Ah, CreateArgs};
+use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kernel::udata::Udata;
+use crate::rxe::proto::qp_attr::{AhAttr, SgidAttr};
+use crate::rxe::proto::uapi::GlobalRoute;
 use crate::rxe::sys as b;
 
-pub(super) fn fill(_ops: &mut b::ib_device_ops) {}
+pub(super) fn fill(ops: &mut b::ib_device_ops) {
+    ops.create_ah = Some(create_ah);
+    ops.create_user_ah = Some(create_ah);
+    ops.modify_ah = Some(modify_ah);
+    ops.query_ah = Some(query_ah);
+    ops.destroy_ah = Some(destroy_ah);
+    ops.size_ib_ah = CoreObj::<b::ib_ah, Ah>::SIZE;
+}
+
+/// Reads an `rdma_ah_attr` the core has resolved.
+///
+/// # Safety
+///
+/// When `attr` has a GRH, `grh.sgid_attr` is null or points to a GID
+/// attribute that is live for the call.
+pub(super) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
+    let g = &attr.grh;
+    let has_grh = u32::from(attr.ah_flags) & b::ib_ah_flags_IB_AH_GRH != 0;
+    let sgid = if has_grh {
+        // SAFETY: Per the contract.
+        unsafe { g.sgid_attr.as_ref() }.map(|s| SgidAttr {
+            // SAFETY: Every bit pattern is a valid `raw` GID.
+            gid: unsafe { s.gid.raw },
+            gid_type: s.gid_type,
+        })
+    } else {
+        None
+    };
+    AhAttr {
+        port_num: attr.port_num,
+        ah_flags: attr.ah_flags,
+        sl: attr.sl,
+        static_rate: attr.static_rate,
+        grh: GlobalRoute {
+            // SAFETY: As above.
+            dgid: unsafe { g.dgid.raw },
+            flow_label: g.flow_label,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+        },
+        sgid,
+        // SAFETY: The union's members are plain bytes; RoCE attributes use
+        // `roce`, whose DMAC the core resolved.
+        dmac: unsafe { attr.__bindgen_anon_1.roce.dmac },
+    }
+}
+
+/// Writes the attribute query_ah and query_qp return into a zeroed
+/// `rdma_ah_attr`: a RoCE attribute with a GRH.
+pub(super) fn ah_attr_to_raw(a: &AhAttr, out: &mut b::rdma_ah_attr) {
+    *out = b::rdma_ah_attr::default();
+    out.type_ = b::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    out.port_num = a.port_num;
+    out.ah_flags = a.ah_flags;
+    out.sl = a.sl;
+    out.static_rate = a.static_rate;
+    out.grh.dgid.raw = a.grh.dgid;
+    out.grh.flow_label = a.grh.flow_label;
+    out.grh.sgid_index = a.grh.sgid_index;
+    out.grh.hop_limit = a.grh.hop_limit;
+    out.grh.traffic_class = a.grh.traffic_class;
+    out.__bindgen_anon_1.roce.dmac = a.dmac;
+}
+
+/// create_ah and create_user_ah of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core with the zeroed AH allocation it made for this
+/// device, a resolved init attribute and a null or valid udata.
+unsafe extern "C" fn create_ah(ah: *mut b::ib_ah, init: *mut b::rdma_ah_init_attr, udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed object of `size_ib_ah` bytes with
+        // `device` and `pd` set, ours until `destroy_ah`, and an init
+        // attribute whose AH attribute it resolved; all valid for the call.
+        unsafe {
+            let dev = dev((*ah).device);
+            let init = &*init;
+            let udata = Udata::from_raw(udata);
+            let args = CreateArgs {
+                pd: (*ah).pd as usize,
+                attr: ah_attr_from_raw(&*init.ah_attr),
+                sleepable: init.flags & b::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
+                udata: udata.as_ref(),
+            };
+            let obj = Ah::new(dev, args)?;
+            CoreObj::<b::ib_ah, Ah>::init(ah, obj)?;
+        }
+        Ok(0)
+    })
+}
+
+/// modify_ah of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live AH of this driver with a resolved
+/// attribute.
+unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
+    from_result(|| {
+        // SAFETY: A live AH of ours and a resolved attribute, valid for the call.
+        let (ah, attr) = unsafe { (CoreObj::<b::ib_ah, Ah>::from_raw(ah), ah_attr_from_raw(&*attr)) };
+        ah.modify(&attr)?;
+        Ok(0)
+    })
+}
+
+/// query_ah of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live AH of this driver with a writable
+/// attribute.
+unsafe extern "C" fn query_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
+    // SAFETY: A live AH of ours and the caller's attribute, valid for the call.
+    let (ah, out) = unsafe { (CoreObj::<b::ib_ah, Ah>::from_raw(ah), &mut *attr) };
+    ah_attr_to_raw(&ah.query(), out);
+    0
+}
+
+/// destroy_ah of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live AH of this driver, which it frees
+/// afterwards.
+unsafe extern "C" fn destroy_ah(ah: *mut b::ib_ah, _flags: u32) -> c_int {
+    // SAFETY: Initialised by `create_ah`; the core frees the memory after.
+    unsafe {
+        let obj = CoreObj::<b::ib_ah, Ah>::from_raw(ah);
+        obj.destroy(obj.device());
+        CoreObj::<b::ib_ah, Ah>::destroy(ah);
+    }
+    0
+}

@@ -1,5 +1,427 @@
-//! Entry points for the qp verbs.
+//! Entry points for the QP verbs: create, modify, query, destroy, post and
+//! multicast attach/detach.
 
+use kernel::{error::from_result, ffi::c_int, sync::Arc};
+
+use super::ah::{ah_attr_from_raw, ah_attr_to_raw};
+use super::device::dev;
+use crate::rxe::cq::Cq;
+use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kernel::udata::Udata;
+use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
+use crate::rxe::proto::qp_attr::{ah_attr_from_av, AhAttr, Caps, InitAttr, ModifyAttr};
+use crate::rxe::proto::qp_state::AttrMask;
+use crate::rxe::proto::uapi::Av;
+use crate::rxe::qp::{CreateArgs, Qp};
+use crate::rxe::srq::Srq;
 use crate::rxe::sys as b;
+use crate::rxe::ucontext::Ucontext;
+use crate::rxe::{cq, srq};
 
-pub(super) fn fill(_ops: &mut b::ib_device_ops) {}
+pub(super) fn fill(ops: &mut b::ib_device_ops) {
+    ops.create_qp = Some(create_qp);
+    ops.modify_qp = Some(modify_qp);
+    ops.query_qp = Some(query_qp);
+    ops.destroy_qp = Some(destroy_qp);
+    ops.post_send = Some(post_send);
+    ops.post_recv = Some(post_recv);
+    ops.attach_mcast = Some(attach_mcast);
+    ops.detach_mcast = Some(detach_mcast);
+    ops.size_ib_qp = CoreObj::<b::ib_qp, Qp>::SIZE;
+}
+
+/// # Safety
+///
+/// `raw` is null or a live CQ of this driver.
+unsafe fn cq_shared(raw: *mut b::ib_cq) -> Option<Arc<cq::Shared>> {
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: Per the contract.
+    Some(unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) }.shared.clone())
+}
+
+/// # Safety
+///
+/// `raw` is null or a live SRQ of this driver.
+unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: Per the contract.
+    Some(unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) }.shared.clone())
+}
+
+/// The user context of a verb called from user space.
+///
+/// # Safety
+///
+/// `udata` is null or the driver udata of a uverbs call in progress on a
+/// context of this driver.
+unsafe fn ucontext<'a>(udata: *mut b::ib_udata) -> Option<&'a Ucontext> {
+    // SAFETY: Per the contract; the context outlives the call.
+    let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
+    if uc.is_null() {
+        return None;
+    }
+    // SAFETY: A context of this driver, initialised by `alloc_ucontext`.
+    Some(unsafe { &**CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) })
+}
+
+fn caps_from_raw(c: &b::ib_qp_cap) -> Caps {
+    Caps {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+    }
+}
+
+fn caps_to_raw(c: &Caps, out: &mut b::ib_qp_cap) {
+    out.max_send_wr = c.max_send_wr;
+    out.max_recv_wr = c.max_recv_wr;
+    out.max_send_sge = c.max_send_sge;
+    out.max_recv_sge = c.max_recv_sge;
+    out.max_inline_data = c.max_inline_data;
+}
+
+/// create_qp of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core with the zeroed QP allocation it made for this
+/// device, the caller's init attribute and a null or valid udata.
+unsafe extern "C" fn create_qp(ibqp: *mut b::ib_qp, init: *mut b::ib_qp_init_attr, udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed object of `size_ib_qp` bytes with
+        // `device` and `pd` set, ours until `destroy_qp`, and the caller's
+        // init attribute, whose CQs and SRQ are live objects of this
+        // device; `udata` is null or the call's driver data.
+        let (dev, init, uc, u, scq, rcq, srq) = unsafe {
+            let init = &mut *init;
+            let (scq, rcq, srq) = (cq_shared(init.send_cq), cq_shared(init.recv_cq), srq_shared(init.srq));
+            (dev((*ibqp).device), init, ucontext(udata), Udata::from_raw(udata), scq, rcq, srq)
+        };
+        let args = CreateArgs {
+            init: InitAttr {
+                qp_type: init.qp_type,
+                create_flags: init.create_flags,
+                has_send_cq: scq.is_some(),
+                has_recv_cq: rcq.is_some(),
+                has_srq: srq.is_some(),
+                cap: caps_from_raw(&init.cap),
+                port_num: init.port_num,
+            },
+            sig_all: init.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
+            // SAFETY: As above; the PD pointer names the PD while it lives.
+            pd: unsafe { (*ibqp).pd } as usize,
+            send_cq: scq,
+            recv_cq: rcq,
+            srq,
+            udata: u.as_ref(),
+            ucontext: uc,
+        };
+        let (obj, caps) = Qp::new(dev, args)?;
+        let qpn = obj.shared.qpn;
+        // SAFETY: The allocation is ours and not initialised yet. `destroy_qp`
+        // revokes the event link before the core frees the object.
+        unsafe {
+            CoreObj::<b::ib_qp, Qp>::init(ibqp, obj)?;
+            let obj = CoreObj::<b::ib_qp, Qp>::from_raw(ibqp);
+            obj.shared.link.attach(obj);
+            (*ibqp).qp_num = qpn;
+        }
+        caps_to_raw(&caps, &mut init.cap);
+        Ok(0)
+    })
+}
+
+/// # Safety
+///
+/// `a` is the attribute of a modify call whose mask has `AV` (or
+/// `ALT_PATH` for the alternate path), resolved by the core.
+unsafe fn masked_ah(a: &b::rdma_ah_attr, set: bool) -> Option<AhAttr> {
+    // SAFETY: Per the contract.
+    set.then(|| unsafe { ah_attr_from_raw(a) })
+}
+
+/// The fields of `ib_qp_attr` the mask says are set: kernel callers leave
+/// the others uninitialised.
+fn modify_attr_from_raw(a: &b::ib_qp_attr, mask: AttrMask) -> ModifyAttr {
+    let has = |m: AttrMask| mask.intersects(m);
+    let mut m = ModifyAttr::zeroed();
+    if has(AttrMask::STATE) {
+        m.qp_state = a.qp_state;
+    }
+    if has(AttrMask::CUR_STATE) {
+        m.cur_qp_state = a.cur_qp_state;
+    }
+    if has(AttrMask::PATH_MTU) {
+        m.path_mtu = a.path_mtu;
+    }
+    if has(AttrMask::PATH_MIG_STATE) {
+        m.path_mig_state = a.path_mig_state;
+    }
+    if has(AttrMask::QKEY) {
+        m.qkey = a.qkey;
+    }
+    if has(AttrMask::RQ_PSN) {
+        m.rq_psn = a.rq_psn;
+    }
+    if has(AttrMask::SQ_PSN) {
+        m.sq_psn = a.sq_psn;
+    }
+    if has(AttrMask::DEST_QPN) {
+        m.dest_qp_num = a.dest_qp_num;
+    }
+    if has(AttrMask::ACCESS_FLAGS) {
+        // A bit set the C side keeps in an int.
+        m.qp_access_flags = a.qp_access_flags as u32;
+    }
+    if has(AttrMask::CAP) {
+        m.cap = caps_from_raw(&a.cap);
+    }
+    if has(AttrMask::PKEY_INDEX) {
+        m.pkey_index = a.pkey_index;
+    }
+    if has(AttrMask::EN_SQD_ASYNC_NOTIFY) {
+        m.en_sqd_async_notify = a.en_sqd_async_notify;
+    }
+    if has(AttrMask::MAX_QP_RD_ATOMIC) {
+        m.max_rd_atomic = a.max_rd_atomic;
+    }
+    if has(AttrMask::MAX_DEST_RD_ATOMIC) {
+        m.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if has(AttrMask::MIN_RNR_TIMER) {
+        m.min_rnr_timer = a.min_rnr_timer;
+    }
+    if has(AttrMask::PORT) {
+        m.port_num = a.port_num;
+    }
+    if has(AttrMask::TIMEOUT) {
+        m.timeout = a.timeout;
+    }
+    if has(AttrMask::RETRY_CNT) {
+        m.retry_cnt = a.retry_cnt;
+    }
+    if has(AttrMask::RNR_RETRY) {
+        m.rnr_retry = a.rnr_retry;
+    }
+    if has(AttrMask::ALT_PATH) {
+        m.alt_pkey_index = a.alt_pkey_index;
+        m.alt_port_num = a.alt_port_num;
+        m.alt_timeout = a.alt_timeout;
+    }
+    m
+}
+
+/// modify_qp of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with the caller's
+/// attribute, whose AH attributes it resolved where the mask sets them.
+unsafe extern "C" fn modify_qp(
+    ibqp: *mut b::ib_qp,
+    attr: *mut b::ib_qp_attr,
+    mask: c_int,
+    _udata: *mut b::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // The mask is a bit set; a negative int has bits rxe rejects.
+        let mask = AttrMask(mask as u32);
+        // SAFETY: A live QP of ours and the caller's attribute, whose AH
+        // attributes the core resolved when the mask sets them.
+        let (qp, m) = unsafe {
+            let a = &*attr;
+            let mut m = modify_attr_from_raw(a, mask);
+            m.ah_attr = masked_ah(&a.ah_attr, mask.intersects(AttrMask::AV));
+            m.alt_ah_attr = masked_ah(&a.alt_ah_attr, mask.intersects(AttrMask::ALT_PATH));
+            (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), m)
+        };
+        qp.modify(mask, &m)?;
+        Ok(0)
+    })
+}
+
+/// query_qp of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with writable
+/// output structures.
+unsafe extern "C" fn query_qp(
+    ibqp: *mut b::ib_qp,
+    attr: *mut b::ib_qp_attr,
+    _mask: c_int,
+    init: *mut b::ib_qp_init_attr,
+) -> c_int {
+    // SAFETY: A live QP of ours and the caller's output structures.
+    let (obj, out, init) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), &mut *attr, &mut *init) };
+    let q = obj.query();
+    let a = &q.attrs;
+    *out = b::ib_qp_attr::default();
+    out.qp_state = a.state.as_raw();
+    out.cur_qp_state = a.state.as_raw();
+    out.path_mtu = a.path_mtu;
+    out.path_mig_state = a.path_mig_state;
+    out.qkey = a.qkey;
+    out.rq_psn = a.rq_psn;
+    out.sq_psn = a.sq_psn;
+    out.dest_qp_num = a.dest_qp_num;
+    // The C attribute is an int holding a bit set.
+    out.qp_access_flags = a.access_flags as c_int;
+    caps_to_raw(&q.cap, &mut out.cap);
+    ah_attr_to_raw(&qp_path(a.pri_av.as_ref()), &mut out.ah_attr);
+    ah_attr_to_raw(&qp_path(a.alt_av.as_ref()), &mut out.alt_ah_attr);
+    out.pkey_index = a.pkey_index;
+    out.alt_pkey_index = a.alt_pkey_index;
+    out.en_sqd_async_notify = a.en_sqd_async_notify;
+    out.sq_draining = u8::from(a.sq_draining);
+    out.max_rd_atomic = a.max_rd_atomic;
+    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    out.min_rnr_timer = a.min_rnr_timer;
+    out.port_num = a.port_num;
+    out.timeout = a.timeout;
+    out.retry_cnt = a.retry_cnt;
+    out.rnr_retry = a.rnr_retry;
+    out.alt_port_num = a.alt_port_num;
+    out.alt_timeout = a.alt_timeout;
+
+    let ib = obj.ib();
+    init.event_handler = ib.event_handler;
+    init.qp_context = ib.qp_context;
+    init.send_cq = ib.send_cq;
+    init.recv_cq = ib.recv_cq;
+    init.srq = ib.srq;
+    caps_to_raw(&q.cap, &mut init.cap);
+    if !ib.srq.is_null() {
+        // With an SRQ the receive caps of the init attribute are left alone.
+        init.cap.max_recv_wr = 0;
+        init.cap.max_recv_sge = 0;
+    }
+    init.sq_sig_type = if q.sig_all { b::ib_sig_type_IB_SIGNAL_ALL_WR } else { b::ib_sig_type_IB_SIGNAL_REQ_WR };
+    init.qp_type = q.qp_type.as_raw();
+    init.port_num = 1;
+    0
+}
+
+fn qp_path(av: Option<&Av>) -> AhAttr {
+    ah_attr_from_av(av)
+}
+
+/// destroy_qp of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver, which it frees
+/// when this returns 0.
+unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours.
+        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        obj.destroy(obj.device())?;
+        obj.shared.link.revoke();
+        // SAFETY: Initialised by `create_qp` and unreachable now; the core
+        // frees the memory after.
+        unsafe { CoreObj::<b::ib_qp, Qp>::destroy(ibqp) };
+        Ok(0)
+    })
+}
+
+/// post_send of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with a null or valid
+/// WR chain typed for the QP and a writable `bad_wr`.
+unsafe extern "C" fn post_send(
+    ibqp: *mut b::ib_qp,
+    wr: *const b::ib_send_wr,
+    bad_wr: *mut *const b::ib_send_wr,
+) -> c_int {
+    // SAFETY: A live QP of ours; the chain is the caller's, valid for the
+    // call and typed by the QP's type, as the verbs API requires.
+    let (qp, wrs) = unsafe {
+        let qp = CoreObj::<b::ib_qp, Qp>::from_raw(ibqp);
+        (qp, SendWrs::new(wr, qp.shared.qp_type.is_datagram()))
+    };
+    match qp.post_send(wrs) {
+        Ok(()) => 0,
+        Err((e, n)) => {
+            // SAFETY: As above; `bad_wr` is the caller's out pointer.
+            unsafe { *bad_wr = nth(wr, n, |w| w.next) };
+            e.to_errno()
+        }
+    }
+}
+
+/// post_recv of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with a null or valid
+/// WR chain and a writable `bad_wr`.
+unsafe extern "C" fn post_recv(
+    ibqp: *mut b::ib_qp,
+    wr: *const b::ib_recv_wr,
+    bad_wr: *mut *const b::ib_recv_wr,
+) -> c_int {
+    // SAFETY: A live QP of ours; the chain is the caller's, valid for the call.
+    let (qp, wrs) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), RecvWrs::new(wr)) };
+    match qp.post_recv(wrs) {
+        Ok(()) => 0,
+        Err((e, n)) => {
+            // SAFETY: As above; `bad_wr` is the caller's out pointer.
+            unsafe { *bad_wr = nth(wr, n, |w| w.next) };
+            e.to_errno()
+        }
+    }
+}
+
+/// The `n`th WR of a chain (null past its end).
+///
+/// # Safety
+///
+/// `first` is null or the head of a valid chain linked by `next`.
+unsafe fn nth<W>(first: *const W, n: usize, next: impl Fn(&W) -> *mut W) -> *const W {
+    let mut w = first;
+    for _ in 0..n {
+        // SAFETY: Per the contract.
+        match unsafe { w.as_ref() } {
+            Some(cur) => w = next(cur),
+            None => break,
+        }
+    }
+    w
+}
+
+/// attach_mcast of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with a valid GID.
+unsafe extern "C" fn attach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours and the caller's GID, all bytes.
+        let (qp, mgid) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), (*gid).raw) };
+        qp.attach_mcast(qp.device(), &mgid)?;
+        Ok(0)
+    })
+}
+
+/// detach_mcast of `ib_device_ops`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with a valid GID.
+unsafe extern "C" fn detach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours and the caller's GID, all bytes.
+        let (qp, mgid) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), (*gid).raw) };
+        qp.detach_mcast(qp.device(), &mgid)?;
+        Ok(0)
+    })
+}

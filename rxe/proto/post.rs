@@ -1,0 +1,402 @@
+//! Work requests posted by kernel users: the checks of `validate_send_wr()`,
+//! `init_send_wr()` and `post_one_recv()`, and the `rxe_send_wqe` /
+//! `rxe_recv_wqe` images written into the rings, the same layout user space
+//! writes (see `uapi`).
+
+use super::params::{limits, MAX_MSG_SZ};
+use super::qp_state::QpType;
+use super::uapi::{dma, recv_wqe, send_wqe, send_wr, sge, Sge, WqeState, WrMask, WrOpcode};
+
+/// Why a work request is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PostError {
+    /// `EINVAL`: malformed for this QP.
+    Invalid,
+    /// `ENOMEM`: the ring is full.
+    Full,
+}
+
+/// The opcode-specific part of a kernel send WR, decoded from the
+/// `ib_ud_wr`/`ib_rdma_wr`/`ib_atomic_wr`/`ib_reg_wr` the caller passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// UD and GSI QPs, whatever the opcode.
+    Ud { remote_qpn: u32, remote_qkey: u32, pkey_index: u16, ah_num: u32 },
+    /// RDMA read and write.
+    Rdma { remote_addr: u64, rkey: u32 },
+    /// Compare-and-swap and fetch-and-add.
+    Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
+    /// Fast registration. `mr_lkey` names the MR: the kernel ABI keeps an
+    /// `ib_mr` pointer in that slot, the driver keeps the MR's current lkey,
+    /// whose index finds the MR.
+    Reg { mr_lkey: u32, key: u32, access: u32 },
+    /// Nothing beyond the common fields.
+    None,
+}
+
+/// A send work request as `ib_send_wr` carries it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendWr<'a> {
+    pub(crate) wr_id: u64,
+    pub(crate) opcode: u32,
+    pub(crate) send_flags: u32,
+    /// `ex`: immediate data (already big-endian) or the rkey to invalidate.
+    pub(crate) ex: u32,
+    pub(crate) target: Target,
+    pub(crate) sges: &'a [Sge],
+}
+
+/// The send queue limits a WR is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SqLimits {
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+}
+
+/// `IB_SEND_INLINE`.
+const SEND_INLINE: u32 = 1 << 3;
+
+/// What a checked send WR turns into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Checked {
+    pub(crate) opcode: WrOpcode,
+    pub(crate) mask: WrMask,
+    /// Sum of the SGE lengths.
+    pub(crate) length: u32,
+    pub(crate) inline: bool,
+}
+
+/// The total length of `sges`, which C sums into an unsigned long.
+fn sge_length(sges: &[Sge]) -> u64 {
+    sges.iter().map(|s| u64::from(s.length)).sum()
+}
+
+/// `validate_send_wr()` then the opcode switch of `init_send_wr()`.
+pub(crate) fn check_send_wr(qp_type: QpType, sq: SqLimits, wr: &SendWr<'_>) -> Result<Checked, PostError> {
+    let opcode = WrOpcode::try_from(wr.opcode).map_err(|_| PostError::Invalid)?;
+    let mask = opcode.mask(qp_type);
+    if mask.is_empty() {
+        return Err(PostError::Invalid);
+    }
+    if wr.sges.len() > sq.max_sge as usize {
+        return Err(PostError::Invalid);
+    }
+    let length = sge_length(wr.sges);
+    if length > u64::from(MAX_MSG_SZ) {
+        return Err(PostError::Invalid);
+    }
+    if mask.intersects(WrMask::ATOMIC) {
+        let addr = match wr.target {
+            Target::Atomic { remote_addr, .. } => remote_addr,
+            _ => return Err(PostError::Invalid),
+        };
+        if length != 8 || addr & 7 != 0 {
+            return Err(PostError::Invalid);
+        }
+    }
+    let inline = wr.send_flags & SEND_INLINE != 0;
+    if inline && (!mask.intersects(WrMask::INLINE) || length > u64::from(sq.max_inline)) {
+        return Err(PostError::Invalid);
+    }
+    // UD takes plain sends only, whatever else the opcode table lists.
+    if qp_type.is_datagram() && !matches!(opcode, WrOpcode::Send | WrOpcode::SendWithImm) {
+        return Err(PostError::Invalid);
+    }
+    // At most 2^31 (checked above).
+    let length = length as u32;
+    Ok(Checked { opcode, mask, length, inline })
+}
+
+fn put(buf: &mut [u8], off: usize, bytes: &[u8]) -> Option<()> {
+    buf.get_mut(off..off.checked_add(bytes.len())?)?.copy_from_slice(bytes);
+    Some(())
+}
+
+fn put32(buf: &mut [u8], off: usize, v: u32) -> Option<()> {
+    put(buf, off, &v.to_ne_bytes())
+}
+
+fn put64(buf: &mut [u8], off: usize, v: u64) -> Option<()> {
+    put(buf, off, &v.to_ne_bytes())
+}
+
+fn put_sges(buf: &mut [u8], off: usize, sges: &[Sge]) -> Option<()> {
+    for (i, s) in sges.iter().enumerate() {
+        let at = off.checked_add(i.checked_mul(sge::LEN)?)?;
+        put64(buf, at + sge::ADDR, s.addr)?;
+        put32(buf, at + sge::LENGTH, s.length)?;
+        put32(buf, at + sge::LKEY, s.lkey)?;
+    }
+    Some(())
+}
+
+/// The `rxe_send_wqe` of a checked WR (`init_send_wqe()`), in `out`, which
+/// is cleared first. `inline_data` holds the gathered bytes of an inline
+/// WR; `ssn` is the QP's next send sequence number, which local operations
+/// do not take. Returns whether `ssn` was used, or `None` if `out` is too
+/// short.
+pub(crate) fn encode_send_wqe(
+    out: &mut [u8],
+    qp_type: QpType,
+    wr: &SendWr<'_>,
+    c: &Checked,
+    inline_data: &[u8],
+    ssn: u32,
+) -> Option<bool> {
+    use WrOpcode as O;
+    out.fill(0);
+    put64(out, send_wr::WR_ID, wr.wr_id)?;
+    put32(out, send_wr::OPCODE, wr.opcode)?;
+    put32(out, send_wr::SEND_FLAGS, wr.send_flags)?;
+    let has_ex =
+        matches!(c.opcode, O::SendWithImm | O::RdmaWriteWithImm | O::SendWithInv | O::RdmaReadWithInv | O::LocalInv);
+    if has_ex {
+        put32(out, send_wr::EX, wr.ex)?;
+    }
+    let mut iova = 0;
+    match wr.target {
+        Target::Ud { remote_qpn, remote_qkey, pkey_index, ah_num } => {
+            put32(out, send_wr::UD_REMOTE_QPN, remote_qpn)?;
+            put32(out, send_wr::UD_REMOTE_QKEY, remote_qkey)?;
+            put32(out, send_wr::UD_AH_NUM, ah_num)?;
+            if qp_type == QpType::Gsi {
+                put(out, send_wr::UD_PKEY_INDEX, &pkey_index.to_ne_bytes())?;
+            }
+        }
+        Target::Rdma { remote_addr, rkey } => {
+            put64(out, send_wr::RDMA_REMOTE_ADDR, remote_addr)?;
+            put32(out, send_wr::RDMA_RKEY, rkey)?;
+            if c.mask.intersects(WrMask::READ_OR_WRITE) {
+                iova = remote_addr;
+            }
+        }
+        Target::Atomic { remote_addr, compare_add, swap, rkey } => {
+            put64(out, send_wr::ATOMIC_REMOTE_ADDR, remote_addr)?;
+            put64(out, send_wr::ATOMIC_COMPARE_ADD, compare_add)?;
+            put64(out, send_wr::ATOMIC_SWAP, swap)?;
+            put32(out, send_wr::ATOMIC_RKEY, rkey)?;
+            iova = remote_addr;
+        }
+        Target::Reg { mr_lkey, key, access } => {
+            put64(out, reg::MR, u64::from(mr_lkey))?;
+            put32(out, reg::KEY, key)?;
+            put32(out, reg::ACCESS, access)?;
+        }
+        Target::None => {}
+    }
+    put32(out, send_wqe::MASK, c.mask.0)?;
+    put32(out, send_wqe::STATE, WqeState::Posted.as_raw())?;
+    if c.mask.intersects(WrMask::LOCAL_OP) {
+        return Some(false);
+    }
+    if c.inline {
+        put(out, send_wqe::DMA + dma::DATA, inline_data)?;
+    } else {
+        put_sges(out, send_wqe::DMA + dma::DATA, wr.sges)?;
+    }
+    put64(out, send_wqe::IOVA, iova)?;
+    put32(out, send_wqe::DMA + dma::LENGTH, c.length)?;
+    put32(out, send_wqe::DMA + dma::RESID, c.length)?;
+    // Bounded by max_sge (<= 32) in check_send_wr.
+    put32(out, send_wqe::DMA + dma::NUM_SGE, wr.sges.len() as u32)?;
+    put32(out, send_wqe::SSN, ssn)?;
+    Some(true)
+}
+
+/// The `reg` member of the `wr` union, which only kernel WQEs use.
+mod reg {
+    use super::send_wr;
+    pub(super) const MR: usize = send_wr::WR;
+    pub(super) const KEY: usize = send_wr::WR + 8;
+    pub(super) const ACCESS: usize = send_wr::WR + 12;
+}
+
+/// `post_one_recv()`'s checks (after the full-ring test): returns the total
+/// length.
+pub(crate) fn check_recv_wr(max_sge: u32, sges: &[Sge]) -> Result<u32, PostError> {
+    if sges.len() > max_sge.min(limits::MAX_SGE) as usize {
+        return Err(PostError::Invalid);
+    }
+    let length = sge_length(sges);
+    if length > u64::from(MAX_MSG_SZ) {
+        return Err(PostError::Invalid);
+    }
+    // At most 2^31 (checked above).
+    Ok(length as u32)
+}
+
+/// The `rxe_recv_wqe` of a checked receive WR, in `out` (cleared first).
+pub(crate) fn encode_recv_wqe(out: &mut [u8], wr_id: u64, sges: &[Sge], length: u32) -> Option<()> {
+    out.fill(0);
+    put64(out, recv_wqe::WR_ID, wr_id)?;
+    put32(out, recv_wqe::DMA + dma::LENGTH, length)?;
+    put32(out, recv_wqe::DMA + dma::RESID, length)?;
+    // Bounded by max_sge (<= 32) in check_recv_wr.
+    put32(out, recv_wqe::DMA + dma::NUM_SGE, sges.len() as u32)?;
+    put_sges(out, recv_wqe::DMA + dma::DATA, sges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::uapi::{RecvWqe, SendWqe, SqLimits as ParseLimits, WrParams};
+    use super::*;
+
+    const SQ: SqLimits = SqLimits { max_sge: 4, max_inline: 64 };
+
+    fn sges(lens: &[u32]) -> [Sge; 4] {
+        let mut s = [Sge::default(); 4];
+        for (i, &l) in lens.iter().enumerate() {
+            s[i] = Sge { addr: 0x1000 * (i as u64 + 1), length: l, lkey: 0x100 + i as u32 };
+        }
+        s
+    }
+
+    fn wr<'a>(opcode: WrOpcode, target: Target, sg: &'a [Sge]) -> SendWr<'a> {
+        SendWr { wr_id: 0xabcd, opcode: opcode.as_raw(), send_flags: 2, ex: 0x0102_0304, target, sges: sg }
+    }
+
+    #[test]
+    fn opcode_per_qp_type() {
+        let s = sges(&[8]);
+        let rdma = Target::Rdma { remote_addr: 0x10, rkey: 5 };
+        let ud = Target::Ud { remote_qpn: 3, remote_qkey: 4, pkey_index: 0, ah_num: 1 };
+        assert!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
+        assert!(check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
+        assert_eq!(check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaRead, rdma, &s[..1])), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::RdmaWrite, ud, &s[..1])), Err(PostError::Invalid));
+        assert!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::Send, ud, &s[..1])).is_ok());
+        assert!(check_send_wr(QpType::Gsi, SQ, &wr(WrOpcode::SendWithImm, ud, &s[..1])).is_ok());
+        // In the table for UD, refused by init_send_wr.
+        assert_eq!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::SendWithInv, ud, &s[..1])), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Lso, Target::None, &s[..1])), Err(PostError::Invalid));
+        let bad = SendWr { opcode: 99, ..wr(WrOpcode::Send, Target::None, &s[..1]) };
+        assert_eq!(check_send_wr(QpType::Rc, SQ, &bad), Err(PostError::Invalid));
+    }
+
+    #[test]
+    fn sge_and_length_rules() {
+        let s = sges(&[1, 2, 3, 4]);
+        let one = SqLimits { max_sge: 3, ..SQ };
+        assert_eq!(check_send_wr(QpType::Rc, one, &wr(WrOpcode::Send, Target::None, &s)), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Send, Target::None, &s)).unwrap().length, 10);
+        let huge = [Sge { addr: 0, length: u32::MAX, lkey: 0 }; 2];
+        let lim = SqLimits { max_sge: 2, ..SQ };
+        assert_eq!(check_send_wr(QpType::Rc, lim, &wr(WrOpcode::Send, Target::None, &huge)), Err(PostError::Invalid));
+    }
+
+    #[test]
+    fn atomic_rules() {
+        let eight = sges(&[8]);
+        let at = |addr| Target::Atomic { remote_addr: addr, compare_add: 1, swap: 2, rkey: 3 };
+        assert!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::AtomicFetchAndAdd, at(0x40), &eight[..1])).is_ok());
+        assert_eq!(
+            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::AtomicFetchAndAdd, at(0x44), &eight[..1])),
+            Err(PostError::Invalid)
+        );
+        let four = sges(&[4]);
+        assert_eq!(
+            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::AtomicCmpAndSwp, at(0x40), &four[..1])),
+            Err(PostError::Invalid)
+        );
+    }
+
+    #[test]
+    fn inline_rules() {
+        let s = sges(&[32, 32, 1]);
+        let mut w = wr(WrOpcode::Send, Target::None, &s[..2]);
+        w.send_flags |= SEND_INLINE;
+        assert!(check_send_wr(QpType::Rc, SQ, &w).unwrap().inline);
+        w.sges = &s[..3];
+        assert_eq!(check_send_wr(QpType::Rc, SQ, &w), Err(PostError::Invalid));
+        let mut r = wr(WrOpcode::RdmaRead, Target::Rdma { remote_addr: 0, rkey: 0 }, &s[..1]);
+        r.send_flags |= SEND_INLINE;
+        assert_eq!(check_send_wr(QpType::Rc, SQ, &r), Err(PostError::Invalid));
+    }
+
+    /// What the encoder writes reads back through the user-WQE parser.
+    #[test]
+    fn send_wqe_round_trip() {
+        let s = sges(&[100, 28]);
+        let w = wr(WrOpcode::RdmaWriteWithImm, Target::Rdma { remote_addr: 0x9000, rkey: 0x77 }, &s[..2]);
+        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let mut slot = [0xeeu8; 512];
+        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 9), Some(true));
+        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64 }).unwrap();
+        assert_eq!(p.wr_id, 0xabcd);
+        assert_eq!(p.opcode, WrOpcode::RdmaWriteWithImm);
+        assert_eq!(p.ex, 0x0102_0304);
+        assert_eq!(p.iova, 0x9000);
+        assert_eq!(p.length, 128);
+        assert_eq!(p.num_sge, 2);
+        assert_eq!(p.ssn, 9);
+        assert_eq!(p.mask, c.mask);
+        assert_eq!(p.sge(1), Some(s[1]));
+        assert_eq!(p.wr, WrParams::Rdma { remote_addr: 0x9000, rkey: 0x77 });
+    }
+
+    #[test]
+    fn ud_and_inline_encoding() {
+        let s = sges(&[3]);
+        let mut w = wr(
+            WrOpcode::Send,
+            Target::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, pkey_index: 5, ah_num: 42 },
+            &s[..1],
+        );
+        w.send_flags |= SEND_INLINE;
+        let c = check_send_wr(QpType::Gsi, SQ, &w).unwrap();
+        let mut slot = [0u8; 512];
+        assert_eq!(encode_send_wqe(&mut slot, QpType::Gsi, &w, &c, b"abc", 1), Some(true));
+        assert_eq!(&slot[send_wqe::DATA..send_wqe::DATA + 3], b"abc");
+        assert_eq!(slot[send_wr::UD_AH_NUM], 42);
+        assert_eq!(u16::from_ne_bytes([slot[send_wr::UD_PKEY_INDEX], slot[send_wr::UD_PKEY_INDEX + 1]]), 5);
+        // Plain UD does not carry the P_Key index; no immediate for SEND.
+        let c = check_send_wr(QpType::Ud, SQ, &w).unwrap();
+        encode_send_wqe(&mut slot, QpType::Ud, &w, &c, b"abc", 1).unwrap();
+        assert_eq!(slot[send_wr::UD_PKEY_INDEX], 0);
+        assert_eq!(slot[send_wr::EX], 0);
+        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64 }).unwrap();
+        assert_eq!(p.inline_data(), b"abc");
+    }
+
+    #[test]
+    fn local_ops_skip_dma_and_ssn() {
+        let w = SendWr {
+            wr_id: 1,
+            opcode: WrOpcode::RegMr.as_raw(),
+            send_flags: 0,
+            ex: 0,
+            target: Target::Reg { mr_lkey: 0x1234_5600, key: 0x1234_5601, access: 3 },
+            sges: &[],
+        };
+        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let mut slot = [0u8; 256];
+        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7), Some(false));
+        assert_eq!(slot[send_wqe::SSN], 0);
+        assert_eq!(&slot[reg::KEY..reg::KEY + 4], &0x1234_5601u32.to_ne_bytes());
+        assert_eq!(&slot[reg::MR..reg::MR + 8], &0x1234_5600u64.to_ne_bytes());
+        assert_eq!(slot[send_wqe::MASK], WrMask::LOCAL_OP.0 as u8);
+        // REG_MR is for RC only.
+        assert_eq!(check_send_wr(QpType::Uc, SQ, &w), Err(PostError::Invalid));
+    }
+
+    #[test]
+    fn short_slot() {
+        let s = sges(&[1, 1, 1, 1]);
+        let w = wr(WrOpcode::Send, Target::None, &s);
+        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let mut slot = [0u8; send_wqe::LEN + 16];
+        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 1), None);
+    }
+
+    #[test]
+    fn recv_round_trip() {
+        let s = sges(&[10, 20]);
+        assert_eq!(check_recv_wr(1, &s[..2]), Err(PostError::Invalid));
+        let len = check_recv_wr(2, &s[..2]).unwrap();
+        let mut slot = [0xffu8; 128];
+        encode_recv_wqe(&mut slot, 77, &s[..2], len).unwrap();
+        let r = RecvWqe::from_bytes(&slot, 2).unwrap();
+        assert_eq!((r.wr_id, r.length, r.num_sge), (77, 30, 2));
+        assert_eq!(r.sge(0), Some(s[0]));
+    }
+}

@@ -1,0 +1,485 @@
+//! Queue pairs at the verbs level: creation with their rings, the state
+//! machine and attributes, multicast membership, and the state the
+//! datapath reaches through the device's QP pool.
+//!
+//! Interface for the datapath:
+//! - [`lookup`] finds the QP a packet is for (QPN 1 is the GSI QP).
+//! - [`Shared`] holds the QP's identity (QPN, type, PD), its CQs and SRQ,
+//!   its state and attributes (`state`), its rings (`sq`, `rq`) and the
+//!   `link` to raise asynchronous events with.
+//! - The hooks `Shared::kick_requester`, `kick_responder`, `on_error`,
+//!   `on_reset` and `on_destroy` are where the requester, responder and
+//!   completer plug in; `finish_sq_drain` is for the requester to call.
+//!
+//! Lock order: `state` is never held while `sq` or `rq` is taken, nor the
+//! other way round. The locks mask interrupts: kernel users post and
+//! modify with interrupts off (the MAD layer posts sends under its own
+//! `spin_lock_irqsave`).
+
+mod post;
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::kernel::errno;
+use crate::rxe::kernel::event::{QpEvent, QpLink};
+use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::udata::Udata;
+use crate::rxe::mcast::Mgid;
+use crate::rxe::proto::params::limits;
+use crate::rxe::proto::qp_attr::{self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN};
+use crate::rxe::proto::accept::QpFacts;
+use crate::rxe::proto::ip::{IpAddr, NetworkType};
+use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
+use crate::rxe::recv::RxPacket;
+use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
+use crate::rxe::queue::{Queue, Role};
+use crate::rxe::ucontext::Ucontext;
+use crate::rxe::{cq, srq};
+
+/// SGEs a WQE has at most.
+const MAX_SGE: usize = limits::MAX_SGE as usize;
+
+/// The errno of a refused attribute.
+pub(crate) fn attr_errno(e: AttrError) -> Error {
+    match e {
+        AttrError::Invalid => EINVAL,
+        AttrError::NotSupported => errno::eopnotsupp(),
+    }
+}
+
+fn size_errno(e: SizeError) -> Error {
+    match e {
+        SizeError::Invalid => EINVAL,
+        SizeError::TooLarge => ENOMEM,
+    }
+}
+
+/// The QP a packet for `qpn` goes to, if it exists.
+pub(crate) fn lookup(dev: &DeviceState, qpn: u32) -> Option<Arc<Shared>> {
+    let index = if qpn == GSI_QPN { dev.gsi_qp_index()? } else { qpn };
+    dev.qps.get(index)
+}
+
+/// Send queue limits, as created (may exceed what was asked for).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SqCaps {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+}
+
+/// Receive queue limits; zero when an SRQ supplies the receive WQEs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RqCaps {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+}
+
+/// The send queue: `struct rxe_send_wqe` slots.
+pub(crate) struct Sq {
+    pub(crate) queue: Queue,
+    /// Send sequence number of the last WQE a kernel user posted.
+    ssn: u32,
+    /// Kernel QPs build a slot here before it goes into the ring.
+    slot: KVec<u8>,
+    inline_buf: KVec<u8>,
+    sges: [Sge; MAX_SGE],
+}
+
+/// The receive queue: `struct rxe_recv_wqe` slots.
+pub(crate) struct Rq {
+    pub(crate) queue: Queue,
+    slot: KVec<u8>,
+    sges: [Sge; MAX_SGE],
+}
+
+/// State and attributes, changed by modify_qp and the datapath.
+pub(crate) struct State {
+    /// Cleared by destroy: nothing may start on the QP afterwards.
+    pub(crate) valid: bool,
+    pub(crate) attrs: QpAttrs,
+    /// UDP source port of the QP's packets.
+    pub(crate) src_port: u16,
+}
+
+/// The part of a QP the datapath reaches through the device's pool.
+///
+/// The last reference frees the rings (`vfree`): drop it in process
+/// context without spinlocks held, or in softirq context.
+#[pin_data]
+pub(crate) struct Shared {
+    /// The number on the wire (1 for GSI).
+    pub(crate) qpn: u32,
+    /// The index in the device's QP pool (the QPN, except for GSI).
+    pub(crate) index: u32,
+    pub(crate) qp_type: QpType,
+    /// Identity of the QP's PD, for AH and MR checks.
+    pub(crate) pd: usize,
+    /// The rings are shared with user space.
+    pub(crate) is_user: bool,
+    /// Every send completes (`IB_SIGNAL_ALL_WR`).
+    pub(crate) sig_all: bool,
+    pub(crate) scq: Arc<cq::Shared>,
+    pub(crate) rcq: Arc<cq::Shared>,
+    pub(crate) srq: Option<Arc<srq::Shared>>,
+    pub(crate) sq_caps: SqCaps,
+    pub(crate) rq_caps: RqCaps,
+    #[pin]
+    pub(crate) state: SpinLockIrq<State>,
+    #[pin]
+    pub(crate) sq: SpinLockIrq<Sq>,
+    /// `None` with an SRQ.
+    #[pin]
+    pub(crate) rq: SpinLockIrq<Option<Rq>>,
+    #[pin]
+    pub(crate) link: QpLink,
+    /// Multicast groups the QP is attached to.
+    pub(crate) mcg_num: AtomicU32,
+}
+
+impl Shared {
+    /// Whether the QP is live and in `state`.
+    pub(crate) fn is_in(&self, state: QpState) -> bool {
+        let s = self.state.lock();
+        s.valid && s.attrs.state == state
+    }
+
+    /// What the receive path checks a packet against; `None` (the QP is
+    /// being destroyed) drops it.
+    pub(crate) fn rx_facts(&self) -> Option<QpFacts> {
+        let s = self.state.lock();
+        if !s.valid {
+            return None;
+        }
+        let a = &s.attrs;
+        Some(QpFacts {
+            qp_type: self.qp_type,
+            state: a.state,
+            qkey: a.qkey,
+            port: a.port_num,
+            path: a.pri_av.as_ref().map(av_path),
+        })
+    }
+
+    /// A packet for this QP passed the receive checks: the responder takes
+    /// requests, the completer acknowledgements. Datapath hook.
+    pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
+        pkt.consume();
+    }
+
+    /// Schedules the requester. Until the datapath provides one nothing is
+    /// ever in flight, so an SQD drain is complete as soon as it starts.
+    pub(crate) fn kick_requester(&self) {
+        self.finish_sq_drain();
+    }
+
+    /// Schedules the responder (receive WQEs posted on a QP in error are to
+    /// be flushed). Datapath hook.
+    pub(crate) fn kick_responder(&self) {}
+
+    /// The QP entered ERR: the datapath flushes both queues with error
+    /// completions. Datapath hook.
+    pub(crate) fn on_error(&self) {}
+
+    /// The QP entered RESET: the datapath stops its work and drops packets
+    /// in flight before the rings are emptied. Datapath hook.
+    fn on_reset(&self) {}
+
+    /// The QP is being destroyed and already out of the pool: the datapath
+    /// stops its tasks and timers and waits for those running. Datapath hook.
+    fn on_destroy(&self) {}
+
+    /// Ends an SQD drain once nothing is in flight: clears `sq_draining`
+    /// and raises `IB_EVENT_SQ_DRAINED`. For the requester to call.
+    pub(crate) fn finish_sq_drain(&self) {
+        let drained = {
+            let mut s = self.state.lock();
+            let done = s.valid && s.attrs.state == QpState::Sqd && s.attrs.sq_draining;
+            if done {
+                s.attrs.sq_draining = false;
+            }
+            done
+        };
+        if drained {
+            self.link.dispatch(QpEvent::SqDrained);
+        }
+    }
+
+    /// `rxe_qp_reset()`: the rings lose their WQEs without completions.
+    fn reset(&self) {
+        self.on_reset();
+        {
+            let mut sq = self.sq.lock();
+            let _ = sq.queue.reset();
+            sq.ssn = 0;
+        }
+        if let Some(rq) = self.rq.lock().as_mut() {
+            let _ = rq.queue.reset();
+        }
+    }
+}
+
+/// (our address, the peer's address) of an address vector.
+fn av_path(av: &uapi::Av) -> (IpAddr, IpAddr) {
+    match av.network_type {
+        NetworkType::Ipv4 => (IpAddr::V4(av.src_ipv4()), IpAddr::V4(av.dst_ipv4())),
+        NetworkType::Ipv6 => (IpAddr::V6(av.src_ipv6()), IpAddr::V6(av.dst_ipv6())),
+    }
+}
+
+/// A QP as the core holds it.
+pub(crate) struct Qp {
+    pub(crate) shared: Arc<Shared>,
+    _slot: ObjCount,
+}
+
+/// What create_qp takes from the core.
+pub(crate) struct CreateArgs<'a> {
+    pub(crate) init: InitAttr,
+    pub(crate) sig_all: bool,
+    pub(crate) pd: usize,
+    pub(crate) send_cq: Option<Arc<cq::Shared>>,
+    pub(crate) recv_cq: Option<Arc<cq::Shared>>,
+    pub(crate) srq: Option<Arc<srq::Shared>>,
+    /// The command's driver data; `None` for kernel QPs.
+    pub(crate) udata: Option<&'a Udata>,
+    pub(crate) ucontext: Option<&'a Ucontext>,
+}
+
+/// What query_qp returns besides the attributes.
+pub(crate) struct QueryResult {
+    pub(crate) attrs: QpAttrs,
+    pub(crate) cap: Caps,
+    pub(crate) sig_all: bool,
+    pub(crate) qp_type: QpType,
+}
+
+/// Undoes the parts of a create that are done when a later one fails.
+struct Undo<'a> {
+    state: &'a DeviceState,
+    index: Option<u32>,
+    gsi: bool,
+    ucontext: Option<&'a Ucontext>,
+    published: [Option<u64>; 2],
+}
+
+impl Undo<'_> {
+    fn dismiss(mut self) {
+        self.index = None;
+        self.gsi = false;
+        self.published = [None, None];
+    }
+}
+
+impl Drop for Undo<'_> {
+    fn drop(&mut self) {
+        if let Some(uc) = self.ucontext {
+            for off in self.published.iter().flatten() {
+                uc.unpublish(*off);
+            }
+        }
+        if let Some(i) = self.index {
+            self.state.qps.remove(i);
+        }
+        if self.gsi {
+            self.state.set_gsi_qp_index(0);
+        }
+    }
+}
+
+/// A slot-sized scratch buffer for kernel QPs; user QPs post nothing
+/// through the driver.
+fn scratch(len: usize, user: bool) -> Result<KVec<u8>> {
+    let mut v = KVec::new();
+    if !user {
+        v.extend_with(len, 0u8, GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+impl Qp {
+    /// create_qp: checks the request, numbers the QP, builds its rings
+    /// (mappable for user QPs, with their mmap info in the response) and
+    /// makes it reachable by number. Returns the QP and the capabilities
+    /// it got, which the core hands back to the caller.
+    pub(crate) fn new(dev: &Device, args: CreateArgs<'_>) -> Result<(Self, Caps)> {
+        let state = dev.state();
+        let user = match (args.udata, args.ucontext) {
+            (Some(u), Some(uc)) => {
+                if u.inlen() != 0 || u.outlen() < resp::CREATE_QP_LEN {
+                    return Err(EINVAL);
+                }
+                Some((u, uc))
+            }
+            (None, _) => None,
+            (Some(_), None) => return Err(EINVAL),
+        };
+        let is_gsi_request = args.init.qp_type == QpType::Gsi.as_raw();
+        let gsi_claimed = is_gsi_request && state.claim_gsi_qp();
+        let mut undo =
+            Undo { state, index: None, gsi: gsi_claimed, ucontext: user.map(|(_, uc)| uc), published: [None, None] };
+        let qp_type = qa::check_init(&args.init, is_gsi_request && !gsi_claimed).map_err(attr_errno)?;
+        let (Some(scq), Some(rcq)) = (args.send_cq, args.recv_cq) else {
+            return Err(EINVAL);
+        };
+        let slot = state.take_slot(ObjKind::Qp)?;
+        let index = state.qps.reserve(GFP_KERNEL)?;
+        undo.index = Some(index);
+        let qpn = if qp_type == QpType::Gsi { GSI_QPN } else { index };
+
+        let cap = args.init.cap;
+        let sq_geo = uapi::sq_geometry(cap.max_send_wr, cap.max_send_sge, cap.max_inline_data, DEFAULT_CACHE_LINE)
+            .map_err(size_errno)?;
+        let sq_queue = Queue::new(sq_geo.queue, Role::Consumer)?;
+        let sq_caps = SqCaps { max_wr: sq_geo.max_wr, max_sge: sq_geo.max_sge, max_inline: sq_geo.max_inline };
+        let (rq_queue, rq_caps) = if args.srq.is_some() {
+            (None, RqCaps::default())
+        } else {
+            let g = uapi::rq_geometry(cap.max_recv_wr, cap.max_recv_sge, DEFAULT_CACHE_LINE).map_err(size_errno)?;
+            (Some(Queue::new(g.queue, Role::Consumer)?), RqCaps { max_wr: g.max_wr, max_sge: g.max_sge })
+        };
+
+        if let Some((u, uc)) = user {
+            let sq_mi = uc.publish(sq_queue.buf().clone())?;
+            undo.published[0] = Some(sq_mi.offset);
+            let rq_mi = match &rq_queue {
+                Some(q) => {
+                    let mi = uc.publish(q.buf().clone())?;
+                    undo.published[1] = Some(mi.offset);
+                    mi
+                }
+                None => MmInfo { offset: 0, size: 0 },
+            };
+            u.write_out(&uapi::create_qp_resp(rq_mi, sq_mi))?;
+        }
+
+        let is_user = user.is_some();
+        let sq = Sq {
+            slot: scratch(sq_queue.elem_size(), is_user)?,
+            inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
+            queue: sq_queue,
+            ssn: 0,
+            sges: [Sge::default(); MAX_SGE],
+        };
+        let rq = match rq_queue {
+            Some(queue) => {
+                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: [Sge::default(); MAX_SGE] })
+            }
+            None => None,
+        };
+        let st = State {
+            valid: true,
+            attrs: QpAttrs::new(qp_type, args.init.port_num),
+            src_port: qa::src_port_for_qpn(qpn),
+        };
+        let shared = Arc::pin_init(
+            try_pin_init!(Shared {
+                qpn,
+                index,
+                qp_type,
+                pd: args.pd,
+                is_user,
+                sig_all: args.sig_all,
+                scq,
+                rcq,
+                srq: args.srq,
+                sq_caps,
+                rq_caps,
+                state <- new_spinlock_irq!(st, "rxe_qp_state"),
+                sq <- new_spinlock_irq!(sq, "rxe_qp_sq"),
+                rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
+                link <- QpLink::new(),
+                mcg_num: AtomicU32::new(0),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+
+        // Nothing fails from here on: make the QP reachable.
+        undo.dismiss();
+        state.qps.set(index, shared.clone());
+        if qp_type == QpType::Gsi {
+            state.set_gsi_qp_index(index);
+        }
+        let caps = Caps {
+            max_send_wr: sq_caps.max_wr,
+            max_send_sge: sq_caps.max_sge,
+            max_inline_data: sq_caps.max_inline,
+            max_recv_wr: if shared.srq.is_some() { cap.max_recv_wr } else { rq_caps.max_wr },
+            max_recv_sge: cap.max_recv_sge,
+        };
+        Ok((Self { shared, _slot: slot }, caps))
+    }
+
+    /// modify_qp: checks every attribute and the transition, stores them,
+    /// then acts on the new state.
+    pub(crate) fn modify(&self, mask: AttrMask, attr: &ModifyAttr) -> Result {
+        let sh = &self.shared;
+        qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
+        let new_state = {
+            let mut st = sh.state.lock();
+            let new_state = st.attrs.modify(mask, attr, sh.qp_type).map_err(attr_errno)?;
+            if let Some(ah) = attr.ah_attr.filter(|a| mask.intersects(AttrMask::AV) && a.has_grh()) {
+                st.src_port = qa::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
+            }
+            new_state
+        };
+        match new_state {
+            Some(QpState::Reset) => sh.reset(),
+            Some(QpState::Sqd) => sh.kick_requester(),
+            Some(QpState::Err) => sh.on_error(),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// query_qp: the stored attributes and the queue capabilities.
+    pub(crate) fn query(&self) -> QueryResult {
+        let sh = &self.shared;
+        let attrs = sh.state.lock().attrs;
+        QueryResult {
+            attrs,
+            cap: Caps {
+                max_send_wr: sh.sq_caps.max_wr,
+                max_send_sge: sh.sq_caps.max_sge,
+                max_inline_data: sh.sq_caps.max_inline,
+                max_recv_wr: sh.rq_caps.max_wr,
+                max_recv_sge: sh.rq_caps.max_sge,
+            },
+            sig_all: sh.sig_all,
+            qp_type: sh.qp_type,
+        }
+    }
+
+    /// destroy_qp: refused while attached to a multicast group; otherwise
+    /// the QP stops being reachable and its work stops. The rings go with
+    /// the last reference (a user mapping keeps its pages).
+    pub(crate) fn destroy(&self, dev: &Device) -> Result {
+        let sh = &self.shared;
+        if sh.mcg_num.load(Ordering::Relaxed) != 0 {
+            return Err(EBUSY);
+        }
+        sh.state.lock().valid = false;
+        sh.link.revoke();
+        let state = dev.state();
+        state.qps.remove(sh.index);
+        if sh.qp_type == QpType::Gsi && state.gsi_qp_index() == Some(sh.index) {
+            state.set_gsi_qp_index(0);
+        }
+        sh.on_destroy();
+        Ok(())
+    }
+
+    /// attach_mcast.
+    pub(crate) fn attach_mcast(&self, dev: &Device, mgid: &Mgid) -> Result {
+        dev.state().mcast.attach(dev, &self.shared, mgid)
+    }
+
+    /// detach_mcast.
+    pub(crate) fn detach_mcast(&self, dev: &Device, mgid: &Mgid) -> Result {
+        dev.state().mcast.detach(dev, &self.shared, mgid)
+    }
+}
