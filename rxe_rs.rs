@@ -6,6 +6,9 @@
 //! (`rdma link add NAME type rxe netdev DEV`), the same user ABI towards
 //! rdma-core's rxe provider, the same packets on the wire.
 
+// The QP is built by one pin-init macro with many fields.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
 mod rxe;

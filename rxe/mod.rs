@@ -13,6 +13,7 @@ pub(crate) mod proto;
 
 pub(crate) mod ah;
 pub(crate) mod counters;
+pub(crate) mod comp;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod dma;
@@ -30,5 +31,7 @@ pub(crate) mod queue;
 #[cfg(rxe_rs_selftest)]
 pub(crate) mod selftest;
 pub(crate) mod recv;
+pub(crate) mod req;
+pub(crate) mod resp;
 pub(crate) mod srq;
 pub(crate) mod ucontext;

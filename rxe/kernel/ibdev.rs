@@ -159,6 +159,17 @@ impl Device {
 /// A counted reference on a registered device of this driver.
 pub(crate) struct DeviceRef(NonNull<Device>);
 
+// SAFETY: The RDMA core serialises its own updates of the `ib_device`, and
+// the driver reaches it only through the core's functions; every field of
+// `DeviceState` is an atomic, a lock or immutable after creation.
+unsafe impl Sync for Device {}
+// SAFETY: As above; a device is not tied to the thread that made it.
+unsafe impl Send for Device {}
+// SAFETY: The reference count may be dropped from any context.
+unsafe impl Send for DeviceRef {}
+// SAFETY: `&DeviceRef` only gives `&Device`, which is `Sync`.
+unsafe impl Sync for DeviceRef {}
+
 impl DeviceRef {
     /// The rxe device bound to `ndev`, if there is one.
     pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {

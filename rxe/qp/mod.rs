@@ -26,7 +26,7 @@ use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
 use crate::rxe::kernel::ibdev::Device;
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
 use crate::rxe::proto::params::limits;
@@ -34,7 +34,11 @@ use crate::rxe::proto::qp_attr::{self as qa, AttrError, Caps, InitAttr, ModifyAt
 use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
+use crate::rxe::fifo::Fifo;
+use crate::rxe::kernel::task::{impl_has_task, new_task, Task};
+use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
 use crate::rxe::recv::RxPacket;
+use crate::rxe::{comp, req};
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
@@ -139,6 +143,56 @@ pub(crate) struct Shared {
     pub(crate) link: QpLink,
     /// Multicast groups the QP is attached to.
     pub(crate) mcg_num: AtomicU32,
+
+    // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs): each
+    // owns its state, behind its own lock, and runs as its own task.
+    #[pin]
+    pub(crate) req: SpinLockBh<req::State>,
+    #[pin]
+    pub(crate) comp: SpinLockBh<comp::State>,
+    #[pin]
+    pub(crate) resp: SpinLockBh<crate::rxe::resp::State>,
+    /// Acknowledgements and read responses waiting for the completer.
+    #[pin]
+    pub(crate) comp_pkts: SpinLockBh<Fifo<RxPacket>>,
+    /// Requests waiting for the responder.
+    #[pin]
+    pub(crate) resp_pkts: SpinLockBh<Fifo<RxPacket>>,
+    #[pin]
+    pub(crate) req_task: Task<Shared, REQ_TASK>,
+    #[pin]
+    pub(crate) comp_task: Task<Shared, COMP_TASK>,
+    #[pin]
+    pub(crate) resp_task: Task<Shared, RESP_TASK>,
+    /// Local ACK timeout: retransmit when nothing was acknowledged.
+    #[pin]
+    pub(crate) retrans_timer: Timer<Shared, RETRANS_TIMER>,
+    /// RNR NAK wait before the requester resends.
+    #[pin]
+    pub(crate) rnr_timer: Timer<Shared, RNR_TIMER>,
+}
+
+/// Task and timer identities of a QP.
+pub(crate) const REQ_TASK: u64 = 0;
+pub(crate) const COMP_TASK: u64 = 1;
+pub(crate) const RESP_TASK: u64 = 2;
+pub(crate) const RETRANS_TIMER: u64 = 0;
+pub(crate) const RNR_TIMER: u64 = 1;
+
+/// Packets a QP queues per engine before it drops (the peer retransmits).
+const PKT_QUEUE_LEN: usize = 512;
+
+impl_has_task! {
+    impl HasTask<REQ_TASK> for Shared { self.req_task }
+    impl HasTask<COMP_TASK> for Shared { self.comp_task }
+    impl HasTask<RESP_TASK> for Shared { self.resp_task }
+}
+
+impl_has_timer! {
+    impl HasTimer<RETRANS_TIMER> for Shared { self.retrans_timer }
+}
+impl_has_timer! {
+    impl HasTimer<RNR_TIMER> for Shared { self.rnr_timer }
 }
 
 impl Shared {
@@ -358,6 +412,8 @@ impl Qp {
         }
 
         let is_user = user.is_some();
+        let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
             inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
@@ -394,6 +450,16 @@ impl Qp {
                 rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
                 link <- QpLink::new(),
                 mcg_num: AtomicU32::new(0),
+                req <- new_spinlock_bh!(req::State::new(), "rxe_qp_req"),
+                comp <- new_spinlock_bh!(comp::State::new(), "rxe_qp_comp"),
+                resp <- new_spinlock_bh!(crate::rxe::resp::State::new(), "rxe_qp_resp"),
+                comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
+                resp_pkts <- new_spinlock_bh!(resp_fifo, "rxe_qp_resp_pkts"),
+                req_task <- new_task!("rxe_req"),
+                comp_task <- new_task!("rxe_comp"),
+                resp_task <- new_task!("rxe_resp"),
+                retrans_timer <- new_timer!("rxe_retrans"),
+                rnr_timer <- new_timer!("rxe_rnr"),
             }? Error),
             GFP_KERNEL,
         )?;

@@ -89,14 +89,6 @@ void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 	spin_unlock_irqrestore(lock, flags);
 }
 
-/* rdma_udata_to_drv_context() without the driver struct: the context itself. */
-struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata)
-{
-	if (!udata)
-		return NULL;
-	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
-}
-
 void *rxe_rs_vmalloc_user(unsigned long size)
 {
 	return vmalloc_user(size);

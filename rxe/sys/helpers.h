@@ -98,6 +98,5 @@ u16 rxe_rs_vlan_id(const struct net_device *ndev);
 void rxe_rs_consume_skb(struct sk_buff *skb);
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
 void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
-struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 
 #endif
