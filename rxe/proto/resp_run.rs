@@ -7,7 +7,9 @@
 //! of continuing it with the next packet; a duplicate matched to a resource
 //! of another kind is dropped; a write with payload but a zero-length RETH,
 //! and a flush on a QP without responder resources, are length/resource
-//! errors instead of NULL dereferences.
+//! errors instead of NULL dereferences; the duplicate of a zero-length
+//! read is answered (C drops it for its rkey, so the requester retries it
+//! until it gives up).
 
 use super::mr_logic::AtomicOp;
 use super::opcode::{Mask, Opcode};
@@ -604,7 +606,10 @@ impl<I: Io> Run<'_, I> {
             let (va, len, rkey) = p.reth.map_or((0, 0, 0), |h| (h.va, h.len, h.rkey));
             let end = u128::from(va) + u128::from(len);
             let org_end = u128::from(res.va_org) + u128::from(res.length);
-            if va < res.va_org || len > res.length || end > org_end || rkey != res.rkey {
+            // A zero-length read kept rkey 0 (it names no memory), so its
+            // duplicate is matched without the key; C compares it anyway and
+            // never answers a retried zero-length read.
+            if va < res.va_org || len > res.length || end > org_end || (rkey != res.rkey && len != 0) {
                 return St::Cleanup;
             }
             res.state = if p.psn == res.first_psn { ResState::New } else { ResState::Replay };
