@@ -204,13 +204,13 @@ struct Expect {
     counter0: u64,
 }
 
-fn build(rng: &mut Rng, n: usize, io: &mut RespModel) -> (Vec<SWqe>, Expect) {
+fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: QpType) -> (Vec<SWqe>, Expect) {
     let mut wqes = Vec::new();
     let mut ex = Expect { recvs: Vec::new(), writes: Vec::new(), counter0: 0 };
     let mut wr_off = 0u64;
-    ex.counter0 = u64::from_ne_bytes(io.mrs[&KEY_A].data[..8].try_into().unwrap());
+    ex.counter0 = io.mrs.get(&KEY_A).map_or(0, |m| u64::from_ne_bytes(m.data[..8].try_into().unwrap()));
     for i in 0..n {
-        let kind = rng.below(6);
+        let kind = rng.below(if qp_type == QpType::Rc { 6 } else { 4 });
         let len = if rng.chance(20) { rng.below(3) } else { rng.below(5000) };
         let data: Vec<u8> = (0..len).map(|j| (j as u8) ^ (i as u8).wrapping_mul(31)).collect();
         let (op, rkey, iova) = match kind {
@@ -234,7 +234,7 @@ fn build(rng: &mut Rng, n: usize, io: &mut RespModel) -> (Vec<SWqe>, Expect) {
             }
             _ => {}
         }
-        let info = WqeInfo::new(op, QpType::Rc, SendFlags(0), length, iova);
+        let info = WqeInfo::new(op, qp_type, SendFlags(0), length, iova);
         wqes.push(SWqe {
             info,
             progress: Progress::posted(length, iova),
@@ -256,7 +256,7 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
     io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
     io.mr(KEY_R, BASE_R, 8192, Access::REMOTE);
     io.mr(KEY_A, BASE_A, 64, Access::REMOTE);
-    let (wqes, ex) = build(&mut rng, n, &mut io);
+    let (wqes, ex) = build(&mut rng, n, &mut io, QpType::Rc);
     let mut rx = Receiver {
         st: RespState::new(start_psn, 4),
         qp: RespQp {
@@ -433,7 +433,101 @@ fn check(tx: &Sender, rx: &Receiver, ex: &Expect, start_psn: u32) {
 fn one() {
     let seed: u64 = std::env::var("SIM_SEED").unwrap().parse().unwrap();
     let p: Vec<u32> = std::env::var("SIM_P").unwrap().split(',').map(|v| v.parse().unwrap()).collect();
-    simulate(seed, p[0] as usize, p[1], p[2], p[3], p[4] != 0);
+    if p.get(5) == Some(&1) {
+        simulate_uc(seed, p[0] as usize, p[1], p[2], p[3]);
+    } else {
+        simulate(seed, p[0] as usize, p[1], p[2], p[3], p[4] != 0);
+    }
+}
+
+/// UC: nothing is acknowledged or resent; lost packets lose messages, but a
+/// message that is delivered is whole and in order.
+fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) -> usize {
+    let mut rng = Rng::new(seed);
+    let start_psn = PSN_MASK - rng.below(100);
+    let mut io = RespModel::default();
+    io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
+    let (wqes, ex) = build(&mut rng, n, &mut io, QpType::Uc);
+    io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
+    let mut rx = Receiver {
+        st: RespState::new(start_psn, 0),
+        qp: RespQp { qp_type: QpType::Uc, mtu: MTU, access: access::REMOTE_WRITE, srq: false, min_rnr_timer: 0 },
+        io,
+    };
+    let mut tx = Sender {
+        qp: ReqQp { qp_type: QpType::Uc, path_mtu: MTU, port_mtu: 4096, max_rd_atomic: 0 },
+        req: ReqState::new(start_psn, 0),
+        comp: CompState::new(start_psn, 7, 7),
+        sq: SqModel { wqes, ..SqModel::default() },
+        wqe_index: 0,
+    };
+    let mut net = Net { rng: Rng::new(seed ^ 0x5555), drop_pct, dup_pct, swap_pct };
+    let mut tick = 0;
+    while tx.sq.consumer < tx.sq.wqes.len() || !rx.io.reqs.is_empty() {
+        tick += 1;
+        assert!(tick < 100_000, "seed {seed}: UC stalled");
+        let mut wire = Vec::new();
+        for _ in 0..8 {
+            if !tx.step(&mut wire) {
+                break;
+            }
+        }
+        net.carry(wire, &mut rx.io.reqs);
+        if trace() {
+            for (r, _) in &rx.io.reqs {
+                std::println!("{tick} IN {:?} psn={} len={} imm={:?}", r.opcode, r.psn, r.payload, r.imm);
+            }
+        }
+        let ncqe = rx.io.cqes.len();
+        for _ in 0..10_000 {
+            let o = resp_run::run(&mut rx.st, &rx.qp, &mut rx.io);
+            assert!(!o.qp_error, "seed {seed}: UC responder failed");
+            if !o.progress {
+                break;
+            }
+        }
+        assert!(rx.io.out.is_empty(), "UC answered");
+        if trace() {
+            for (c, _) in rx.io.cqes.iter().skip(ncqe) {
+                std::println!("{tick} CQE {:?} len={} ex={:#x}", c.opcode, c.byte_len, c.ex);
+            }
+        }
+        let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+        assert!(!o.qp_error && !o.progress);
+    }
+    assert!(tx.sq.retired.iter().enumerate().all(|(i, r)| *r == (i, WcStatus::Success)));
+    // Every completion is one of the messages sent, whole; in order unless
+    // the network duplicates or reorders (a UC first packet with an
+    // unexpected PSN starts a new message, so it is delivered again, or
+    // ahead of the one it passed).
+    let mut want = ex.recvs.iter();
+    for (cqe, data) in &rx.io.cqes {
+        assert_eq!(cqe.status, WcStatus::Success);
+        let is = |(w, imm, write): &(Vec<u8>, Option<u32>, bool)| {
+            cqe.ex == imm.unwrap_or(0)
+                && cqe.byte_len as usize == w.len()
+                && if *write { cqe.opcode == WcOpcode::RecvRdmaWithImm } else { data == w }
+        };
+        let found = if dup_pct == 0 && swap_pct == 0 { want.any(is) } else { ex.recvs.iter().any(is) };
+        assert!(found, "seed {seed}: UC delivered a message that was not sent: {cqe:?}");
+    }
+    if drop_pct == 0 && dup_pct == 0 && swap_pct == 0 {
+        assert_eq!(rx.io.cqes.len(), ex.recvs.len());
+    }
+    tick
+}
+
+#[test]
+fn uc_connections() {
+    for seed in 400..=420u64 {
+        simulate_uc(seed, 40, 0, 0, 0);
+    }
+    for seed in 430..=480u64 {
+        simulate_uc(seed, 40, 10, 0, 0);
+    }
+    for seed in 490..=520u64 {
+        simulate_uc(seed, 40, 5, 10, 5);
+    }
 }
 
 #[test]
