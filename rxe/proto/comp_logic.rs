@@ -22,7 +22,8 @@
 //! The engine, before [`run`]: if the QP is in ERR (or RESET, or going
 //! away) it drops queued responses and retires every WQE with
 //! [`FLUSH_STATUS`] (posting CQEs only in ERR, stopping at the first full
-//! CQ), as `flush_send_queue()` does.
+//! CQ), as `flush_send_queue()` does. In SQD, the engine raises
+//! `IB_EVENT_SQ_DRAINED` once draining and `comp.psn == req.psn`.
 //!
 //! # Where this differs from rdma_rxe
 //!

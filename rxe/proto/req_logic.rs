@@ -32,7 +32,8 @@
 //!    `IB_WC_WR_FLUSH_ERR` via [`fail`]; RESET: [`ReqState::reset`] and stop.
 //! 2. `need_retry && !wait_for_rnr_timer`: [`begin_retry`], [`retry_wqe`] over
 //!    the queue, clear `need_retry`.
-//! 3. No WQE at `wqe_index`: stop. Otherwise [`plan`] and act on the [`Step`].
+//! 3. No WQE at `wqe_index` (or, in SQD, one not yet started): stop.
+//!    Otherwise [`plan`] and act on the [`Step`].
 //!    On any failure after `plan` (no skb, no route, copy fault) the WQE
 //!    fails: [`fail`], advance `wqe_index`, move the QP to ERR.
 //!
