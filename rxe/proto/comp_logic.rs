@@ -22,7 +22,23 @@
 //! The engine, before [`run`]: if the QP is in ERR (or RESET, or going
 //! away) it drops queued responses and retires every WQE with
 //! [`FLUSH_STATUS`] (posting CQEs only in ERR, stopping at the first full
-//! CQ), as `flush_send_queue()` does.
+//! CQ), as `flush_send_queue()` does. In SQD, the engine raises
+//! `IB_EVENT_SQ_DRAINED` once draining and `comp.psn == req.psn`.
+//!
+//! # Where this differs from rdma_rxe
+//!
+//! Each case is one where C completes a WQE wrongly or wedges, found by the
+//! lossy end-to-end simulation in `sim_tests.rs`:
+//! - a response out of sequence fails the WQE with `IB_WC_BAD_RESP_ERR`
+//!   (C leaves whatever status the WQE slot held);
+//! - an old duplicate positive ACK during a read's responses is dropped (C
+//!   restarts the response sequence and fails the read on its next response);
+//! - a plain ACK at a read's or atomic's PSN starts a retry (C completes the
+//!   WQE without its data);
+//! - a sent write/send-like WQE whose PSNs are all acknowledged retires at
+//!   the next run (C waits for a later response, and a timeout meanwhile
+//!   makes `req_retry()` resend it as a bogus packet; see
+//!   `req_logic::Step::Skip`).
 
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_after, psn_before, psn_diff};
@@ -192,10 +208,13 @@ enum St {
 /// case is a bad response.
 const BAD_RESPONSE: WcStatus = WcStatus::BadRespErr;
 
-fn get_wqe(head: Option<&Head>, pkt: Option<&Response>) -> St {
+fn get_wqe(comp: &CompState, head: Option<&Head>, pkt: Option<&Response>) -> St {
     let Some(h) = head else {
         return if pkt.is_some() { St::Done } else { St::Exit };
     };
+    if fully_acked(comp, h) {
+        return St::CompWqe;
+    }
     match h.progress.state {
         WqeState::Posted => {
             if pkt.is_some() {
@@ -214,6 +233,18 @@ fn get_wqe(head: Option<&Head>, pkt: Option<&Response>) -> St {
             }
         }
     }
+}
+
+/// A sent write/send-like WQE whose every PSN `comp.psn` has passed. C only
+/// retires it when a later response arrives; until then a timeout retries
+/// it, and `req_retry()` rewinds a fully acknowledged WQE into a spurious
+/// zero-length packet that shifts every later PSN by one (the responder
+/// then splices two messages). An ACK for its last PSN can arrive while a
+/// retry is still resending its tail, which is how `comp.psn` gets there.
+fn fully_acked(comp: &CompState, h: &Head) -> bool {
+    h.progress.state == WqeState::Pending
+        && !h.info.mask.intersects(WrMask::ATOMIC_OR_READ)
+        && psn_after(comp.psn, h.progress.last_psn)
 }
 
 fn read_in_progress(op: Option<Opcode>) -> bool {
@@ -238,7 +269,11 @@ fn check_psn(comp: &mut CompState, h: &Head, pkt: &Response) -> St {
     if diff < 0 {
         if pkt.psn == h.progress.last_psn {
             St::CompAck
-        } else if pkt.opcode == Opcode::RcAck && read_in_progress(comp.opcode) {
+        } else if pkt.opcode == Opcode::RcAck && read_in_progress(comp.opcode) && !is_ack(pkt.syndrome) {
+            // An old NAK still reports an error on the read in progress. C
+            // also takes an old positive ACK here, which ends the read's
+            // response sequence early and fails the read on its next
+            // response; such an ACK carries nothing new.
             St::CheckAck
         } else {
             St::Done
@@ -299,6 +334,14 @@ fn check_ack(comp: &mut CompState, req: &mut ReqState, h: &Head, pkt: &Response)
         }
         RcAck => match Syndrome::try_from(pkt.syndrome) {
             Ok(Syndrome::Ack { .. }) => {
+                if h.info.mask.intersects(WrMask::ATOMIC_OR_READ) {
+                    // A plain ACK at the PSN of a read or atomic (rxe acks a
+                    // duplicate send with the PSN before its expected one,
+                    // which may be an atomic's) carries no data; C completes
+                    // the WQE with nothing in its buffer. A retry gets the
+                    // response replayed.
+                    return St::ErrorRetry;
+                }
                 comp.reset_retry_counters();
                 St::WriteSend
             }
@@ -367,7 +410,7 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
         state = match (state, head.as_ref(), pkt.as_ref()) {
             (St::GetWqe, _, _) => {
                 head = sq.head();
-                get_wqe(head.as_ref(), pkt.as_ref())
+                get_wqe(comp, head.as_ref(), pkt.as_ref())
             }
             (St::CheckPsn, Some(h), Some(p)) => check_psn(comp, h, p),
             (St::CheckAck, Some(h), Some(p)) => check_ack(comp, req, h, p),

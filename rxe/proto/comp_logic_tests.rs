@@ -383,7 +383,7 @@ fn retransmit_timeouts() {
     assert_eq!((f.comp.retry_cnt, f.retired()), (3, vec![WcStatus::Success]));
     // Nothing outstanding: the counter still drops but no retry starts (C).
     let mut f = Fixture::new(5, 5);
-    f.wqe(head(WrOpcode::Send, 8, 4, 4, WqeState::Pending));
+    f.wqe(head(WrOpcode::Send, 5000, 4, 8, WqeState::Processing));
     f.comp.timer_fired();
     let o = f.run();
     assert!(!f.req.need_retry && !o.again && o.progress);
@@ -465,6 +465,29 @@ fn heads_without_packets() {
     f.wqe(h);
     assert!(f.run().qp_error);
     assert_eq!(f.retired(), [WcStatus::LocQpOpErr]);
+}
+
+#[test]
+fn fully_acknowledged_heads_retire_without_a_response() {
+    // An ACK for the last PSN came while a retry was resending the tail; once
+    // the tail is out the WQE retires at the next run, before any timeout.
+    let mut f = Fixture::new(PSN_MASK - 4, PSN_MASK + 1);
+    f.wqe(head(WrOpcode::RdmaWrite, 5 * 1024, PSN_MASK - 4, PSN_MASK, WqeState::Processing))
+        .wqe(head(WrOpcode::Send, 8, 0, 0, WqeState::Posted))
+        .resp(ack(PSN_MASK), 0);
+    f.run();
+    assert!(f.sq.retired.is_empty());
+    assert_eq!(f.comp.psn, 0);
+    f.sq.wqes[0].progress.state = WqeState::Pending;
+    f.comp.timer_fired();
+    let o = f.run();
+    assert_eq!(f.retired(), [WcStatus::Success]);
+    assert!(!f.req.need_retry && !o.qp_error);
+    // Reads and atomics are never retired that way: they need their data.
+    let mut f = Fixture::new(5, 6);
+    f.wqe(head(WrOpcode::AtomicFetchAndAdd, 8, 4, 4, WqeState::Pending));
+    f.run();
+    assert!(f.sq.retired.is_empty());
 }
 
 #[test]

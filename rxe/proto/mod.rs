@@ -26,6 +26,8 @@ pub(crate) mod uapi;
 pub(crate) mod wire;
 
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod test_model;
 #[cfg(test)]
 mod test_rng;

@@ -32,13 +32,24 @@
 //!    `IB_WC_WR_FLUSH_ERR` via [`fail`]; RESET: [`ReqState::reset`] and stop.
 //! 2. `need_retry && !wait_for_rnr_timer`: [`begin_retry`], [`retry_wqe`] over
 //!    the queue, clear `need_retry`.
-//! 3. No WQE at `wqe_index`: stop. Otherwise [`plan`] and act on the [`Step`].
+//! 3. No WQE at `wqe_index` (or, in SQD, one not yet started): stop.
+//!    Otherwise [`plan`] and act on the [`Step`].
 //!    On any failure after `plan` (no skb, no route, copy fault) the WQE
 //!    fails: [`fail`], advance `wqe_index`, move the QP to ERR.
+//!
+//! `wqe_index` may lag behind the SQ consumer: after a retry, a late ACK can
+//! let the completer retire a WQE whose tail the requester is still
+//! resending. The requester must finish those packets (the PSNs of later
+//! WQEs depend on them), so it keeps its copy of the WQE and its
+//! [`Progress`] until `wqe_index` moves past it, whatever the consumer did.
+//!
+//! The retransmit timeout is `wire::local_ack_timeout_ns(attr.timeout)`; the
+//! engine arms it after each packet when it is not pending, and the
+//! completer asks for it to be pushed back (`comp_logic::Outcome`).
 
 use super::opcode::{Mask, Opcode};
 use super::params::pacing::{INFLIGHT_SKBS_PER_QP_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
-use super::psn::{psn_add, psn_after, psn_distance};
+use super::psn::{psn_add, psn_after, psn_distance, PSN_HALF};
 use super::qp_state::QpType;
 use super::uapi::{SendFlags, SendWqe, WcStatus, WqeState, WrMask, WrOpcode, WrParams};
 
@@ -381,6 +392,9 @@ pub(crate) enum Step {
     /// call [`skip_oversized_ud`] and advance `wqe_index`.
     SkipUd,
     Send(Packet),
+    /// Nothing left to send for this WQE (a retry found it fully sent and
+    /// acknowledged, or done): advance `wqe_index`.
+    Skip,
     /// The WQE fails with this status: [`fail`], advance `wqe_index`, QP to ERR.
     Fail(WcStatus),
 }
@@ -468,6 +482,12 @@ pub(crate) fn plan(
     progress: &mut Progress,
     gates: &Gates,
 ) -> Step {
+    // Outside a retry `wqe_index` only meets posted or half-sent WQEs; a
+    // retry leaves fully acknowledged ones pending and done ones done. C
+    // would send a spurious packet or run a local operation again.
+    if matches!(progress.state, WqeState::Pending | WqeState::Done) {
+        return Step::Skip;
+    }
     if is_fenced(req, qp, info, gates.prior_done) {
         req.wait_fence = true;
         return Step::Wait(Wait::Fence);
@@ -634,7 +654,9 @@ pub(crate) fn begin_retry(req: &mut ReqState, comp_psn: u32) {
 /// walking). Done WQEs are skipped; every other WQE goes back to posted with
 /// its remote address and length reset, except that the first one resumes
 /// after its acknowledged packets (write/send: `comp_psn - first_psn`
-/// packets; read: the response bytes already received).
+/// packets; read: the response bytes already received). A first write/send
+/// that was sent whole and acknowledged whole stays pending (the requester
+/// skips it) and the next WQE counts as first.
 pub(crate) fn retry_wqe(
     req: &mut ReqState,
     qp: &ReqQp,
@@ -648,8 +670,15 @@ pub(crate) fn retry_wqe(
         WqeState::Done => return true,
         _ => {}
     }
-    progress.iova = info.retry_iova;
     let read = info.mask.intersects(WrMask::READ);
+    if *first && progress.state == WqeState::Pending && info.mask.intersects(WrMask::WRITE_OR_SEND) {
+        // Every packet acknowledged: nothing to resend (see Step::Skip).
+        let n = psn_distance(progress.first_psn, comp_psn);
+        if n >= wqe_packets(info.length, qp.path_mtu) && n < PSN_HALF {
+            return true;
+        }
+    }
+    progress.iova = info.retry_iova;
     if !*first || !read {
         progress.resid = info.length;
     }

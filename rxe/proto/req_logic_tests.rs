@@ -566,6 +566,30 @@ fn retry_walk() {
 }
 
 #[test]
+fn retry_skips_a_fully_acknowledged_first_wqe() {
+    let qp = rc(1024);
+    let write = WqeInfo::new(WrOpcode::RdmaWrite, QpType::Rc, SendFlags(0), 5000, 0x10_000);
+    let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 3000, 0);
+    let mut pw = Progress { state: WqeState::Pending, first_psn: 25, last_psn: 29, resid: 0, iova: 0x10_000, has_rd_atomic: false, status: WcStatus::Success };
+    let mut ps = Progress { state: WqeState::Pending, first_psn: 30, last_psn: 32, resid: 0, iova: 0, has_rd_atomic: false, status: WcStatus::Success };
+    let mut req = ReqState::new(33, 4);
+    begin_retry(&mut req, 30);
+    let mut first = true;
+    assert!(retry_wqe(&mut req, &qp, &write, &mut pw, &mut first, 30));
+    assert_eq!((pw.state, pw.resid, first), (WqeState::Pending, 0, true));
+    assert!(retry_wqe(&mut req, &qp, &send, &mut ps, &mut first, 30));
+    assert_eq!((ps.state, ps.resid, first), (WqeState::Posted, 3000, false));
+    // The requester passes over it and resends the send at its own PSNs.
+    assert_eq!(plan(&mut req, &qp, &write, &mut pw, &gates(30)), Step::Skip);
+    let Step::Send(pkt) = plan(&mut req, &qp, &send, &mut ps, &gates(30)) else { panic!() };
+    assert_eq!((pkt.opcode, pkt.psn), (Opcode::RcSendFirst, 30));
+    // C would resend it as a zero-length WRITE_ONLY at PSN 30 instead.
+    let r = rewind(QpType::Rc, WrOpcode::RdmaWrite, 5000, 1024, 5);
+    assert_eq!((r.resid, r.opcode), (0, Some(Opcode::RcWriteLast)));
+    assert_eq!(next_opcode(QpType::Rc, WrOpcode::RdmaWrite, r.opcode, 0, 1024), Ok(Opcode::RcWriteOnly));
+}
+
+#[test]
 fn from_wqe_reads_the_retry_address() {
     use crate::proto::uapi::{send_wqe, send_wr, SqLimits};
     let mut slot = vec![0u8; send_wqe::LEN + 64];
@@ -625,6 +649,7 @@ fn fuzz_plan_commit() {
             }
             Step::Local => assert!(i.mask.intersects(WrMask::LOCAL_OP)),
             Step::SkipUd => assert_eq!(qp_type, QpType::Ud),
+            Step::Skip => assert!(matches!(p.state, WqeState::Pending | WqeState::Done)),
             Step::Fail(s) => assert_eq!(s, WcStatus::LocQpOpErr),
         }
         // Retry arithmetic never panics either.

@@ -282,7 +282,7 @@ impl RespState {
     }
 
     /// `qp_resp_take_reth()`.
-    pub(crate) fn take_reth(&mut self, pkt: &Request) {
+    fn take_reth(&mut self, pkt: &Request) {
         if let Some(r) = pkt.reth {
             self.va = r.va;
             self.resid = r.len;
@@ -431,7 +431,7 @@ fn check_op_seq(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Result<(), Ch
 }
 
 /// `check_qp_attr_access()`: the QP's remote rights allow the operation.
-pub(crate) fn qp_allows(qp: &RespQp, pkt: &Request) -> bool {
+fn qp_allows(qp: &RespQp, pkt: &Request) -> bool {
     let has = |bit: u32| qp.access & bit != 0;
     if (pkt.has(Mask::READ) && !has(access::REMOTE_READ))
         || (pkt.has(Mask::WRITE.union(Mask::ATOMIC_WRITE)) && !has(access::REMOTE_WRITE))

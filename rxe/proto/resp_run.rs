@@ -1,13 +1,28 @@
 //! The responder state machine (`rxe_receiver()`) over the engine's [`Io`].
 //!
-//! One [`run`] handles the request at the head of the queue until it is
-//! done (or sends one packet of a read reply), like one `rxe_receiver()`
-//! call. Divergences from rdma_rxe, all in cases where C reads stale or
-//! missing state: a send failure in a read reply forgets the reply instead
-//! of continuing it with the next packet; a duplicate matched to a resource
-//! of another kind is dropped; a write with payload but a zero-length RETH,
-//! and a flush on a QP without responder resources, are length/resource
-//! errors instead of NULL dereferences.
+//! # API
+//!
+//! - trait [`Io`]: the engine's primitives over the request packet at the
+//!   head of its queue, the RQ/SRQ, memory regions, the CQ and the wire
+//! - [`run`]`(state, qp, io) -> Outcome`: one `rxe_receiver()` call. It
+//!   handles the head request until it is done, or sends one packet of a
+//!   read reply; the engine calls it again while `progress`, and moves the
+//!   QP to ERR on `qp_error`
+//! - [`recv_cqe`]`(state, request, status, received) -> RecvCqe`
+//! - the types [`Io`] uses: [`Target`] (from resp_logic), [`ReadResponse`],
+//!   [`ReadSource`], [`Ack`], [`RecvCqe`] and the error types
+//!
+//! # Where this differs from rdma_rxe
+//!
+//! Only where C reads stale or missing state: a send failure in a read
+//! reply forgets the reply (C continues it with whatever packet comes
+//! next); a duplicate matched to a resource of another kind is dropped; a
+//! write with payload but a zero-length RETH, and a flush on a QP without
+//! responder resources, are length/resource errors (C dereferences NULL);
+//! a replayed read rechecks its key unless it is zero-length (C looks at
+//! the last RETH's length instead); the duplicate of a zero-length read is
+//! answered (C drops it for its rkey, and the requester retries it until
+//! it gives up).
 
 use super::mr_logic::AtomicOp;
 use super::opcode::{Mask, Opcode};
@@ -130,8 +145,9 @@ pub(crate) trait Io {
     fn take_recv(&mut self) -> Result<u32, RecvError>;
     /// A receive WQE is held for the current message.
     fn has_recv(&self) -> bool;
-    /// Scatters into the held WQE at its cursor: `GRH_LEN` bytes of network
-    /// header first when `with_grh`, then the head packet's payload.
+    /// Scatters into the held WQE at its cursor: first, when `with_grh`,
+    /// `GRH_LEN` bytes of network header (IPv4: 20 zero bytes then the IPv4
+    /// header; IPv6: the IPv6 header), then the head packet's payload.
     fn recv_data(&mut self, with_grh: bool) -> Result<(), RecvCopyError>;
     /// Bytes the held WQE received so far.
     fn recv_received(&self) -> u32;
@@ -604,7 +620,10 @@ impl<I: Io> Run<'_, I> {
             let (va, len, rkey) = p.reth.map_or((0, 0, 0), |h| (h.va, h.len, h.rkey));
             let end = u128::from(va) + u128::from(len);
             let org_end = u128::from(res.va_org) + u128::from(res.length);
-            if va < res.va_org || len > res.length || end > org_end || rkey != res.rkey {
+            // A zero-length read kept rkey 0 (it names no memory), so its
+            // duplicate is matched without the key; C compares it anyway and
+            // never answers a retried zero-length read.
+            if va < res.va_org || len > res.length || end > org_end || (rkey != res.rkey && len != 0) {
                 return St::Cleanup;
             }
             res.state = if p.psn == res.first_psn { ResState::New } else { ResState::Replay };
