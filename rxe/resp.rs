@@ -257,8 +257,7 @@ impl Io<'_> {
         &self,
         opcode: Opcode,
         psn: u32,
-        syndrome: u8,
-        msn: u32,
+        aeth: Aeth,
         orig: u64,
         len: u32,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
@@ -268,7 +267,7 @@ impl Io<'_> {
         let mut tx = net::alloc_packet(dev, &av, opcode, len as usize).map_err(|_| SendFailed::Send)?;
         tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn)).map_err(|_| SendFailed::Send)?;
         if opcode.has(Mask::AETH) {
-            tx.write_ext(&Aeth { syndrome, msn }).map_err(|_| SendFailed::Send)?;
+            tx.write_ext(&aeth).map_err(|_| SendFailed::Send)?;
         }
         if opcode.has(Mask::ATMACK) {
             tx.write_ext(&AtmAck { orig }).map_err(|_| SendFailed::Send)?;
@@ -459,7 +458,7 @@ impl resp_run::Io for Io<'_> {
             }
         };
         let ack = Syndrome::ACK_UNLIMITED.encode();
-        self.send_reply(r.opcode, r.psn, ack, r.msn, 0, r.len, |out| {
+        self.send_reply(r.opcode, r.psn, Aeth { syndrome: ack, msn: r.msn }, 0, r.len, |out| {
             if out.is_empty() {
                 return Ok(());
             }
@@ -469,7 +468,8 @@ impl resp_run::Io for Io<'_> {
     }
 
     fn send_ack(&mut self, a: &Ack) {
-        let _ = self.send_reply(a.opcode, a.psn, a.syndrome, a.msn, a.orig, 0, |_| Ok(()));
+        let aeth = Aeth { syndrome: a.syndrome, msn: a.msn };
+        let _ = self.send_reply(a.opcode, a.psn, aeth, a.orig, 0, |_| Ok(()));
     }
 }
 
