@@ -243,7 +243,9 @@ impl Shared {
 
     /// Schedules the responder (receive WQEs posted on a QP in error are to
     /// be flushed). Datapath hook.
-    pub(crate) fn kick_responder(&self) {}
+    pub(crate) fn kick_responder(self: &Arc<Self>) {
+        self.resp_task.schedule(self);
+    }
 
     /// The QP entered ERR: the datapath flushes both queues with error
     /// completions. Datapath hook.
