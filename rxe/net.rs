@@ -190,6 +190,10 @@ impl TxWake for () {
     fn wake(&self) {}
 }
 
+// The socket's `sk_user_data` points here, and the socket layer keeps flags
+// in that pointer's low three bits: the address must be 8-aligned even when
+// `W` is smaller (the data of an `Arc` starts after a 4-byte refcount).
+#[repr(align(8))]
 struct Inflight<W: TxWake> {
     count: AtomicU32,
     /// The sender paused and wants `wake`.

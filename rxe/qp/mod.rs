@@ -222,7 +222,17 @@ impl Shared {
     /// A packet for this QP passed the receive checks: the responder takes
     /// requests, the completer acknowledgements. Datapath hook.
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
-        pkt.consume();
+        // Responder only until the requester/completer branch lands.
+        if pkt.mask().contains(crate::rxe::proto::opcode::Mask::REQ) {
+            let full = self.resp_pkts.lock().push(pkt).err();
+            if let Some(pkt) = full {
+                drop(pkt);
+                return;
+            }
+            self.resp_task.schedule(self);
+        } else {
+            pkt.consume();
+        }
     }
 
     /// Schedules the requester. Until the datapath provides one nothing is
@@ -233,7 +243,9 @@ impl Shared {
 
     /// Schedules the responder (receive WQEs posted on a QP in error are to
     /// be flushed). Datapath hook.
-    pub(crate) fn kick_responder(&self) {}
+    pub(crate) fn kick_responder(self: &Arc<Self>) {
+        self.resp_task.schedule(self);
+    }
 
     /// The QP entered ERR: the datapath flushes both queues with error
     /// completions. Datapath hook.
@@ -412,6 +424,7 @@ impl Qp {
         }
 
         let is_user = user.is_some();
+        let resp_state = crate::rxe::resp::State::new()?;
         let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let sq = Sq {
@@ -452,7 +465,7 @@ impl Qp {
                 mcg_num: AtomicU32::new(0),
                 req <- new_spinlock_bh!(req::State::new(), "rxe_qp_req"),
                 comp <- new_spinlock_bh!(comp::State::new(), "rxe_qp_comp"),
-                resp <- new_spinlock_bh!(crate::rxe::resp::State::new(), "rxe_qp_resp"),
+                resp <- new_spinlock_bh!(resp_state, "rxe_qp_resp"),
                 comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
                 resp_pkts <- new_spinlock_bh!(resp_fifo, "rxe_qp_resp_pkts"),
                 req_task <- new_task!("rxe_req"),
@@ -485,14 +498,15 @@ impl Qp {
     pub(crate) fn modify(&self, mask: AttrMask, attr: &ModifyAttr) -> Result {
         let sh = &self.shared;
         qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
-        let new_state = {
+        let (new_state, attrs) = {
             let mut st = sh.state.lock();
             let new_state = st.attrs.modify(mask, attr, sh.qp_type).map_err(attr_errno)?;
             if let Some(ah) = attr.ah_attr.filter(|a| mask.intersects(AttrMask::AV) && a.has_grh()) {
                 st.src_port = qa::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
             }
-            new_state
+            (new_state, st.attrs)
         };
+        sh.resp_modified(mask, &attrs);
         match new_state {
             Some(QpState::Reset) => sh.reset(),
             Some(QpState::Sqd) => sh.kick_requester(),

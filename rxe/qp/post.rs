@@ -126,7 +126,7 @@ impl Qp {
             res
         };
         if sh.is_in(QpState::Err) {
-            sh.kick_responder();
+            self.shared.kick_responder();
         }
         res
     }
