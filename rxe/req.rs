@@ -29,6 +29,16 @@ use crate::rxe::proto::uapi::{self, Payload, SendFlags, SendWqe, SqLimits, WcSta
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Shared};
 
+/// The transmit flow's waker. The requester polls instead of sleeping
+/// above the in-flight limit. Aligned to 8: the socket's user-data pointer
+/// to the flow state must keep its low bits clear.
+#[repr(align(8))]
+pub(crate) struct NoWake;
+
+impl net::TxWake for NoWake {
+    fn wake(&self) {}
+}
+
 /// What the engines know about one SQ slot.
 #[derive(Clone, Copy)]
 pub(crate) struct Shadow {

@@ -148,7 +148,7 @@ pub(crate) struct Shared {
     /// device is released, which drops this reference.
     pub(crate) dev: DeviceRef,
     /// The engines' transmit socket and skb count.
-    pub(crate) flow: TxFlow<()>,
+    pub(crate) flow: TxFlow<req::NoWake>,
 
     // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs): each
     // owns its state, behind its own lock, and runs as its own task.
@@ -457,7 +457,7 @@ impl Qp {
         let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let req_state = req::State::new(sq_queue.capacity())?;
         let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
-        let flow = TxFlow::new(())?;
+        let flow = TxFlow::new(req::NoWake)?;
         let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
