@@ -415,13 +415,9 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
     let gates = Gates { prior_done: off == 0, comp_psn: st.comp.psn, inflight: qp.flow.inflight() };
     let step = rl::plan(&mut st.req, &snap.rq, &sh.info, &mut sh.progress, &gates);
     let (outcome, tx) = match step {
-        Step::Wait(Wait::Skb) => {
-            if qp.flow.over_limit() {
-                (Outcome::Idle, None)
-            } else {
-                (Outcome::Again, None)
-            }
-        }
+        // The flow has no waker: yield and look again (the task requeues
+        // itself once its budget is spent).
+        Step::Wait(Wait::Skb) => (Outcome::Again, None),
         Step::Wait(_) => (Outcome::Idle, None),
         Step::Local => {
             match local_op(qp, &wqe) {
