@@ -235,11 +235,15 @@ pub(crate) fn reset(qp: &Arc<Shared>) {
     st.sq.touched = 0;
 }
 
-/// A packet ready to go out once the lock is dropped.
+/// What one requester decision leaves for the task.
 enum Outcome {
+    /// Nothing to do until kicked.
     Idle,
+    /// Look again now.
     Again,
+    /// A packet or local operation went out.
     Sent,
+    /// A WQE failed: the QP goes to ERR.
     Failed,
 }
 
@@ -254,12 +258,8 @@ fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
             let wr = mw::BindWr { mw_rkey, mr_lkey, rkey, addr, length, access };
             mw::bind(dev, qp, pd, &wr).map_err(|_| status)
         }
-        (WrOpcode::RegMr, _) => {
-            // Kernel-only: the MR and its key come with the WR; not
-            // reachable through a validated slot copy.
-            let _ = Access::NONE;
-            Err(status)
-        }
+        // REG_MR is posted by kernel users only, with the MR in the WR;
+        // the slot copy does not carry it (and `SendWqe` refuses it).
         _ => Err(status),
     }
 }
