@@ -113,7 +113,7 @@ impl Shared {
     }
 
     /// Moves the QP to ERR after a fatal receive error (`rxe_qp_error`).
-    fn resp_enter_error(&self) {
+    fn resp_enter_error(self: &Arc<Self>) {
         let changed = {
             let mut s = self.state.lock();
             let c = s.valid && s.attrs.state != QpState::Err;

@@ -25,7 +25,8 @@ use kernel::{prelude::*, sync::Arc};
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
-use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::ibdev::{Device, DeviceRef};
+use crate::rxe::net::TxFlow;
 use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
@@ -143,6 +144,11 @@ pub(crate) struct Shared {
     pub(crate) link: QpLink,
     /// Multicast groups the QP is attached to.
     pub(crate) mcg_num: AtomicU32,
+    /// The device the engines send on; the QP is destroyed before the
+    /// device is released, which drops this reference.
+    pub(crate) dev: DeviceRef,
+    /// The engines' transmit socket and skb count.
+    pub(crate) flow: TxFlow<req::NoWake>,
 
     // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs): each
     // owns its state, behind its own lock, and runs as its own task.
@@ -222,23 +228,25 @@ impl Shared {
     /// A packet for this QP passed the receive checks: the responder takes
     /// requests, the completer acknowledgements. Datapath hook.
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
-        // Responder only until the requester/completer branch lands.
-        if pkt.mask().contains(crate::rxe::proto::opcode::Mask::REQ) {
-            let full = self.resp_pkts.lock().push(pkt).err();
-            if let Some(pkt) = full {
-                drop(pkt);
-                return;
-            }
-            self.resp_task.schedule(self);
+        use crate::rxe::proto::opcode::Mask;
+        let to_comp = pkt.mask().intersects(Mask::ACK);
+        let fifo = if to_comp { &self.comp_pkts } else { &self.resp_pkts };
+        // A full queue drops the packet: the peer retransmits.
+        let queued = fifo.lock().push(pkt).is_ok();
+        if !queued {
+            return;
+        }
+        if to_comp {
+            self.comp_task.schedule(self);
         } else {
-            pkt.consume();
+            self.resp_task.schedule(self);
         }
     }
 
-    /// Schedules the requester. Until the datapath provides one nothing is
-    /// ever in flight, so an SQD drain is complete as soon as it starts.
-    pub(crate) fn kick_requester(&self) {
-        self.finish_sq_drain();
+    /// Schedules the requester; it ends an SQD drain once nothing is in
+    /// flight.
+    pub(crate) fn kick_requester(self: &Arc<Self>) {
+        self.req_task.schedule(self);
     }
 
     /// Schedules the responder (receive WQEs posted on a QP in error are to
@@ -249,15 +257,39 @@ impl Shared {
 
     /// The QP entered ERR: the datapath flushes both queues with error
     /// completions. Datapath hook.
-    pub(crate) fn on_error(&self) {}
+    pub(crate) fn on_error(self: &Arc<Self>) {
+        self.comp_task.schedule(self);
+        self.req_task.schedule(self);
+        self.resp_task.schedule(self);
+    }
 
     /// The QP entered RESET: the datapath stops its work and drops packets
     /// in flight before the rings are emptied. Datapath hook.
-    fn on_reset(&self) {}
+    fn on_reset(self: &Arc<Self>) {
+        self.req_task.disable();
+        self.comp_task.disable();
+        self.resp_task.disable();
+        self.retrans_timer.cancel(self);
+        self.rnr_timer.cancel(self);
+        self.comp_pkts.lock().clear();
+        self.resp_pkts.lock().clear();
+        req::reset(self);
+        self.req_task.enable();
+        self.comp_task.enable();
+        self.resp_task.enable();
+    }
 
     /// The QP is being destroyed and already out of the pool: the datapath
     /// stops its tasks and timers and waits for those running. Datapath hook.
-    fn on_destroy(&self) {}
+    fn on_destroy(self: &Arc<Self>) {
+        self.req_task.shutdown();
+        self.comp_task.shutdown();
+        self.resp_task.shutdown();
+        self.retrans_timer.shutdown(self);
+        self.rnr_timer.shutdown(self);
+        self.comp_pkts.lock().clear();
+        self.resp_pkts.lock().clear();
+    }
 
     /// Ends an SQD drain once nothing is in flight: clears `sq_draining`
     /// and raises `IB_EVENT_SQ_DRAINED`. For the requester to call.
@@ -276,7 +308,7 @@ impl Shared {
     }
 
     /// `rxe_qp_reset()`: the rings lose their WQEs without completions.
-    fn reset(&self) {
+    fn reset(self: &Arc<Self>) {
         self.on_reset();
         {
             let mut sq = self.sq.lock();
@@ -290,7 +322,7 @@ impl Shared {
 }
 
 /// (our address, the peer's address) of an address vector.
-fn av_path(av: &uapi::Av) -> (IpAddr, IpAddr) {
+pub(crate) fn av_path(av: &uapi::Av) -> (IpAddr, IpAddr) {
     match av.network_type {
         NetworkType::Ipv4 => (IpAddr::V4(av.src_ipv4()), IpAddr::V4(av.dst_ipv4())),
         NetworkType::Ipv6 => (IpAddr::V6(av.src_ipv6()), IpAddr::V6(av.dst_ipv6())),
@@ -426,6 +458,9 @@ impl Qp {
         let is_user = user.is_some();
         let resp_state = crate::rxe::resp::State::new()?;
         let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let req_state = req::State::new(sq_queue.capacity())?;
+        let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
+        let flow = TxFlow::new(req::NoWake)?;
         let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
@@ -463,7 +498,9 @@ impl Qp {
                 rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
                 link <- QpLink::new(),
                 mcg_num: AtomicU32::new(0),
-                req <- new_spinlock_bh!(req::State::new(), "rxe_qp_req"),
+                dev: dev_ref,
+                flow,
+                req <- new_spinlock_bh!(req_state, "rxe_qp_req"),
                 comp <- new_spinlock_bh!(comp::State::new(), "rxe_qp_comp"),
                 resp <- new_spinlock_bh!(resp_state, "rxe_qp_resp"),
                 comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
@@ -506,6 +543,7 @@ impl Qp {
             }
             (new_state, st.attrs)
         };
+        req::modified(sh, mask);
         sh.resp_modified(mask, &attrs);
         match new_state {
             Some(QpState::Reset) => sh.reset(),
