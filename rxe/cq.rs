@@ -3,11 +3,9 @@
 //! datapath posts completions through.
 //!
 //! Interface for the rest of the driver:
-//! - `Cq` is what the core allocates; `Cq::shared` is what QPs keep, as a
-//!   [`WqRef`] (from [`Shared::attach_wq`]) so that destroy refuses a CQ
-//!   that work queues still complete into. A QP drops its `WqRef`s in its
-//!   destroy op, not later: the core destroys a process's QPs before its
-//!   CQs and expects those destroys to succeed.
+//! - `Cq` is what the core allocates; `Cq::shared` is what QPs keep. The
+//!   core refuses to destroy a CQ its QPs use (its `usecnt`); a QP that
+//!   outlives its destroy op (work in flight) finds the CQ severed.
 //! - [`Shared::post`] (and [`Shared::post_recv`] for receive completions,
 //!   which carry the packet's network facts to kernel consumers) queues a
 //!   completion and runs the consumer's completion handler when armed.
@@ -18,7 +16,6 @@
 //! must not complete work into the same CQ synchronously (nor could it with
 //! the C driver, which runs handlers under its CQ lock).
 
-use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -52,8 +49,6 @@ pub(crate) struct Shared {
     /// User space polls the ring (it holds `ib_uverbs_wc`s); else a kernel
     /// consumer polls through `poll_cq` (the ring holds `ib_wc`s).
     is_user: bool,
-    /// Work queues completing into this CQ (IBA C11-17: no destroy then).
-    num_wq: AtomicU32,
 }
 
 fn queue_error(e: SizeError) -> Error {
@@ -122,7 +117,6 @@ impl Cq {
                 link <- CqLink::new(),
                 inner <- new_spinlock_bh!(Inner { queue, notify: Notify::default() }, "rxe_cq"),
                 is_user: user.is_some(),
-                num_wq: AtomicU32::new(0),
             }),
             GFP_KERNEL,
         )?;
@@ -158,41 +152,10 @@ impl Cq {
     }
 }
 
-/// A work queue's hold on the CQ it completes into. While one exists the
-/// CQ cannot be destroyed (the C driver's `num_wq`).
-pub(crate) struct WqRef(Arc<Shared>);
-
-impl core::ops::Deref for WqRef {
-    type Target = Arc<Shared>;
-    fn deref(&self) -> &Arc<Shared> {
-        &self.0
-    }
-}
-
-impl Drop for WqRef {
-    fn drop(&mut self) {
-        self.0.num_wq.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 impl Shared {
-    /// Makes a QP's send or receive queue a user of the CQ; see [`WqRef`].
-    pub(crate) fn attach_wq(this: &Arc<Self>) -> WqRef {
-        this.num_wq.fetch_add(1, Ordering::Relaxed);
-        WqRef(this.clone())
-    }
-
-    /// Whether user space polls this CQ (else a kernel consumer does).
-    pub(crate) fn is_user(&self) -> bool {
-        self.is_user
-    }
-
-    /// `destroy_cq`: refuses while work queues use the CQ; otherwise cuts
-    /// the CQ off from the core object, which the core frees next.
+    /// `destroy_cq`: cuts the CQ off from the core object, which the core
+    /// frees next.
     pub(crate) fn destroy(&self) -> Result {
-        if self.num_wq.load(Ordering::Relaxed) != 0 {
-            return Err(EINVAL);
-        }
         self.link.sever();
         Ok(())
     }

@@ -42,14 +42,6 @@ pub(crate) enum DmaError {
 }
 
 impl DmaError {
-    /// The errno C's `copy_data` returns.
-    pub(crate) fn to_errno(self) -> Error {
-        match self {
-            Self::TooLong | Self::Key | Self::Range => EINVAL,
-            Self::NoSpace => ENOSPC,
-            Self::Fault => EFAULT,
-        }
-    }
 
     /// The status of a send WQE whose payload could not be read (C: a fault
     /// is a protection error, anything else a QP operation error).
@@ -129,11 +121,6 @@ impl Cursor {
         self.pos.resid()
     }
 
-    /// Where the transfer is.
-    pub(crate) fn position(&self) -> SgeCursor {
-        self.pos
-    }
-
     /// Copies `data` into the memory of the next `data.len()` bytes of
     /// `sges` (C: `RXE_TO_MR_OBJ`; received SEND payload, READ responses,
     /// the original value of an atomic).
@@ -164,11 +151,6 @@ impl Cursor {
         self.pos.advance(sges, len)?;
         self.drop_stale();
         Ok(())
-    }
-
-    /// Moves `len` bytes on through inline data.
-    pub(crate) fn advance_inline(&mut self, len: u32) -> Result<(), DmaError> {
-        Ok(self.pos.advance_inline(len)?)
     }
 
     /// Walks `len` bytes and runs `copy` on each piece with its MR and

@@ -31,32 +31,6 @@ impl<T> Fifo<T> {
         self.ring.pop(&mut self.slots)
     }
 
-    /// The oldest item.
-    pub(crate) fn peek(&self) -> Option<&T> {
-        self.ring.peek(&self.slots)
-    }
-
-    /// The oldest item, to change in place.
-    pub(crate) fn peek_mut(&mut self) -> Option<&mut T> {
-        self.ring.peek_mut(&mut self.slots)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.ring.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ring.is_empty()
-    }
-
-    pub(crate) fn is_full(&self) -> bool {
-        self.ring.len() >= self.slots.len()
-    }
-
-    pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
-    }
-
     /// Drops every item.
     pub(crate) fn clear(&mut self) {
         self.ring.clear(&mut self.slots);

@@ -47,6 +47,7 @@ use crate::rxe::proto::params::{pacing, ROCE_V2_UDP_DPORT};
 use crate::rxe::recv;
 
 /// Above this many skbs in flight a QP's requester pauses...
+#[allow(dead_code)] // The requester gates on the count itself (req_logic); kept as the documented threshold.
 pub(crate) const INFLIGHT_HIGH: u32 = pacing::INFLIGHT_SKBS_PER_QP_HIGH;
 /// ...until fewer than this many remain.
 pub(crate) const INFLIGHT_LOW: u32 = pacing::INFLIGHT_SKBS_PER_QP_LOW;
@@ -129,32 +130,10 @@ pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload
 }
 
 impl TxPacket<'_> {
-    pub(crate) fn opcode(&self) -> Opcode {
-        self.opcode
-    }
-
-    pub(crate) fn av(&self) -> &Av {
-        &self.av
-    }
 
     /// BTH through ICRC: the UDP payload length.
     pub(crate) fn len(&self) -> usize {
         self.skb.data().len()
-    }
-
-    pub(crate) fn payload_len(&self) -> usize {
-        self.payload_len
-    }
-
-    /// The whole transport packet, BTH through the ICRC slot (which `send` fills).
-    pub(crate) fn hdr(&self) -> &[u8] {
-        self.skb.data()
-    }
-
-    /// The whole transport packet, writable. Headers sit at the offsets the
-    /// opcode table gives; pad bytes and the ICRC slot start zeroed.
-    pub(crate) fn hdr_mut(&mut self) -> &mut [u8] {
-        self.skb.data_mut()
     }
 
     /// The `payload_len` payload bytes after the headers.
@@ -256,21 +235,6 @@ impl<W: TxWake> TxFlow<W> {
         self.inflight.count.load(Ordering::Acquire)
     }
 
-    /// True when more than [`INFLIGHT_HIGH`] skbs are in flight: the caller
-    /// should stop, and `W::wake` runs once fewer than [`INFLIGHT_LOW`] remain.
-    pub(crate) fn over_limit(&self) -> bool {
-        let f = &self.inflight;
-        if f.count.load(Ordering::Acquire) <= INFLIGHT_HIGH {
-            return false;
-        }
-        f.waiting.store(true, Ordering::SeqCst);
-        // The last skbs may have gone before `waiting` was visible: then no
-        // destructor would wake us, so look again and carry on ourselves.
-        if f.count.load(Ordering::SeqCst) < INFLIGHT_LOW && f.waiting.swap(false, Ordering::AcqRel) {
-            return false;
-        }
-        true
-    }
 }
 
 /// The kernel's `crc32_le` as the ICRC code wants it.

@@ -10,7 +10,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::kernel::vmbuf::VmBuf;
-use crate::rxe::proto::uapi::{queue_buf as hdr, QueueGeometry, SizeError, DEFAULT_CACHE_LINE};
+use crate::rxe::proto::uapi::{queue_buf as hdr, QueueGeometry};
 
 /// Which side of the ring the driver is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -38,14 +38,6 @@ impl Queue {
         q.buf.write(hdr::LOG2_ELEM_SIZE, &geo.log2_elem_size().to_ne_bytes())?;
         q.buf.write(hdr::INDEX_MASK, &geo.index_mask().to_ne_bytes())?;
         Ok(q)
-    }
-
-    /// The geometry for `num_elem` entries of `elem_size` bytes.
-    pub(crate) fn geometry(num_elem: u32, elem_size: u32) -> Result<QueueGeometry> {
-        QueueGeometry::new(num_elem, elem_size, DEFAULT_CACHE_LINE).map_err(|e| match e {
-            SizeError::Invalid => EINVAL,
-            SizeError::TooLarge => ENOMEM,
-        })
     }
 
     pub(crate) fn buf(&self) -> &Arc<VmBuf> {

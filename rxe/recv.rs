@@ -23,7 +23,7 @@ use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::{self, Skb};
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::headers::{
-    self, Aeth, AtmAck, AtmEth, Bth, Deth, ExtHeader, Feth, Ieth, ImmDt, PacketInfo, Reth, BTH_LEN,
+    self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN,
     MULTICAST_QPN,
 };
 use crate::rxe::proto::icrc::{self, IpHdr};
@@ -76,10 +76,6 @@ impl RxPacket {
         self.info.mask
     }
 
-    pub(crate) fn bth(&self) -> &Bth {
-        &self.info.bth
-    }
-
     pub(crate) fn psn(&self) -> u32 {
         self.info.psn()
     }
@@ -103,15 +99,7 @@ impl RxPacket {
         self.info.ext(self.bytes())
     }
 
-    pub(crate) fn reth(&self) -> Option<Reth> {
-        self.ext()
-    }
-
     pub(crate) fn aeth(&self) -> Option<Aeth> {
-        self.ext()
-    }
-
-    pub(crate) fn atmeth(&self) -> Option<AtmEth> {
         self.ext()
     }
 
@@ -119,19 +107,7 @@ impl RxPacket {
         self.ext()
     }
 
-    pub(crate) fn immdt(&self) -> Option<ImmDt> {
-        self.ext()
-    }
-
-    pub(crate) fn ieth(&self) -> Option<Ieth> {
-        self.ext()
-    }
-
     pub(crate) fn deth(&self) -> Option<Deth> {
-        self.ext()
-    }
-
-    pub(crate) fn feth(&self) -> Option<Feth> {
         self.ext()
     }
 
@@ -145,11 +121,6 @@ impl RxPacket {
         self.dst
     }
 
-    /// Source GID, for UD completions and AH-from-WC (`IPv4`: mapped).
-    pub(crate) fn src_gid(&self) -> [u8; 16] {
-        self.src.to_gid()
-    }
-
     /// Destination GID: the multicast group's MGID for multicast packets.
     pub(crate) fn dst_gid(&self) -> [u8; 16] {
         self.dst.to_gid()
@@ -157,10 +128,6 @@ impl RxPacket {
 
     pub(crate) fn network_type(&self) -> NetworkType {
         self.src.network_type()
-    }
-
-    pub(crate) fn udp_sport(&self) -> u16 {
-        self.sport
     }
 
     /// `union rdma_network_hdr` as a UD receive puts it in front of the
@@ -172,11 +139,6 @@ impl RxPacket {
     /// The VLAN id, when it came in on a VLAN device (`IB_WC_WITH_VLAN`).
     pub(crate) fn vlan_id(&self) -> Option<u16> {
         self.vlan_id
-    }
-
-    /// Sent by this host to itself, without the wire.
-    pub(crate) fn is_loopback(&self) -> bool {
-        self.loopback
     }
 
     /// A second handle on the same packet (shared data), for multicast
@@ -269,7 +231,7 @@ impl RxPacket {
         if paylen < BTH_LEN || data.len() < ip::UDP_HLEN + paylen {
             return None;
         }
-        let iph = skb.from_network_header();
+        let iph = skb.network_header_bytes();
         let ipinfo = ip::parse_ip(iph)?;
         let net_hdr = ip::network_hdr(iph)?;
         if ipinfo.src.network_type() != ipinfo.dst.network_type() {
@@ -297,7 +259,7 @@ impl RxPacket {
     /// The ICRC over the IP and UDP headers (still in the skb's head) and
     /// the transport packet.
     fn icrc_ok(&self) -> bool {
-        let iph = self.skb.from_network_header();
+        let iph = self.skb.network_header_bytes();
         let Some(info) = ip::parse_ip(iph) else {
             return false;
         };

@@ -207,10 +207,6 @@ impl Srq {
 }
 
 impl Shared {
-    /// The number user space and the wire know the SRQ by.
-    pub(crate) fn srq_num(&self) -> u32 {
-        self.srq_num
-    }
 
     /// The link to the core's SRQ, for the create op to attach.
     pub(crate) fn link(&self) -> &SrqLink {

@@ -73,10 +73,6 @@ impl<I: IbObject, T> CoreObj<I, T> {
         unsafe { &*raw.cast::<Self>() }
     }
 
-    pub(crate) fn ib_ptr(&self) -> *mut I {
-        core::ptr::addr_of!(self.ib).cast_mut()
-    }
-
     /// The core's view of the object, for the fields the core maintains.
     pub(crate) fn ib(&self) -> &I {
         &self.ib
@@ -134,7 +130,3 @@ impl<I: IbObject, T> CoreObj<I, T> {
 
 /// The QP a kernel work completion names (`ib_wc.qp`).
 pub(crate) type QpHandle = Handle<b::ib_qp>;
-/// The core's CQ, as completion handlers and CQ events receive it.
-pub(crate) type CqHandle = Handle<b::ib_cq>;
-/// The core's SRQ, as SRQ events name it.
-pub(crate) type SrqHandle = Handle<b::ib_srq>;

@@ -60,11 +60,6 @@ impl Skb {
         unsafe { self.0.as_ref() }
     }
 
-    /// Bytes from `data` to the end of the packet.
-    pub(crate) fn len(&self) -> u32 {
-        self.raw().len
-    }
-
     /// The linear part from `data` on; all of the packet once linearized.
     pub(crate) fn data(&self) -> &[u8] {
         let skb = self.raw();
@@ -78,7 +73,7 @@ impl Skb {
 
     /// From the network header to the end of the linear part: the IP header
     /// and what follows. Empty if the skb has no network header before its end.
-    pub(crate) fn from_network_header(&self) -> &[u8] {
+    pub(crate) fn network_header_bytes(&self) -> &[u8] {
         let skb = self.raw();
         // SAFETY: The network header offset of a received (or our own built)
         // skb lies in its head, before the end of the linear data; `span`
@@ -203,10 +198,6 @@ impl TxSkb {
 
     fn ptr(&self) -> *mut b::sk_buff {
         self.0 .0.as_ptr()
-    }
-
-    pub(crate) fn len(&self) -> u32 {
-        self.0.len()
     }
 
     pub(crate) fn data(&self) -> &[u8] {

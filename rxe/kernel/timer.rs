@@ -72,12 +72,6 @@ impl Jiffies {
         Self(unsafe { b::rxe_rs_usecs_to_jiffies(usecs) })
     }
 
-    /// `msecs` rounded up to jiffies.
-    pub(crate) fn from_msecs(msecs: u32) -> Self {
-        // SAFETY: Pure conversion, no preconditions.
-        Self(unsafe { b::rxe_rs_msecs_to_jiffies(msecs) })
-    }
-
     /// `nsecs` in jiffies, rounded down as C's `nsecs_to_jiffies` does.
     pub(crate) fn from_nsecs(nsecs: u64) -> Self {
         // SAFETY: Pure conversion, no preconditions.
@@ -89,10 +83,6 @@ impl Jiffies {
         self.0
     }
 
-    pub(crate) fn is_zero(self) -> bool {
-        self.0 == 0
-    }
-
     /// At least one jiffy (C guards its timeouts that way).
     pub(crate) fn at_least_one(self) -> Self {
         Self(self.0.max(1))
@@ -102,12 +92,6 @@ impl Jiffies {
     pub(crate) fn after(self, d: Jiffies) -> Self {
         Self(self.0.wrapping_add(d.0))
     }
-}
-
-/// Sleeps for at least `msecs` milliseconds. Process context.
-pub(crate) fn msleep(msecs: u32) {
-    // SAFETY: Callable from any sleepable context, which the caller is in.
-    unsafe { kernel::bindings::msleep(msecs) }
 }
 
 /// What happens when a timer expires.

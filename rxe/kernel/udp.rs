@@ -29,6 +29,10 @@ unsafe impl Send for TunnelSocket {}
 // SAFETY: No `&self` method mutates the socket.
 unsafe impl Sync for TunnelSocket {}
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn encap_rcv(_sk: *mut b::sock, skb: *mut b::sk_buff) -> kernel::ffi::c_int {
     // SAFETY: The UDP stack hands us the skb; returning 0 tells it we consumed it.
     if let Some(skb) = unsafe { Skb::from_raw(skb) } {
@@ -103,6 +107,10 @@ unsafe impl<O: SkbOwner> Send for TxSocket<O> {}
 // SAFETY: As above.
 unsafe impl<O: SkbOwner> Sync for TxSocket<O> {}
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut b::sk_buff) {
     // SAFETY: This destructor is only installed by `TxSocket::<O>::attach`,
     // which took one reference on the socket and one on the `O` its

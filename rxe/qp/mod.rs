@@ -63,12 +63,6 @@ fn size_errno(e: SizeError) -> Error {
     }
 }
 
-/// The QP a packet for `qpn` goes to, if it exists.
-pub(crate) fn lookup(dev: &DeviceState, qpn: u32) -> Option<Arc<Shared>> {
-    let index = if qpn == GSI_QPN { dev.gsi_qp_index()? } else { qpn };
-    dev.qps.get(index)
-}
-
 /// Send queue limits, as created (may exceed what was asked for).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SqCaps {

@@ -260,7 +260,7 @@ impl SendWqe {
             Payload::Inline { len }
         } else {
             let count = to_usize(num_sge);
-            if count.checked_mul(sge::LEN).is_none_or(|n| n > avail) {
+            if !count.checked_mul(sge::LEN).is_some_and(|n| n <= avail) {
                 return Err(WqeError::SgeOutsideSlot);
             }
             let sum = sge_sum(&area, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
@@ -400,7 +400,7 @@ impl RecvWqe {
         }
         let avail = buf.len().saturating_sub(recv_wqe::DATA).min(RECV_DATA_AREA);
         let count = to_usize(num_sge);
-        if count.checked_mul(sge::LEN).is_none_or(|n| n > avail) {
+        if !count.checked_mul(sge::LEN).is_some_and(|n| n <= avail) {
             return Err(WqeError::SgeOutsideSlot);
         }
         let mut area = [0u8; RECV_DATA_AREA];
