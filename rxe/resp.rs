@@ -24,7 +24,7 @@ use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_attr::QpAttrs;
 use crate::rxe::proto::qp_state::{AttrMask, QpState};
-use crate::rxe::proto::resp_logic::{Request, RespQp, RespState, Target};
+use crate::rxe::proto::resp_logic::{Request, Res, RespQp, RespState, Target, MAX_RESOURCES};
 use crate::rxe::proto::resp_run::{
     self, Ack, AccessFault, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe, RecvError,
     SendFailed,
@@ -54,11 +54,33 @@ pub(crate) struct State {
     last_wqe_reported: bool,
 }
 
+/// The responder state (9 KiB, mostly the read/atomic resources), built in
+/// place on the heap: as a value it would not fit on a 16 KiB kernel stack
+/// beside the verbs call that creates the QP.
+fn resp_state_init() -> impl Init<RespState, Error> {
+    kernel::try_init!(RespState {
+        psn: 0,
+        ack_psn: 0,
+        msn: 0,
+        opcode: None,
+        drop_msg: false,
+        sent_psn_nak: false,
+        va: 0,
+        rkey: 0,
+        resid: 0,
+        length: 0,
+        res <- kernel::init::init_array_from_fn::<_, { MAX_RESOURCES }, Res, Error>(|_| Res::default()),
+        res_count: 0,
+        res_head: 0,
+        cur: None,
+    }? Error)
+}
+
 impl State {
     /// Process context (creates the transmit socket).
     pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            rs: KBox::new(RespState::new(0, 0), GFP_KERNEL)?,
+            rs: KBox::init(resp_state_init(), GFP_KERNEL)?,
             head: None,
             wqe: None,
             flow: TxFlow::new(())?,

@@ -221,7 +221,8 @@ impl RespState {
     /// Modify with `IB_QP_MAX_DEST_RD_ATOMIC` (already rounded): the
     /// resources are reallocated empty.
     pub(crate) fn set_max_dest_rd_atomic(&mut self, n: u32) {
-        self.res = [Res::default(); MAX_RESOURCES];
+        // Element by element: a whole-array temporary is 9 KiB of kernel stack.
+        self.res.iter_mut().for_each(|r| *r = Res::default());
         self.res_count = usize::try_from(n).map_or(MAX_RESOURCES, |n| n.min(MAX_RESOURCES));
         self.res_head = 0;
         self.cur = None;
