@@ -6,11 +6,14 @@
 //! (`rdma link add NAME type rxe netdev DEV`), the same user ABI towards
 //! rdma-core's rxe provider, the same packets on the wire.
 
+// The QP is built by one pin-init macro with many fields.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
 mod rxe;
 
-use rxe::kernel::{errno, ibdev, link::LinkType, netdev::Notifier, udp::TunnelSocket};
+use rxe::kernel::{errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp::TunnelSocket};
 
 module! {
     type: RxeModule,
@@ -22,13 +25,15 @@ module! {
 }
 
 /// Module state. Fields drop in declaration order, which is the teardown
-/// order: stop new links, remove the devices, then stop events and traffic.
+/// order: stop new links, remove the devices, then stop events and traffic,
+/// and last the workqueue the QP tasks run on.
 struct RxeModule {
     _link: LinkType,
     _devices: Devices,
     _notifier: Notifier,
     _sock6: Option<TunnelSocket>,
     _sock4: TunnelSocket,
+    _wq: WorkQueue,
 }
 
 /// Removes every device of the driver when dropped.
@@ -42,6 +47,9 @@ impl Drop for Devices {
 
 impl kernel::Module for RxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let wq = WorkQueue::create()?;
+        #[cfg(rxe_rs_selftest)]
+        rxe::selftest::run();
         let sock4 = TunnelSocket::create(false)?;
         let sock6 = match TunnelSocket::create(true) {
             Ok(sock) => Some(sock),
@@ -60,6 +68,7 @@ impl kernel::Module for RxeModule {
             _notifier: notifier,
             _sock6: sock6,
             _sock4: sock4,
+            _wq: wq,
         })
     }
 }

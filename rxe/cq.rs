@@ -1,16 +1,245 @@
-//! Completion queues.
+//! Completion queues: creation and resize of the ring user space polls,
+//! polling and arming for kernel consumers, and the producer side the
+//! datapath posts completions through.
 //!
-//! Interface the rest of the driver uses (filled in by the CQ work):
-//! - `Cq` is the object the core allocates; `Cq::shared` is what QPs keep.
-//! - `Shared::post(cqe, solicited)` appends a completion and runs the
-//!   consumer's completion handler when armed.
+//! Interface for the rest of the driver:
+//! - `Cq` is what the core allocates; `Cq::shared` is what QPs keep. The
+//!   core refuses to destroy a CQ its QPs use (its `usecnt`); a QP that
+//!   outlives its destroy op (work in flight) finds the CQ severed.
+//! - [`Shared::post`] (and [`Shared::post_recv`] for receive completions,
+//!   which carry the packet's network facts to kernel consumers) queues a
+//!   completion and runs the consumer's completion handler when armed.
+//!
+//! Locks: `link` (the core's `ib_cq`, held while its callbacks run) nests
+//! outside `inner` (the ring and its arming). Completion handlers run with
+//! `link` held but not `inner`, so a handler may poll or re-arm the CQ, but
+//! must not complete work into the same CQ synchronously (nor could it with
+//! the C driver, which runs handlers under its CQ lock).
 
-use kernel::sync::Arc;
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::device::{ObjCount, ObjKind};
+use crate::rxe::kernel::cq_srq::{self, CqLink, UserCall};
+use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::object::QpHandle;
+use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
+use crate::rxe::proto::uapi::{cq_geometry, create_cq_resp, resp, Cqe, MmInfo, SizeError, CQE_LEN, DEFAULT_CACHE_LINE};
+use crate::rxe::queue::{Queue, Role};
 
 /// A completion queue, as the core holds it.
 pub(crate) struct Cq {
     pub(crate) shared: Arc<Shared>,
+    _slot: ObjCount,
+}
+
+struct Inner {
+    queue: Queue,
+    notify: Notify,
 }
 
 /// The part of a CQ its QPs reach.
-pub(crate) struct Shared {}
+#[pin_data]
+pub(crate) struct Shared {
+    #[pin]
+    link: CqLink,
+    #[pin]
+    inner: SpinLockBh<Inner>,
+    /// User space polls the ring (it holds `ib_uverbs_wc`s); else a kernel
+    /// consumer polls through `poll_cq` (the ring holds `ib_wc`s).
+    is_user: bool,
+}
+
+fn queue_error(e: SizeError) -> Error {
+    match e {
+        SizeError::Invalid => EINVAL,
+        SizeError::TooLarge => ENOMEM,
+    }
+}
+
+/// A queue buffer published for mmap while its verb may still fail: it is
+/// unpublished on drop unless `keep` is called.
+pub(crate) struct Published<'a> {
+    pending: Option<(&'a UserCall<'a>, u64)>,
+}
+
+impl<'a> Published<'a> {
+    /// Publishes `queue` in the caller's context (nothing for kernel callers).
+    pub(crate) fn new(queue: &Queue, user: Option<&'a UserCall<'a>>) -> Result<(Self, Option<MmInfo>)> {
+        let Some(u) = user else {
+            return Ok((Self { pending: None }, None));
+        };
+        let mi = u.ctx.publish(queue.buf().clone())?;
+        Ok((Self { pending: Some((u, mi.offset)) }, Some(mi)))
+    }
+
+    /// The verb succeeded: the buffer stays mappable.
+    pub(crate) fn keep(mut self) {
+        self.pending = None;
+    }
+}
+
+impl Drop for Published<'_> {
+    fn drop(&mut self) {
+        if let Some((u, offset)) = self.pending.take() {
+            u.ctx.unpublish(offset);
+        }
+    }
+}
+
+/// A new ring of at least `cqe` entries; for user space published, with its
+/// mmap info written to the response.
+fn new_ring<'a>(cqe: u32, user: Option<&'a UserCall<'a>>) -> Result<(Queue, Published<'a>)> {
+    let queue = Queue::new(cq_geometry(cqe, DEFAULT_CACHE_LINE).map_err(queue_error)?, Role::Producer)?;
+    let (published, mi) = Published::new(&queue, user)?;
+    if let (Some(u), Some(mi)) = (user, mi) {
+        u.udata.write_out(&create_cq_resp(mi))?;
+    }
+    Ok((queue, published))
+}
+
+impl Cq {
+    /// `create_cq`: a CQ of at least `cqe` entries (the C `int` the verbs
+    /// pass). Check order and errnos follow `rxe_create_cq()`.
+    pub(crate) fn new(dev: &Device, cqe: i32, flags: u32, user: Option<&UserCall<'_>>) -> Result<Self> {
+        if user.is_some_and(|u| u.udata.outlen() < resp::CREATE_CQ_LEN) {
+            return Err(EINVAL);
+        }
+        if flags != 0 {
+            return Err(crate::rxe::kernel::errno::eopnotsupp());
+        }
+        let cqe = check_cqe(cqe, None).map_err(|_| EINVAL)?;
+        let slot = dev.state().take_slot(ObjKind::Cq)?;
+        let (queue, published) = new_ring(cqe, user)?;
+        let shared = Arc::pin_init(
+            pin_init!(Shared {
+                link <- CqLink::new(),
+                inner <- new_spinlock_bh!(Inner { queue, notify: Notify::default() }, "rxe_cq"),
+                is_user: user.is_some(),
+            }),
+            GFP_KERNEL,
+        )?;
+        published.keep();
+        Ok(Self { shared, _slot: slot })
+    }
+
+    /// Entries the CQ holds: what the core reports as `cqe`.
+    pub(crate) fn capacity(&self) -> u32 {
+        self.shared.inner.lock().queue.capacity()
+    }
+
+    /// `resize_cq`: a new ring of at least `cqe` entries that takes over the
+    /// completions waiting in the old one. Returns the new capacity.
+    pub(crate) fn resize(&self, cqe: i32, user: Option<&UserCall<'_>>) -> Result<u32> {
+        if user.is_some_and(|u| u.udata.outlen() < resp::RESIZE_CQ_LEN) {
+            return Err(EINVAL);
+        }
+        let count = self.shared.inner.lock().queue.count();
+        let cqe = check_cqe(cqe, Some(count)).map_err(|_| EINVAL)?;
+        let (mut queue, published) = new_ring(cqe, user)?;
+        let capacity = queue.capacity();
+        {
+            let mut inner = self.shared.inner.lock();
+            // More completions may have arrived since the check above.
+            inner.queue.drain_into(&mut queue, CQE_LEN)?;
+            core::mem::swap(&mut inner.queue, &mut queue);
+        }
+        // The old ring is freed here, outside the lock.
+        drop(queue);
+        published.keep();
+        Ok(capacity)
+    }
+}
+
+impl Shared {
+    /// `destroy_cq`: cuts the CQ off from the core object, which the core
+    /// frees next.
+    pub(crate) fn destroy(&self) -> Result {
+        self.link.sever();
+        Ok(())
+    }
+
+    /// Queues a completion of `qp` (a send, or a receive without network
+    /// facts). `solicited`: the completion answers a solicited event.
+    ///
+    /// Fails with `EBUSY` when the CQ is full (and reports `IB_EVENT_CQ_ERR`
+    /// to its owner), or `EINVAL` once the CQ is destroyed.
+    pub(crate) fn post(&self, cqe: &Cqe, qp: QpHandle, solicited: bool) -> Result {
+        self.post_entry(cqe, qp, solicited, None)
+    }
+
+    /// [`Self::post`] for a receive completion: a kernel consumer also gets
+    /// the network header type and VLAN of the packet.
+    pub(crate) fn post_recv(&self, cqe: &Cqe, qp: QpHandle, solicited: bool, net: RecvNet) -> Result {
+        self.post_entry(cqe, qp, solicited, Some(net))
+    }
+
+    fn post_entry(&self, cqe: &Cqe, qp: QpHandle, solicited: bool, net: Option<RecvNet>) -> Result {
+        let slot = if self.is_user {
+            let mut s = [0u8; CQE_LEN];
+            cqe.write(&mut s).map_err(|_| EINVAL)?;
+            s
+        } else {
+            cq_srq::kernel_wc(cqe, qp, net)
+        };
+        let link = self.link.lock();
+        if !link.is_live() {
+            return Err(EINVAL);
+        }
+        let fire = {
+            let mut inner = self.inner.lock();
+            if inner.queue.is_full() {
+                None
+            } else {
+                inner.queue.produce(&slot)?;
+                Some(inner.notify.on_completion(solicited))
+            }
+        };
+        match fire {
+            None => {
+                link.overrun_event();
+                Err(EBUSY)
+            }
+            Some(true) => {
+                link.comp_handler();
+                Ok(())
+            }
+            Some(false) => Ok(()),
+        }
+    }
+
+    /// `poll_cq` of a kernel consumer: hands up to `max` completions, oldest
+    /// first, to `out` (with their index) and returns how many.
+    pub(crate) fn poll(&self, max: usize, mut out: impl FnMut(usize, &[u8; CQE_LEN])) -> usize {
+        let mut slot = [0u8; CQE_LEN];
+        let mut inner = self.inner.lock();
+        let mut n = 0;
+        while n < max {
+            match inner.queue.kernel_consume(&mut slot) {
+                Ok(true) => out(n, &slot),
+                _ => break,
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Completions waiting.
+    pub(crate) fn count(&self) -> u32 {
+        self.inner.lock().queue.count()
+    }
+
+    /// `req_notify_cq` with `enum ib_cq_notify_flags`; returns the verb's
+    /// result (1: completions are already waiting and the caller asked).
+    pub(crate) fn req_notify(&self, flags: u32) -> i32 {
+        let mut inner = self.inner.lock();
+        let empty = inner.queue.is_empty();
+        inner.notify.arm(flags, empty)
+    }
+
+    /// The link to the core's CQ, for the create op to attach.
+    pub(crate) fn link(&self) -> &CqLink {
+        &self.link
+    }
+}

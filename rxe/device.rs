@@ -4,6 +4,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
+use crate::rxe::counters::{Counter, Counters};
 use crate::rxe::kernel::ibdev::{Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
@@ -68,6 +69,7 @@ struct Port {
     active_mtu: AtomicU32,
     cap_flags: AtomicU32,
     qkey_viol_cntr: AtomicU32,
+    bad_pkey_cntr: AtomicU32,
 }
 
 /// What the driver keeps per device, after the core's `ib_device`.
@@ -91,6 +93,8 @@ pub(crate) struct DeviceState {
     /// SRQ numbers handed to user space.
     #[pin]
     pub(crate) srqs: Pool<()>,
+    /// Packet and error counters (`rdma statistic`).
+    pub(crate) counters: Counters,
     /// Pool index of the GSI QP (packets to QPN 1 go there); 0 while none.
     gsi_qp_index: AtomicU32,
     /// Multicast groups and their QPs, by MGID.
@@ -151,6 +155,7 @@ impl DeviceState {
                 active_mtu: AtomicU32::new(IbMtu::from_netdev_mtu(netdev_mtu).as_raw()),
                 cap_flags: AtomicU32::new(p::PORT_ATTR.port_cap_flags),
                 qkey_viol_cntr: zero(),
+                bad_pkey_cntr: zero(),
             },
             counts,
             qps <- Pool::new(p::pool::QP.min_index, p::pool::QP.max_index),
@@ -158,6 +163,7 @@ impl DeviceState {
             mws <- Pool::new(p::pool::MW.min_index, p::pool::MW.max_index),
             ahs <- Pool::new(p::pool::AH.min_index, p::pool::AH.max_index),
             srqs <- Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index),
+            counters: Counters::new(),
             gsi_qp_index: AtomicU32::new(0),
             mcast <- mcast::Groups::new(),
         }? Error))
@@ -204,7 +210,7 @@ impl DeviceState {
             gid_tbl_len: d.gid_tbl_len,
             port_cap_flags: self.port.cap_flags.load(Ordering::Relaxed),
             max_msg_sz: d.max_msg_sz,
-            bad_pkey_cntr: d.bad_pkey_cntr,
+            bad_pkey_cntr: self.port.bad_pkey_cntr.load(Ordering::Relaxed),
             qkey_viol_cntr: self.port.qkey_viol_cntr.load(Ordering::Relaxed),
             pkey_tbl_len: d.pkey_tbl_len,
             sm_lid: d.sm_lid,
@@ -258,6 +264,9 @@ impl DeviceState {
         };
         self.port.state.store(state, Ordering::Relaxed);
         dev.dispatch_port_event(event);
+        if !active {
+            self.counters.inc(Counter::LinkDowned);
+        }
     }
 
     fn follow_link(&self, dev: &Device, ndev: &NetDevice) {
@@ -266,6 +275,17 @@ impl DeviceState {
 
     fn set_mtu(&self, mtu: u32) {
         self.port.active_mtu.store(IbMtu::from_netdev_mtu(mtu).as_raw(), Ordering::Relaxed);
+    }
+
+    /// A packet came with a P_Key we do not have (saturates at 0xffff, as the
+    /// 16-bit port counter does).
+    pub(crate) fn count_bad_pkey(&self) {
+        saturating_inc16(&self.port.bad_pkey_cntr);
+    }
+
+    /// A datagram came with the wrong Q_Key.
+    pub(crate) fn count_qkey_violation(&self) {
+        saturating_inc16(&self.port.qkey_viol_cntr);
     }
 
     /// Records where the GSI QP lives, so packets to QPN 1 reach it; 0 clears.
@@ -291,6 +311,10 @@ impl DeviceState {
     pub(crate) fn mtu_bytes(&self) -> u32 {
         IbMtu::from_raw(self.port.active_mtu.load(Ordering::Relaxed)).map_or(256, IbMtu::bytes)
     }
+}
+
+fn saturating_inc16(c: &AtomicU32) {
+    let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| (v < 0xffff).then_some(v + 1));
 }
 
 fn dev_info(_dev: &Device, ndev: &NetDevice, what: &str) {

@@ -22,6 +22,7 @@ use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::proto::av::mcast_mac;
 use crate::rxe::proto::params::limits;
 use crate::rxe::qp;
+use crate::rxe::recv::{self, RxPacket};
 
 /// QPs one group holds at most (`max_mcast_qp_attach`).
 const MAX_PER_GROUP: usize = limits::MAX_MCAST_QP_ATTACH as usize;
@@ -185,5 +186,15 @@ impl Groups {
 fn leave(dev: &Device, mac: &[u8; 6]) {
     if let Some(nd) = dev.netdev() {
         let _ = nd.mc_del(mac);
+    }
+}
+
+/// A packet to the multicast QPN passed the header and ICRC checks: every
+/// member QP of the group its destination GID names gets it.
+pub(crate) fn receive(pkt: RxPacket) {
+    let mgid: Mgid = pkt.dst_gid();
+    match pkt.device().state().mcast.members(&mgid) {
+        Some(members) => recv::deliver_to_members(pkt, &members),
+        None => pkt.consume(),
     }
 }

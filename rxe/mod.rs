@@ -12,15 +12,26 @@ pub(crate) mod kernel;
 pub(crate) mod proto;
 
 pub(crate) mod ah;
+pub(crate) mod counters;
+pub(crate) mod comp;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod dma;
+pub(crate) mod fifo;
 pub(crate) mod mcast;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod net;
+#[cfg(rxe_nettest)]
+pub(crate) mod nettest;
 pub(crate) mod pd;
 pub(crate) mod pool;
 pub(crate) mod qp;
 pub(crate) mod queue;
+#[cfg(rxe_rs_selftest)]
+pub(crate) mod selftest;
+pub(crate) mod recv;
+pub(crate) mod req;
+pub(crate) mod resp;
 pub(crate) mod srq;
 pub(crate) mod ucontext;

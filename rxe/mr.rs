@@ -262,6 +262,7 @@ impl Shared {
         Arc::pin_init(Self::new(mr.mr_type, Some(w), inner), GFP_ATOMIC)
     }
 
+    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
     pub(crate) fn mr_type(&self) -> MrType {
         self.mr_type
     }
@@ -270,14 +271,17 @@ impl Shared {
         self.inner.lock().lkey
     }
 
+    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
     pub(crate) fn rkey(&self) -> u32 {
         self.inner.lock().rkey
     }
 
+    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
     pub(crate) fn access(&self) -> Access {
         self.inner.lock().access
     }
 
+    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
     pub(crate) fn pd(&self) -> PdId {
         self.inner.lock().pd
     }
@@ -293,7 +297,9 @@ impl Shared {
         (i.iova, i.length)
     }
 
-    fn check_key(&self, key: u32, kind: KeyKind, pd: PdId, access: Access) -> Result<(), AccessError> {
+    /// Whether `key` still grants `access` to a QP of `pd` (what [`lookup`]
+    /// checks), for callers that keep an MR across accesses.
+    pub(crate) fn check_key(&self, key: u32, kind: KeyKind, pd: PdId, access: Access) -> Result<(), AccessError> {
         let i = self.inner.lock();
         let own = match kind {
             KeyKind::Local => i.lkey,
@@ -418,6 +424,7 @@ impl Shared {
     /// Executes a REG_MR work request: a free fast-reg MR of the QP's PD
     /// takes the new key byte, rights and range (`iova`/`length` are the
     /// `ib_mr` fields the kernel user set up through `ib_map_mr_sg`).
+    #[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
     pub(crate) fn fast_reg(&self, qp_pd: PdId, key: u32, access: Access, iova: u64, length: u64) -> Result {
         let mut i = self.inner.lock();
         let facts = i.facts(self.mr_type, self.bound_mws.load(Ordering::Relaxed));
@@ -499,6 +506,7 @@ pub(crate) fn lookup(
 /// Executes a REG_MR work request on the MR named by `key`'s index. The
 /// index of a REG_MR key is always its MR's (only the byte may change), so
 /// this finds the same MR C reaches through the request's `ib_mr`.
+#[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
 pub(crate) fn fast_reg(dev: &DeviceState, qp_pd: PdId, key: u32, access: Access, iova: u64, length: u64) -> Result {
     let mr = dev.mrs.get(rules::key_index(key)).ok_or(EINVAL)?;
     mr.fast_reg(qp_pd, key, access, iova, length)
@@ -532,6 +540,11 @@ pub(crate) struct Keys {
 }
 
 impl Mr {
+    #[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// Puts a new MR into the device's pool under a fresh key.
     fn publish(
         dev: &Device,
@@ -596,10 +609,6 @@ impl Mr {
             lkey: i.lkey,
             rkey: i.rkey,
         }
-    }
-
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
     }
 
     /// `rereg_user_mr` in place: a new PD and/or new rights.

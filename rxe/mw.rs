@@ -78,9 +78,6 @@ impl Shared {
         self.inner.lock().rkey
     }
 
-    pub(crate) fn mw_type(&self) -> MwType {
-        self.mw_type
-    }
 }
 
 /// A memory window, as the core's `ib_mw` holds it.
@@ -130,10 +127,6 @@ impl Mw {
 
     pub(crate) fn rkey(&self) -> u32 {
         self.shared.rkey()
-    }
-
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
     }
 
     /// `dealloc_mw`: the rkey stops resolving and any MR is released.

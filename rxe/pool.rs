@@ -92,10 +92,4 @@ impl<T: Clone> Pool<T> {
         self.inner.lock().map.remove(&idx).flatten()
     }
 
-    /// Calls `f` on every value, under the pool's lock.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&T)) {
-        for v in self.inner.lock().map.values().flatten() {
-            f(v);
-        }
-    }
 }

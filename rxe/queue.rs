@@ -10,7 +10,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::kernel::vmbuf::VmBuf;
-use crate::rxe::proto::uapi::{queue_buf as hdr, QueueGeometry, SizeError, DEFAULT_CACHE_LINE};
+use crate::rxe::proto::uapi::{queue_buf as hdr, QueueGeometry};
 
 /// Which side of the ring the driver is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -38,14 +38,6 @@ impl Queue {
         q.buf.write(hdr::LOG2_ELEM_SIZE, &geo.log2_elem_size().to_ne_bytes())?;
         q.buf.write(hdr::INDEX_MASK, &geo.index_mask().to_ne_bytes())?;
         Ok(q)
-    }
-
-    /// The geometry for `num_elem` entries of `elem_size` bytes.
-    pub(crate) fn geometry(num_elem: u32, elem_size: u32) -> Result<QueueGeometry> {
-        QueueGeometry::new(num_elem, elem_size, DEFAULT_CACHE_LINE).map_err(|e| match e {
-            SizeError::Invalid => EINVAL,
-            SizeError::TooLarge => ENOMEM,
-        })
     }
 
     pub(crate) fn buf(&self) -> &Arc<VmBuf> {
@@ -182,9 +174,14 @@ impl Queue {
     }
 
     /// Moves the live entries of `self` into `new` (resize), oldest first.
+    /// Callers hold the ring's spinlock, so this copies through a small
+    /// stack buffer instead of allocating.
     pub(crate) fn drain_into(&mut self, new: &mut Queue, elem_len: usize) -> Result {
-        let mut tmp = KVec::with_capacity(elem_len, GFP_KERNEL)?;
-        tmp.extend_with(elem_len, 0u8, GFP_KERNEL)?;
+        const CHUNK: usize = 64;
+        let mut tmp = [0u8; CHUNK];
+        if elem_len > self.elem_size() || elem_len > new.elem_size() {
+            return Err(EINVAL);
+        }
         let n = self.count();
         if n > new.capacity() {
             return Err(EINVAL);
@@ -194,8 +191,14 @@ impl Queue {
             Role::Consumer => self.own,
         };
         for i in 0..n {
-            self.read_slot(start.wrapping_add(i), &mut tmp)?;
-            new.write_slot(i, &tmp)?;
+            let (src, dst) = (self.slot_off(start.wrapping_add(i)), new.slot_off(i));
+            let mut done = 0;
+            while done < elem_len {
+                let part = &mut tmp[..(elem_len - done).min(CHUNK)];
+                self.buf.read(src + done, part)?;
+                new.buf.write(dst + done, part)?;
+                done += part.len();
+            }
         }
         match new.role {
             Role::Producer => {

@@ -46,9 +46,12 @@ done
 echo 3 >/proc/sys/vm/drop_caches
 after=$(slab_kb)
 note "slab before ${before} kB, after ${after} kB"
-# Slab totals move with unrelated activity; a leak of a device per round
-# would be far above this.
-((after - before < 2048)) || fail "slab grew by $((after - before)) kB over $rounds rounds"
+# Slab totals move with unrelated activity, and on the debug kernel KASAN's
+# quarantine holds several MB of freed objects back; kmemleak below is the
+# exact check there. A leaked device per round would be far above either.
+limit=2048
+[ "${RXE_FLAVOUR:-plain}" = debug ] && limit=16384
+((after - before < limit)) || fail "slab grew by $((after - before)) kB over $rounds rounds"
 
 # Leave the node as the harness made it.
 "${load[@]}"

@@ -19,4 +19,5 @@ errno! {
     emsgsize => EMSGSIZE,
     enobufs => ENOBUFS,
     etimedout => ETIMEDOUT,
+    ehostunreach => EHOSTUNREACH,
 }

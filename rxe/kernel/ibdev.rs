@@ -159,12 +159,29 @@ impl Device {
 /// A counted reference on a registered device of this driver.
 pub(crate) struct DeviceRef(NonNull<Device>);
 
+// SAFETY: The RDMA core serialises its own updates of the `ib_device`, and
+// the driver reaches it only through the core's functions; every field of
+// `DeviceState` is an atomic, a lock or immutable after creation.
+unsafe impl Sync for Device {}
+// SAFETY: As above; a device is not tied to the thread that made it.
+unsafe impl Send for Device {}
+// SAFETY: The reference count may be dropped from any context.
+unsafe impl Send for DeviceRef {}
+// SAFETY: `&DeviceRef` only gives `&Device`, which is `Sync`.
+unsafe impl Sync for DeviceRef {}
+
 impl DeviceRef {
     /// The rxe device bound to `ndev`, if there is one.
     pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
         // SAFETY: FFI; returns a device with a reference taken, or null.
         let ib = unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
         NonNull::new(ib.cast::<Device>()).map(Self)
+    }
+
+    /// A new reference on `dev`, unless it is already being unregistered.
+    pub(crate) fn try_get(dev: &Device) -> Option<Self> {
+        // SAFETY: The device is alive while borrowed.
+        unsafe { b::rxe_rs_ib_device_try_get(dev.as_ib()) }.then(|| Self(NonNull::from(dev)))
     }
 }
 

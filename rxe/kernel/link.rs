@@ -16,6 +16,10 @@ unsafe impl Send for LinkType {}
 // SAFETY: As above; `&LinkType` allows no access at all.
 unsafe impl Sync for LinkType {}
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut b::net_device) -> kernel::ffi::c_int {
     from_result(|| {
         // SAFETY: The core passes a NUL-terminated name and a netdev it holds

@@ -3,6 +3,7 @@
 //! All of the driver's `unsafe` code lives in this layer (and the crate
 //! root); the driver logic above it is written against these types.
 
+pub(crate) mod cq_srq;
 pub(crate) mod errno;
 pub(crate) mod event;
 pub(crate) mod ibdev;
@@ -14,7 +15,10 @@ pub(crate) mod object;
 pub(crate) mod ops;
 pub(crate) mod page;
 pub(crate) mod random;
+pub(crate) mod route;
 pub(crate) mod skb;
+pub(crate) mod task;
+pub(crate) mod timer;
 pub(crate) mod udata;
 pub(crate) mod udp;
 pub(crate) mod umem;

@@ -56,7 +56,7 @@ impl NetDevice {
         // `name` is a fixed char array; the kernel keeps it NUL terminated.
         let name = &self.raw().name;
         // SAFETY: `c_char` and `u8` have the same layout.
-        let bytes = unsafe { &*(name as *const [kernel::ffi::c_char] as *const [u8]) };
+        let bytes = unsafe { &*(name as *const [kernel::ffi::c_char]) };
         let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
         &bytes[..len]
     }
@@ -151,6 +151,10 @@ unsafe impl Send for Notifier {}
 // SAFETY: As above; `&Notifier` allows no access at all.
 unsafe impl Sync for Notifier {}
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn notifier_call(
     _nb: *mut b::notifier_block,
     event: kernel::ffi::c_ulong,

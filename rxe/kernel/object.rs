@@ -73,10 +73,6 @@ impl<I: IbObject, T> CoreObj<I, T> {
         unsafe { &*raw.cast::<Self>() }
     }
 
-    pub(crate) fn ib_ptr(&self) -> *mut I {
-        core::ptr::addr_of!(self.ib).cast_mut()
-    }
-
     /// The core's view of the object, for the fields the core maintains.
     pub(crate) fn ib(&self) -> &I {
         &self.ib
@@ -131,3 +127,6 @@ impl<I: IbObject, T> CoreObj<I, T> {
         Handle(core::ptr::NonNull::from(&self.ib))
     }
 }
+
+/// The QP a kernel work completion names (`ib_wc.qp`).
+pub(crate) type QpHandle = Handle<b::ib_qp>;

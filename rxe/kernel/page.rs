@@ -175,10 +175,6 @@ impl PageList {
         PageRef { page, offset: 0 }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
     /// Empties a fast-reg list, keeping its room, and makes sure it has room
     /// for `n` blocks.
     pub(crate) fn reset(&mut self, n: usize) -> Result {

@@ -1,10 +1,25 @@
-//! Socket buffers owned by the driver.
+//! Socket buffers owned by the driver: received packets (`Skb`) and packets
+//! being built for transmission (`TxSkb`).
 
 use core::ptr::NonNull;
 
+use kernel::{error::to_result, prelude::*};
+
+use super::netdev::NetDevice;
+use super::route::Dst;
+use crate::rxe::kernel::errno;
 use crate::rxe::sys as b;
 
+/// `ETH_P_IP` / `ETH_P_IPV6` as `skb->protocol` holds them, in CPU order.
+pub(crate) const PROTO_IPV4: u16 = 0x0800;
+pub(crate) const PROTO_IPV6: u16 = 0x86dd;
+
+/// `NUMA_NO_NODE`: allocate on any node.
+const NUMA_NO_NODE: i32 = -1;
+
 /// An `sk_buff` the driver owns; dropping it frees it as a drop.
+///
+/// Its data may be shared with clones, so it is only ever read.
 ///
 /// # Invariants
 ///
@@ -13,6 +28,24 @@ pub(crate) struct Skb(NonNull<b::sk_buff>);
 
 // SAFETY: An owned skb may move between contexts freely.
 unsafe impl Send for Skb {}
+// SAFETY: `&Skb` only reads.
+unsafe impl Sync for Skb {}
+
+/// Bytes from `ptr` to `end`, or empty when the range is inverted or null.
+///
+/// # Safety
+///
+/// When `ptr <= end`, both lie in one allocation that stays readable and
+/// unwritten for `'a`.
+unsafe fn span<'a>(ptr: *const u8, end: *const u8) -> &'a [u8] {
+    if ptr.is_null() || end < ptr {
+        return &[];
+    }
+    // SAFETY: Same allocation and ordered, per the contract and the check.
+    let len = unsafe { end.offset_from(ptr) } as usize;
+    // SAFETY: Readable for `len` bytes, per the contract.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
+}
 
 impl Skb {
     /// # Safety
@@ -22,9 +55,97 @@ impl Skb {
         NonNull::new(ptr).map(Self)
     }
 
-    pub(crate) fn len(&self) -> u32 {
+    fn raw(&self) -> &b::sk_buff {
         // SAFETY: We own the skb (type invariant).
-        unsafe { self.0.as_ref().len }
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The linear part from `data` on; all of the packet once linearized.
+    pub(crate) fn data(&self) -> &[u8] {
+        let skb = self.raw();
+        // SAFETY: We own the skb; its head holds `skb_headlen` bytes from
+        // `data`, which nobody writes while we hold it.
+        unsafe {
+            let len = b::rxe_rs_skb_headlen(skb) as usize;
+            core::slice::from_raw_parts(skb.data, len)
+        }
+    }
+
+    /// From the network header to the end of the linear part: the IP header
+    /// and what follows. Empty if the skb has no network header before its end.
+    pub(crate) fn network_header_bytes(&self) -> &[u8] {
+        let skb = self.raw();
+        // SAFETY: The network header offset of a received (or our own built)
+        // skb lies in its head, before the end of the linear data; `span`
+        // checks the order, and nothing writes while we own the skb.
+        unsafe {
+            let nh = b::rxe_rs_skb_network_header(skb);
+            let end = skb.data.add(b::rxe_rs_skb_headlen(skb) as usize);
+            if nh < skb.head {
+                return &[];
+            }
+            span(nh, end)
+        }
+    }
+
+    /// Makes every byte linear, so `data` covers the whole packet.
+    pub(crate) fn linearize(&mut self) -> Result {
+        // SAFETY: We own the skb.
+        to_result(unsafe { b::rxe_rs_skb_linearize(self.0.as_ptr()) })
+    }
+
+    /// Drops `n` bytes from the front of the linear part.
+    pub(crate) fn pull(&mut self, n: u32) -> Result {
+        // SAFETY: We own the skb.
+        if n > unsafe { b::rxe_rs_skb_headlen(self.0.as_ptr()) } {
+            return Err(EINVAL);
+        }
+        // SAFETY: We own the skb and the linear part holds `n` bytes.
+        unsafe { b::skb_pull(self.0.as_ptr(), n) };
+        Ok(())
+    }
+
+    /// `skb->protocol` in CPU order.
+    pub(crate) fn protocol(&self) -> u16 {
+        // SAFETY: We own the skb.
+        u16::from_be(unsafe { b::rxe_rs_skb_protocol(self.0.as_ptr()) })
+    }
+
+    /// The device the packet came in on (or was built for), with a reference.
+    pub(crate) fn netdev(&self) -> Option<NetDevice> {
+        // SAFETY: `skb->dev` of an skb we own is alive while the skb is in
+        // the stack's hands or ours (received: the stack holds the device
+        // during delivery; ours: `TxPacket` holds a reference).
+        unsafe { NetDevice::get(b::rxe_rs_skb_dev(self.0.as_ptr())) }
+    }
+
+    /// The VLAN id of the device the packet came in on, if that is a VLAN
+    /// device. Only while the packet is being received: later `skb->dev`
+    /// may be gone.
+    pub(crate) fn rx_vlan_id(&self) -> Option<u16> {
+        // SAFETY: During receive the stack (or, for loopback, the sender's
+        // `TxPacket`) keeps `skb->dev` alive.
+        unsafe {
+            let ndev = b::rxe_rs_skb_dev(self.0.as_ptr());
+            if ndev.is_null() || !b::rxe_rs_is_vlan_dev(ndev) {
+                return None;
+            }
+            Some(b::rxe_rs_vlan_id(ndev))
+        }
+    }
+
+    /// A clone sharing the data (for multicast fan-out).
+    pub(crate) fn try_clone(&self) -> Option<Skb> {
+        // SAFETY: We own the skb; the clone comes with its own reference.
+        unsafe { Skb::from_raw(b::skb_clone(self.0.as_ptr(), kernel::bindings::GFP_ATOMIC)) }
+    }
+
+    /// Frees the skb as consumed (delivered), not dropped.
+    pub(crate) fn consume(self) {
+        let ptr = self.0.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: We owned the only reference.
+        unsafe { b::rxe_rs_consume_skb(ptr) };
     }
 }
 
@@ -33,4 +154,195 @@ impl Drop for Skb {
         // SAFETY: We own the only reference (type invariant).
         unsafe { b::sk_skb_reason_drop(core::ptr::null_mut(), self.0.as_ptr(), b::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED) };
     }
+}
+
+/// A packet under construction: never cloned, so its bytes may be written.
+///
+/// `data` starts at the transport headers while they are written; `push`
+/// prepends the UDP and IP headers in front.
+///
+/// # Invariants
+///
+/// The skb is ours alone and no clone of it exists.
+pub(crate) struct TxSkb(Skb);
+
+/// What the IP layer did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Xmit {
+    /// Handed on (maybe with a congestion notice).
+    Sent,
+    /// Dropped by a qdisc or netfilter; the transport's retries recover.
+    Dropped,
+}
+
+impl TxSkb {
+    /// Allocates an skb with `headroom` bytes in front and `len` zeroed bytes
+    /// of data, for `ndev`. Atomic: callers may hold spinlocks.
+    pub(crate) fn alloc(ndev: &NetDevice, headroom: u32, len: u32) -> Result<TxSkb> {
+        let total = headroom.checked_add(len).ok_or(EINVAL)?;
+        // SAFETY: FFI; returns an skb we own, or null.
+        let raw = unsafe { b::__alloc_skb(total, kernel::bindings::GFP_ATOMIC, 0, NUMA_NO_NODE) };
+        // SAFETY: A fresh skb with one reference.
+        let skb = unsafe { Skb::from_raw(raw) }.ok_or(ENOMEM)?;
+        // SAFETY: The skb is fresh and has `total` bytes of room: first the
+        // headroom, then `len` bytes that are zeroed. `skb->dev` stays valid
+        // while the caller's `ndev` reference lives, which outlasts the skb's
+        // time in our hands (see `TxPacket`).
+        unsafe {
+            b::rxe_rs_skb_reserve(raw, headroom);
+            b::rxe_rs_skb_put_zero(raw, len);
+            b::rxe_rs_skb_set_dev(raw, ndev.as_ptr());
+        }
+        Ok(TxSkb(skb))
+    }
+
+    fn ptr(&self) -> *mut b::sk_buff {
+        self.0 .0.as_ptr()
+    }
+
+    pub(crate) fn data(&self) -> &[u8] {
+        self.0.data()
+    }
+
+    pub(crate) fn data_mut(&mut self) -> &mut [u8] {
+        let skb = self.ptr();
+        // SAFETY: The skb is ours alone and not cloned (type invariant), so
+        // its linear data may be written through this exclusive borrow.
+        unsafe {
+            let len = b::rxe_rs_skb_headlen(skb) as usize;
+            core::slice::from_raw_parts_mut((*skb).data, len)
+        }
+    }
+
+    /// Prepends `n` bytes and returns them.
+    pub(crate) fn push(&mut self, n: u32) -> Result<&mut [u8]> {
+        let skb = self.ptr();
+        // SAFETY: We own the skb.
+        if unsafe { b::rxe_rs_skb_headroom(skb) } < n {
+            return Err(errno::enobufs());
+        }
+        // SAFETY: There is room for `n` bytes in front of the data.
+        unsafe { b::skb_push(skb, n) };
+        Ok(&mut self.data_mut()[..n as usize])
+    }
+
+    /// Drops `n` bytes from the front.
+    pub(crate) fn pull(&mut self, n: u32) -> Result {
+        self.0.pull(n)
+    }
+
+    /// Marks the current data start as the transport (UDP) header.
+    pub(crate) fn set_transport_header(&mut self) {
+        // SAFETY: We own the skb.
+        unsafe { b::rxe_rs_skb_reset_transport_header(self.ptr()) }
+    }
+
+    /// Marks the current data start as the network (IP) header.
+    pub(crate) fn set_network_header(&mut self) {
+        // SAFETY: We own the skb.
+        unsafe { b::rxe_rs_skb_reset_network_header(self.ptr()) }
+    }
+
+    pub(crate) fn set_protocol(&mut self, proto: u16) {
+        // SAFETY: We own the skb.
+        unsafe { b::rxe_rs_skb_set_protocol(self.ptr(), proto.to_be()) }
+    }
+
+    pub(crate) fn protocol(&self) -> u16 {
+        self.0.protocol()
+    }
+
+    /// Routes the packet along `dst` (the skb takes its own reference).
+    pub(crate) fn set_dst(&mut self, dst: &Dst) {
+        // SAFETY: We own the skb; `dst` is a live route we hold.
+        unsafe {
+            b::rxe_rs_skb_clear_hash(self.ptr());
+            b::rxe_rs_skb_set_dst(self.ptr(), dst.as_ptr());
+        }
+    }
+
+    /// Lets the stack pick the IPv4 id of the header at the network header.
+    pub(crate) fn select_ipv4_id(&mut self) {
+        let skb = self.ptr();
+        // SAFETY: The network header was set on a complete IPv4 header we
+        // wrote; the id is written in place.
+        unsafe {
+            let iph = b::rxe_rs_skb_network_header(skb).cast::<b::iphdr>();
+            b::__ip_select_ident(core::ptr::addr_of_mut!(b::init_net), iph, 1);
+        }
+    }
+
+    /// Hands the packet to the IPv4 or IPv6 output path (by `protocol`).
+    pub(crate) fn ip_local_out(self) -> Result<Xmit> {
+        let skb = self.into_raw();
+        // SAFETY: We hand our reference to the stack; the skb has its route,
+        // headers and protocol set.
+        let ret = unsafe {
+            let sk = b::rxe_rs_skb_sk(skb);
+            let net = core::ptr::addr_of_mut!(b::init_net);
+            if u16::from_be(b::rxe_rs_skb_protocol(skb)) == PROTO_IPV4 {
+                b::ip_local_out(net, sk, skb)
+            } else {
+                b::ip6_local_out(net, sk, skb)
+            }
+        };
+        match ret {
+            0 => Ok(Xmit::Sent),
+            // NET_XMIT_CN: queued, with a congestion notice.
+            r if r == b::NET_XMIT_CN as i32 => Ok(Xmit::Sent),
+            r if r > 0 => Ok(Xmit::Dropped),
+            r => Err(Error::from_errno(r)),
+        }
+    }
+
+    /// Attaches an owner: `sk` holds a reference for the skb until
+    /// `destructor` runs when the skb is freed.
+    ///
+    /// # Safety
+    ///
+    /// `sk` is a live socket; `destructor` releases that reference with
+    /// `release_owner` and may run in any context up to softirq.
+    pub(crate) unsafe fn set_owner(&mut self, sk: *mut b::sock, destructor: unsafe extern "C" fn(*mut b::sk_buff)) {
+        // SAFETY: Per the contract; the skb has no owner yet.
+        unsafe { b::rxe_rs_skb_set_owner(self.ptr(), sk, Some(destructor)) }
+    }
+
+    /// The skb as a received packet (for loopback delivery). Its bytes are
+    /// never written again.
+    pub(crate) fn into_rx(self) -> Skb {
+        self.0
+    }
+
+    fn into_raw(self) -> *mut b::sk_buff {
+        let ptr = self.ptr();
+        core::mem::forget(self);
+        ptr
+    }
+}
+
+/// The socket an skb owner attached, as seen from its destructor.
+///
+/// # Safety
+///
+/// `skb` is being destroyed and was given an owner with `set_owner`.
+pub(crate) unsafe fn owner_sock(skb: *mut b::sk_buff) -> *mut b::sock {
+    // SAFETY: Per the contract.
+    unsafe { b::rxe_rs_skb_sk(skb) }
+}
+
+/// Gives back the socket reference `set_owner` took.
+///
+/// # Safety
+///
+/// Called once per `set_owner`, from its destructor.
+pub(crate) unsafe fn release_owner(sk: *mut b::sock) {
+    // SAFETY: Per the contract.
+    unsafe { b::rxe_rs_sock_put(sk) }
+}
+
+/// The kernel's `crc32_le`: CRC-32 (reflected 0xEDB88320) continuing from
+/// `crc`, with no inversion, as `proto::icrc` expects it.
+pub(crate) fn crc32_le(crc: u32, data: &[u8]) -> u32 {
+    // SAFETY: `data` is readable for its length.
+    unsafe { b::crc32_le(crc, data.as_ptr(), data.len()) }
 }

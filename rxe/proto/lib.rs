@@ -7,6 +7,6 @@
 #[cfg(test)]
 extern crate std;
 
-#[allow(dead_code)] // The kernel crate is the user; this wrapper only tests.
+#[allow(dead_code, unused_imports)] // The kernel crate is the user; this wrapper only tests.
 #[path = "mod.rs"]
 mod proto;

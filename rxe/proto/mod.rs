@@ -5,14 +5,30 @@
 //! for unit tests and fuzzing. Nothing here allocates or panics on input.
 
 pub(crate) mod av;
+pub(crate) mod comp_logic;
+pub(crate) mod cq_srq;
 pub(crate) mod headers;
 pub(crate) mod icrc;
 pub(crate) mod mr_logic;
+pub(crate) mod accept;
+pub(crate) mod ip;
 pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod post;
 pub(crate) mod psn;
 pub(crate) mod qp_attr;
 pub(crate) mod qp_state;
+pub(crate) mod req_logic;
+pub(crate) mod resp_logic;
+pub(crate) mod resp_run;
+pub(crate) mod ring;
+pub(crate) mod sge_cursor;
 pub(crate) mod uapi;
 pub(crate) mod wire;
+
+#[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
+mod test_model;
+#[cfg(test)]
+mod test_rng;

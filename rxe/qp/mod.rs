@@ -25,14 +25,22 @@ use kernel::{prelude::*, sync::Arc};
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
-use crate::rxe::kernel::ibdev::Device;
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::ibdev::{Device, DeviceRef};
+use crate::rxe::net::TxFlow;
+use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
 use crate::rxe::proto::av;
 use crate::rxe::proto::params::limits;
 use crate::rxe::proto::qp_attr::{self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN};
+use crate::rxe::proto::accept::QpFacts;
+use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
+use crate::rxe::fifo::Fifo;
+use crate::rxe::kernel::task::{impl_has_task, new_task, Task};
+use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
+use crate::rxe::recv::RxPacket;
+use crate::rxe::{comp, req};
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
@@ -54,12 +62,6 @@ fn size_errno(e: SizeError) -> Error {
         SizeError::Invalid => EINVAL,
         SizeError::TooLarge => ENOMEM,
     }
-}
-
-/// The QP a packet for `qpn` goes to, if it exists.
-pub(crate) fn lookup(dev: &DeviceState, qpn: u32) -> Option<Arc<Shared>> {
-    let index = if qpn == GSI_QPN { dev.gsi_qp_index()? } else { qpn };
-    dev.qps.get(index)
 }
 
 /// Send queue limits, as created (may exceed what was asked for).
@@ -137,6 +139,61 @@ pub(crate) struct Shared {
     pub(crate) link: QpLink,
     /// Multicast groups the QP is attached to.
     pub(crate) mcg_num: AtomicU32,
+    /// The device the engines send on; the QP is destroyed before the
+    /// device is released, which drops this reference.
+    pub(crate) dev: DeviceRef,
+    /// The engines' transmit socket and skb count.
+    pub(crate) flow: TxFlow<req::NoWake>,
+
+    // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs): each
+    // owns its state, behind its own lock, and runs as its own task.
+    #[pin]
+    pub(crate) req: SpinLockBh<req::State>,
+    #[pin]
+    pub(crate) comp: SpinLockBh<comp::State>,
+    #[pin]
+    pub(crate) resp: SpinLockBh<crate::rxe::resp::State>,
+    /// Acknowledgements and read responses waiting for the completer.
+    #[pin]
+    pub(crate) comp_pkts: SpinLockBh<Fifo<RxPacket>>,
+    /// Requests waiting for the responder.
+    #[pin]
+    pub(crate) resp_pkts: SpinLockBh<Fifo<RxPacket>>,
+    #[pin]
+    pub(crate) req_task: Task<Shared, REQ_TASK>,
+    #[pin]
+    pub(crate) comp_task: Task<Shared, COMP_TASK>,
+    #[pin]
+    pub(crate) resp_task: Task<Shared, RESP_TASK>,
+    /// Local ACK timeout: retransmit when nothing was acknowledged.
+    #[pin]
+    pub(crate) retrans_timer: Timer<Shared, RETRANS_TIMER>,
+    /// RNR NAK wait before the requester resends.
+    #[pin]
+    pub(crate) rnr_timer: Timer<Shared, RNR_TIMER>,
+}
+
+/// Task and timer identities of a QP.
+pub(crate) const REQ_TASK: u64 = 0;
+pub(crate) const COMP_TASK: u64 = 1;
+pub(crate) const RESP_TASK: u64 = 2;
+pub(crate) const RETRANS_TIMER: u64 = 0;
+pub(crate) const RNR_TIMER: u64 = 1;
+
+/// Packets a QP queues per engine before it drops (the peer retransmits).
+const PKT_QUEUE_LEN: usize = 512;
+
+impl_has_task! {
+    impl HasTask<REQ_TASK> for Shared { self.req_task }
+    impl HasTask<COMP_TASK> for Shared { self.comp_task }
+    impl HasTask<RESP_TASK> for Shared { self.resp_task }
+}
+
+impl_has_timer! {
+    impl HasTimer<RETRANS_TIMER> for Shared { self.retrans_timer }
+}
+impl_has_timer! {
+    impl HasTimer<RNR_TIMER> for Shared { self.rnr_timer }
 }
 
 impl Shared {
@@ -146,27 +203,88 @@ impl Shared {
         s.valid && s.attrs.state == state
     }
 
-    /// Schedules the requester. Until the datapath provides one nothing is
-    /// ever in flight, so an SQD drain is complete as soon as it starts.
-    pub(crate) fn kick_requester(&self) {
-        self.finish_sq_drain();
+    /// What the receive path checks a packet against; `None` (the QP is
+    /// being destroyed) drops it.
+    pub(crate) fn rx_facts(&self) -> Option<QpFacts> {
+        let s = self.state.lock();
+        if !s.valid {
+            return None;
+        }
+        let a = &s.attrs;
+        Some(QpFacts {
+            qp_type: self.qp_type,
+            state: a.state,
+            qkey: a.qkey,
+            port: a.port_num,
+            path: a.pri_av.as_ref().map(av_path),
+        })
+    }
+
+    /// A packet for this QP passed the receive checks: the responder takes
+    /// requests, the completer acknowledgements. Datapath hook.
+    pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
+        use crate::rxe::proto::opcode::Mask;
+        let to_comp = pkt.mask().intersects(Mask::ACK);
+        let fifo = if to_comp { &self.comp_pkts } else { &self.resp_pkts };
+        // A full queue drops the packet: the peer retransmits.
+        let queued = fifo.lock().push(pkt).is_ok();
+        if !queued {
+            return;
+        }
+        if to_comp {
+            self.comp_task.schedule(self);
+        } else {
+            self.resp_task.schedule(self);
+        }
+    }
+
+    /// Schedules the requester; it ends an SQD drain once nothing is in
+    /// flight.
+    pub(crate) fn kick_requester(self: &Arc<Self>) {
+        self.req_task.schedule(self);
     }
 
     /// Schedules the responder (receive WQEs posted on a QP in error are to
     /// be flushed). Datapath hook.
-    pub(crate) fn kick_responder(&self) {}
+    pub(crate) fn kick_responder(self: &Arc<Self>) {
+        self.resp_task.schedule(self);
+    }
 
     /// The QP entered ERR: the datapath flushes both queues with error
     /// completions. Datapath hook.
-    pub(crate) fn on_error(&self) {}
+    pub(crate) fn on_error(self: &Arc<Self>) {
+        self.comp_task.schedule(self);
+        self.req_task.schedule(self);
+        self.resp_task.schedule(self);
+    }
 
     /// The QP entered RESET: the datapath stops its work and drops packets
     /// in flight before the rings are emptied. Datapath hook.
-    fn on_reset(&self) {}
+    fn on_reset(self: &Arc<Self>) {
+        self.req_task.disable();
+        self.comp_task.disable();
+        self.resp_task.disable();
+        self.retrans_timer.cancel(self);
+        self.rnr_timer.cancel(self);
+        self.comp_pkts.lock().clear();
+        self.resp_pkts.lock().clear();
+        req::reset(self);
+        self.req_task.enable();
+        self.comp_task.enable();
+        self.resp_task.enable();
+    }
 
     /// The QP is being destroyed and already out of the pool: the datapath
     /// stops its tasks and timers and waits for those running. Datapath hook.
-    fn on_destroy(&self) {}
+    fn on_destroy(self: &Arc<Self>) {
+        self.req_task.shutdown();
+        self.comp_task.shutdown();
+        self.resp_task.shutdown();
+        self.retrans_timer.shutdown(self);
+        self.rnr_timer.shutdown(self);
+        self.comp_pkts.lock().clear();
+        self.resp_pkts.lock().clear();
+    }
 
     /// Ends an SQD drain once nothing is in flight: clears `sq_draining`
     /// and raises `IB_EVENT_SQ_DRAINED`. For the requester to call.
@@ -185,7 +303,7 @@ impl Shared {
     }
 
     /// `rxe_qp_reset()`: the rings lose their WQEs without completions.
-    fn reset(&self) {
+    fn reset(self: &Arc<Self>) {
         self.on_reset();
         {
             let mut sq = self.sq.lock();
@@ -195,6 +313,14 @@ impl Shared {
         if let Some(rq) = self.rq.lock().as_mut() {
             let _ = rq.queue.reset();
         }
+    }
+}
+
+/// (our address, the peer's address) of an address vector.
+pub(crate) fn av_path(av: &uapi::Av) -> (IpAddr, IpAddr) {
+    match av.network_type {
+        NetworkType::Ipv4 => (IpAddr::V4(av.src_ipv4()), IpAddr::V4(av.dst_ipv4())),
+        NetworkType::Ipv6 => (IpAddr::V6(av.src_ipv6()), IpAddr::V6(av.dst_ipv6())),
     }
 }
 
@@ -325,6 +451,12 @@ impl Qp {
         }
 
         let is_user = user.is_some();
+        let resp_state = crate::rxe::resp::State::new()?;
+        let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let req_state = req::State::new(sq_queue.capacity())?;
+        let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
+        let flow = TxFlow::new(req::NoWake)?;
+        let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
             inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
@@ -361,6 +493,18 @@ impl Qp {
                 rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
                 link <- QpLink::new(),
                 mcg_num: AtomicU32::new(0),
+                dev: dev_ref,
+                flow,
+                req <- new_spinlock_bh!(req_state, "rxe_qp_req"),
+                comp <- new_spinlock_bh!(comp::State::new(), "rxe_qp_comp"),
+                resp <- new_spinlock_bh!(resp_state, "rxe_qp_resp"),
+                comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
+                resp_pkts <- new_spinlock_bh!(resp_fifo, "rxe_qp_resp_pkts"),
+                req_task <- new_task!("rxe_req"),
+                comp_task <- new_task!("rxe_comp"),
+                resp_task <- new_task!("rxe_resp"),
+                retrans_timer <- new_timer!("rxe_retrans"),
+                rnr_timer <- new_timer!("rxe_rnr"),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -386,14 +530,16 @@ impl Qp {
     pub(crate) fn modify(&self, mask: AttrMask, attr: &ModifyAttr) -> Result {
         let sh = &self.shared;
         qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
-        let new_state = {
+        let (new_state, attrs) = {
             let mut st = sh.state.lock();
             let new_state = st.attrs.modify(mask, attr, sh.qp_type).map_err(attr_errno)?;
             if let Some(ah) = attr.ah_attr.filter(|a| mask.intersects(AttrMask::AV) && a.has_grh()) {
                 st.src_port = av::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
             }
-            new_state
+            (new_state, st.attrs)
         };
+        req::modified(sh, mask);
+        sh.resp_modified(mask, &attrs);
         match new_state {
             Some(QpState::Reset) => sh.reset(),
             Some(QpState::Sqd) => sh.kick_requester(),

@@ -70,7 +70,7 @@ impl Qp {
     /// is the doorbell; a kernel user's WRs are written into the ring here.
     /// Refused before RTS.
     pub(crate) fn post_send(&self, wrs: SendWrs<'_>) -> Result<(), PostFailure> {
-        let sh = &*self.shared;
+        let sh = &self.shared;
         {
             let st = sh.state.lock();
             if !st.valid || (st.attrs.state.as_raw() < QpState::Rts.as_raw()) {
@@ -126,7 +126,7 @@ impl Qp {
             res
         };
         if sh.is_in(QpState::Err) {
-            sh.kick_responder();
+            self.shared.kick_responder();
         }
         res
     }

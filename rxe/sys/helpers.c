@@ -16,8 +16,18 @@
 #include <linux/sysfs.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
+#include <linux/skbuff.h>
+#include <net/addrconf.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/sock.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
+#include <linux/jiffies.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
 
 #include "helpers.h"
 
@@ -79,14 +89,6 @@ void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 	spin_unlock_irqrestore(lock, flags);
 }
 
-/* rdma_udata_to_drv_context() without the driver struct: the context itself. */
-struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata)
-{
-	if (!udata)
-		return NULL;
-	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
-}
-
 void *rxe_rs_vmalloc_user(unsigned long size)
 {
 	return vmalloc_user(size);
@@ -100,6 +102,18 @@ unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma)
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma)
 {
 	return vma->vm_pgoff << PAGE_SHIFT;
+}
+
+/* The driver udata of a create_cq call; kernel callers pass no bundle. */
+struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+/* The user context a verb with udata runs in; NULL for kernel callers. */
+struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata)
+{
+	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
 }
 
 size_t rxe_rs_umem_num_pages(struct ib_umem *umem)
@@ -161,6 +175,32 @@ void rxe_rs_wb_cache_pmem(void *addr, size_t len)
 	arch_wb_cache_pmem(addr, len);
 }
 
+/* The task workqueue: unbound and with C rdma_rxe's flags. */
+struct workqueue_struct *rxe_rs_alloc_wq(void)
+{
+	return alloc_workqueue("rxe_rs_wq", WQ_UNBOUND, WQ_MAX_ACTIVE);
+}
+
+unsigned long rxe_rs_jiffies(void)
+{
+	return READ_ONCE(jiffies);
+}
+
+unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs)
+{
+	return usecs_to_jiffies(usecs);
+}
+
+unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs)
+{
+	return msecs_to_jiffies(msecs);
+}
+
+bool rxe_rs_timer_pending(const struct timer_list *timer)
+{
+	return timer_pending(timer);
+}
+
 /* rdma-core's rxe tooling matches devices to netdevs through "parent". */
 static ssize_t parent_show(struct device *device,
 			   struct device_attribute *attr, char *buf)
@@ -189,4 +229,205 @@ static const struct attribute_group rxe_rs_dev_group = {
 const struct attribute_group *rxe_rs_device_group(void)
 {
 	return &rxe_rs_dev_group;
+}
+
+/* Packet layer. */
+
+unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev)
+{
+	return LL_RESERVED_SPACE(ndev);
+}
+
+void rxe_rs_skb_reserve(struct sk_buff *skb, unsigned int len)
+{
+	skb_reserve(skb, len);
+}
+
+void *rxe_rs_skb_put_zero(struct sk_buff *skb, unsigned int len)
+{
+	return skb_put_zero(skb, len);
+}
+
+unsigned int rxe_rs_skb_headlen(const struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}
+
+unsigned int rxe_rs_skb_headroom(const struct sk_buff *skb)
+{
+	return skb_headroom(skb);
+}
+
+int rxe_rs_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+void rxe_rs_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+void rxe_rs_skb_reset_transport_header(struct sk_buff *skb)
+{
+	skb_reset_transport_header(skb);
+}
+
+unsigned char *rxe_rs_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+__be16 rxe_rs_skb_protocol(const struct sk_buff *skb)
+{
+	return skb->protocol;
+}
+
+void rxe_rs_skb_set_protocol(struct sk_buff *skb, __be16 protocol)
+{
+	skb->protocol = protocol;
+}
+
+struct net_device *rxe_rs_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+void rxe_rs_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
+{
+	skb->dev = ndev;
+}
+
+/* Takes a new reference on dst for the skb. */
+void rxe_rs_skb_set_dst(struct sk_buff *skb, struct dst_entry *dst)
+{
+	skb_dst_set(skb, dst_clone(dst));
+}
+
+void rxe_rs_skb_clear_hash(struct sk_buff *skb)
+{
+	skb_clear_hash(skb);
+}
+
+/* Takes a reference on sk for the skb; the destructor gives it back. */
+void rxe_rs_skb_set_owner(struct sk_buff *skb, struct sock *sk,
+			  void (*destructor)(struct sk_buff *skb))
+{
+	sock_hold(sk);
+	skb->sk = sk;
+	skb->destructor = destructor;
+}
+
+struct sock *rxe_rs_skb_sk(const struct sk_buff *skb)
+{
+	return skb->sk;
+}
+
+void rxe_rs_sock_put(struct sock *sk)
+{
+	sock_put(sk);
+}
+
+struct sock *rxe_rs_socket_sk(const struct socket *sock)
+{
+	return sock->sk;
+}
+
+void rxe_rs_sk_set_user_data(struct sock *sk, void *data)
+{
+	rcu_assign_sk_user_data(sk, data);
+}
+
+void *rxe_rs_sk_user_data(const struct sock *sk)
+{
+	return rcu_dereference_raw(sk->sk_user_data);
+}
+
+/* The IPv4 route for UDP from saddr to daddr out of oif, or an ERR_PTR. */
+struct dst_entry *rxe_rs_route4(struct net *net, int oif, __be32 saddr,
+				__be32 daddr)
+{
+	struct flowi4 fl = {
+		.flowi4_oif = oif,
+		.flowi4_proto = IPPROTO_UDP,
+		.saddr = saddr,
+		.daddr = daddr,
+	};
+	struct rtable *rt = ip_route_output_key(net, &fl);
+
+	return IS_ERR(rt) ? ERR_CAST(rt) : &rt->dst;
+}
+
+/* The IPv6 route for UDP from saddr to daddr out of oif, or an ERR_PTR. */
+struct dst_entry *rxe_rs_route6(struct net *net, int oif,
+				const struct in6_addr *saddr,
+				const struct in6_addr *daddr)
+{
+	struct flowi6 fl6 = {
+		.flowi6_oif = oif,
+		.flowi6_proto = IPPROTO_UDP,
+		.saddr = *saddr,
+		.daddr = *daddr,
+	};
+	struct dst_entry *dst;
+	int err;
+
+	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+	if (IS_ERR(dst))
+		return dst;
+	err = dst->error;
+	if (err) {
+		dst_release(dst);
+		return ERR_PTR(err);
+	}
+	return dst;
+}
+
+/* Routes to our own addresses go through the loopback device. */
+bool rxe_rs_dst_is_local(const struct dst_entry *dst)
+{
+	return dst->dev && (dst->dev->flags & IFF_LOOPBACK);
+}
+
+/* The netdev of a GID table entry, with a reference taken, or NULL. */
+struct net_device *rxe_rs_gid_ndev(struct ib_device *ibdev, u32 port,
+				   u32 index)
+{
+	const struct ib_gid_attr *attr;
+	struct net_device *ndev;
+
+	attr = rdma_get_gid_attr(ibdev, port, index);
+	if (IS_ERR(attr))
+		return NULL;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (IS_ERR(ndev))
+		ndev = NULL;
+	else
+		dev_hold(ndev);
+	rcu_read_unlock();
+	rdma_put_gid_attr(attr);
+	return ndev;
+}
+
+bool rxe_rs_ib_device_try_get(struct ib_device *ibdev)
+{
+	return ib_device_try_get(ibdev);
+}
+
+/* The device under a VLAN device, or NULL for any other. */
+struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev)
+{
+	return is_vlan_dev(ndev) ? vlan_dev_real_dev(ndev) : NULL;
+}
+
+u16 rxe_rs_vlan_id(const struct net_device *ndev)
+{
+	return is_vlan_dev(ndev) ? vlan_dev_vlan_id(ndev) : 0;
+}
+
+/* An inline without tracepoints. */
+void rxe_rs_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
 }

@@ -12,6 +12,12 @@
 struct attribute_group;
 struct ib_umem;
 struct page;
+struct dst_entry;
+struct in6_addr;
+struct net;
+struct sk_buff;
+struct sock;
+struct socket;
 struct ib_device;
 struct ib_ucontext;
 struct ib_udata;
@@ -19,6 +25,11 @@ struct module;
 struct net_device;
 struct notifier_block;
 struct vm_area_struct;
+struct ib_udata;
+struct ib_ucontext;
+struct uverbs_attr_bundle;
+struct timer_list;
+struct workqueue_struct;
 
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
@@ -34,6 +45,8 @@ void *rxe_rs_vmalloc_user(unsigned long size);
 unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);
+struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs);
+struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 size_t rxe_rs_umem_num_pages(struct ib_umem *umem);
 size_t rxe_rs_umem_get_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void rxe_rs_put_page(struct page *page);
@@ -42,8 +55,48 @@ void *rxe_rs_kmap_local_page(struct page *page);
 void rxe_rs_kunmap_local(void *addr);
 struct page *rxe_rs_virt_to_page(u64 addr);
 void rxe_rs_wb_cache_pmem(void *addr, size_t len);
+struct workqueue_struct *rxe_rs_alloc_wq(void);
+unsigned long rxe_rs_jiffies(void);
+unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
+unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
+bool rxe_rs_timer_pending(const struct timer_list *timer);
+
+/* Packet layer: skb fields and inlines, routes, sockets, GID-table ndevs. */
+unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev);
+void rxe_rs_skb_reserve(struct sk_buff *skb, unsigned int len);
+void *rxe_rs_skb_put_zero(struct sk_buff *skb, unsigned int len);
+unsigned int rxe_rs_skb_headlen(const struct sk_buff *skb);
+unsigned int rxe_rs_skb_headroom(const struct sk_buff *skb);
+int rxe_rs_skb_linearize(struct sk_buff *skb);
+void rxe_rs_skb_reset_network_header(struct sk_buff *skb);
+void rxe_rs_skb_reset_transport_header(struct sk_buff *skb);
+unsigned char *rxe_rs_skb_network_header(const struct sk_buff *skb);
+__be16 rxe_rs_skb_protocol(const struct sk_buff *skb);
+void rxe_rs_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
+struct net_device *rxe_rs_skb_dev(const struct sk_buff *skb);
+void rxe_rs_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
+void rxe_rs_skb_set_dst(struct sk_buff *skb, struct dst_entry *dst);
+void rxe_rs_skb_clear_hash(struct sk_buff *skb);
+void rxe_rs_skb_set_owner(struct sk_buff *skb, struct sock *sk,
+			  void (*destructor)(struct sk_buff *skb));
+struct sock *rxe_rs_skb_sk(const struct sk_buff *skb);
+void rxe_rs_sock_put(struct sock *sk);
+struct sock *rxe_rs_socket_sk(const struct socket *sock);
+void rxe_rs_sk_set_user_data(struct sock *sk, void *data);
+void *rxe_rs_sk_user_data(const struct sock *sk);
+struct dst_entry *rxe_rs_route4(struct net *net, int oif, __be32 saddr,
+				__be32 daddr);
+struct dst_entry *rxe_rs_route6(struct net *net, int oif,
+				const struct in6_addr *saddr,
+				const struct in6_addr *daddr);
+bool rxe_rs_dst_is_local(const struct dst_entry *dst);
+struct net_device *rxe_rs_gid_ndev(struct ib_device *ibdev, u32 port,
+				   u32 index);
+bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
+struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
+u16 rxe_rs_vlan_id(const struct net_device *ndev);
+void rxe_rs_consume_skb(struct sk_buff *skb);
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
 void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
-struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 
 #endif

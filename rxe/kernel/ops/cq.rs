@@ -1,5 +1,145 @@
 //! Entry points for the cq verbs.
 
+use kernel::{error::from_result, ffi::c_int};
+
+use super::device::dev;
+use crate::rxe::cq::Cq;
+use crate::rxe::kernel::cq_srq::{write_wc, UserCall};
+use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::sys as b;
 
-pub(super) fn fill(_ops: &mut b::ib_device_ops) {}
+type Obj = CoreObj<b::ib_cq, Cq>;
+
+pub(super) fn fill(ops: &mut b::ib_device_ops) {
+    ops.create_cq = Some(create_cq);
+    ops.destroy_cq = Some(destroy_cq);
+    ops.resize_cq = Some(resize_cq);
+    ops.poll_cq = Some(poll_cq);
+    ops.peek_cq = Some(peek_cq);
+    ops.req_notify_cq = Some(req_notify_cq);
+    ops.size_ib_cq = Obj::SIZE;
+}
+
+/// Tells the core (and through it the verbs caller) the CQ's real size.
+///
+/// # Safety
+///
+/// `ibcq` is a live CQ of ours; the core reads `cqe` only after the verb.
+unsafe fn set_cqe(ibcq: *mut b::ib_cq, capacity: u32) {
+    // At most `max_cqe` (32767): a CQ ring never exceeds it.
+    let cqe = c_int::try_from(capacity).unwrap_or(c_int::MAX);
+    // SAFETY: Per the contract.
+    unsafe { (*ibcq).cqe = cqe };
+}
+
+/// `create_cq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a fresh `ib_cq` of `size_ib_cq` bytes and
+/// the call's attributes.
+unsafe extern "C" fn create_cq(
+    ibcq: *mut b::ib_cq,
+    attr: *const b::ib_cq_init_attr,
+    attrs: *mut b::uverbs_attr_bundle,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed object of `size_ib_cq` bytes with
+        // `device` set, ours until `destroy_cq`; `attr` and `attrs` (null
+        // for kernel callers) are valid for the call.
+        unsafe {
+            let dev = dev((*ibcq).device);
+            let attr = &*attr;
+            let user = UserCall::from_raw(b::rxe_rs_attrs_udata(attrs))?;
+            // The C driver takes `cqe` as an `int`: larger values turn
+            // negative and are refused as such.
+            let cq = Cq::new(dev, attr.cqe as i32, attr.flags, user.as_ref())?;
+            let capacity = cq.capacity();
+            Obj::init(ibcq, cq)?;
+            let obj = Obj::from_raw(ibcq);
+            // `destroy_cq` severs the link before the core frees the CQ.
+            obj.shared.link().attach(obj.handle());
+            set_cqe(ibcq, capacity);
+        }
+        Ok(0)
+    })
+}
+
+/// `destroy_cq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a CQ made by `create_cq`, once, with no other
+/// op on it running.
+unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, _udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: Initialised by `create_cq`. When the destroy goes ahead
+        // the core frees the memory after we return, so the driver part is
+        // dropped here and the CQ is not used again.
+        unsafe {
+            Obj::from_raw(ibcq).shared.destroy()?;
+            Obj::destroy(ibcq);
+        }
+        Ok(0)
+    })
+}
+
+/// `resize_cq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live CQ made by `create_cq`.
+unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::ib_udata) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of ours; `udata` is null or the call's driver
+        // udata.
+        unsafe {
+            let user = UserCall::from_raw(udata)?;
+            let capacity = Obj::from_raw(ibcq).resize(cqe, user.as_ref())?;
+            set_cqe(ibcq, capacity);
+        }
+        Ok(0)
+    })
+}
+
+/// `poll_cq` op (kernel consumers).
+///
+/// # Safety
+///
+/// Called on a live CQ made by `create_cq`, with room for `num_entries`
+/// completions at `wc`.
+unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b::ib_wc) -> c_int {
+    // SAFETY: A live CQ of ours.
+    let cq = unsafe { Obj::from_raw(ibcq) };
+    let max = usize::try_from(num_entries).unwrap_or(0);
+    let n = cq.shared.poll(max, |i, slot| {
+        // SAFETY: The caller's array has room for `num_entries` entries and
+        // `i` is below that.
+        unsafe { write_wc(wc.add(i), slot) }
+    });
+    // At most `num_entries`, a `c_int`.
+    n as c_int
+}
+
+/// `peek_cq` op.
+///
+/// # Safety
+///
+/// Called on a live CQ made by `create_cq`.
+unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
+    // SAFETY: A live CQ of ours.
+    let cq = unsafe { Obj::from_raw(ibcq) };
+    let count = c_int::try_from(cq.shared.count()).unwrap_or(c_int::MAX);
+    count.min(wc_cnt)
+}
+
+/// `req_notify_cq` op.
+///
+/// # Safety
+///
+/// Called on a live CQ made by `create_cq`.
+unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_flags) -> c_int {
+    // SAFETY: A live CQ of ours.
+    let cq = unsafe { Obj::from_raw(ibcq) };
+    cq.shared.req_notify(flags)
+}

@@ -51,6 +51,10 @@ pub(super) unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
     unsafe { Device::from_ib(ib) }
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn query_device(
     ib: *mut b::ib_device,
     attr: *mut b::ib_device_attr,
@@ -64,6 +68,10 @@ unsafe extern "C" fn query_device(
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn query_port(ib: *mut b::ib_device, port: u32, attr: *mut b::ib_port_attr) -> c_int {
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
@@ -73,6 +81,10 @@ unsafe extern "C" fn query_port(ib: *mut b::ib_device, port: u32, attr: *mut b::
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn query_pkey(ib: *mut b::ib_device, port: u32, index: u16, pkey: *mut u16) -> c_int {
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
@@ -82,6 +94,10 @@ unsafe extern "C" fn query_pkey(ib: *mut b::ib_device, port: u32, index: u16, pk
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn modify_device(ib: *mut b::ib_device, mask: c_int, attr: *mut b::ib_device_modify) -> c_int {
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
@@ -103,6 +119,10 @@ unsafe extern "C" fn modify_device(ib: *mut b::ib_device, mask: c_int, attr: *mu
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn modify_port(
     ib: *mut b::ib_device,
     port: u32,
@@ -125,10 +145,18 @@ unsafe extern "C" fn modify_port(
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn get_link_layer(_ib: *mut b::ib_device, _port: u32) -> b::rdma_link_layer {
     b::rdma_link_layer_IB_LINK_LAYER_ETHERNET
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn get_port_immutable(
     ib: *mut b::ib_device,
     port: u32,
@@ -151,6 +179,10 @@ unsafe extern "C" fn get_port_immutable(
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
     from_result(|| {
         // SAFETY: Called on our registered device.
@@ -160,12 +192,20 @@ unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
     // SAFETY: The core calls this once, when the device is being freed and
     // no other op can run any more.
     unsafe { Device::drop_state(ib) };
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ucontext` bytes
@@ -180,11 +220,19 @@ unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_u
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
     // SAFETY: Initialised by `alloc_ucontext`; the core frees the memory after.
     unsafe { CoreObj::<b::ib_ucontext, Ucontext>::destroy(uc) };
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) -> c_int {
     from_result(|| {
         // SAFETY: The core calls mmap on a live context of ours, with the
@@ -203,6 +251,10 @@ unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) 
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: As for `alloc_ucontext`, with `size_ib_pd`.
@@ -215,6 +267,10 @@ unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_i
     })
 }
 
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn dealloc_pd(pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> c_int {
     // SAFETY: Initialised by `alloc_pd`; the core frees the memory after.
     unsafe { CoreObj::<b::ib_pd, Pd>::destroy(pd) };

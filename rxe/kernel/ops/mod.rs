@@ -12,6 +12,7 @@ mod mr;
 mod mw;
 mod qp;
 mod srq;
+mod stats;
 
 use crate::rxe::sys as b;
 
@@ -25,5 +26,6 @@ pub(crate) fn device_ops() -> b::ib_device_ops {
     mw::fill(&mut ops);
     qp::fill(&mut ops);
     srq::fill(&mut ops);
+    stats::fill(&mut ops);
     ops
 }

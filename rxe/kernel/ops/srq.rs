@@ -1,5 +1,145 @@
 //! Entry points for the srq verbs.
 
+use kernel::{error::from_result, ffi::c_int};
+
+use super::device::dev;
+use crate::rxe::kernel::cq_srq::{RecvWrList, UserCall};
+use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::srq::{Attr, Srq};
 use crate::rxe::sys as b;
 
-pub(super) fn fill(_ops: &mut b::ib_device_ops) {}
+type Obj = CoreObj<b::ib_srq, Srq>;
+
+pub(super) fn fill(ops: &mut b::ib_device_ops) {
+    ops.create_srq = Some(create_srq);
+    ops.modify_srq = Some(modify_srq);
+    ops.query_srq = Some(query_srq);
+    ops.destroy_srq = Some(destroy_srq);
+    ops.post_srq_recv = Some(post_srq_recv);
+    ops.size_ib_srq = Obj::SIZE;
+}
+
+fn attr_of(a: &b::ib_srq_attr) -> Attr {
+    Attr {
+        max_wr: a.max_wr,
+        max_sge: a.max_sge,
+        srq_limit: a.srq_limit,
+    }
+}
+
+/// `create_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a fresh `ib_srq` of `size_ib_srq` bytes, its
+/// init attributes and the call's udata.
+unsafe extern "C" fn create_srq(
+    ibsrq: *mut b::ib_srq,
+    init: *mut b::ib_srq_init_attr,
+    udata: *mut b::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed object of `size_ib_srq` bytes with
+        // `device`, `pd` and the event handler set, ours until
+        // `destroy_srq`; `init` and `udata` (null for kernel callers) are
+        // valid for the call.
+        unsafe {
+            let dev = dev((*ibsrq).device);
+            let init = &mut *init;
+            let user = UserCall::from_raw(udata)?;
+            let mut attr = attr_of(&init.attr);
+            let basic = init.srq_type == b::ib_srq_type_IB_SRQT_BASIC;
+            let has_handler = (*ibsrq).event_handler.is_some();
+            let srq = Srq::new(dev, &mut attr, basic, has_handler, user.as_ref())?;
+            init.attr.max_wr = attr.max_wr;
+            init.attr.max_sge = attr.max_sge;
+            Obj::init(ibsrq, srq)?;
+            let obj = Obj::from_raw(ibsrq);
+            // `destroy_srq` severs the link before the core frees the SRQ.
+            obj.shared.link().attach(obj.handle());
+        }
+        Ok(0)
+    })
+}
+
+/// `modify_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live SRQ made by `create_srq`.
+unsafe extern "C" fn modify_srq(
+    ibsrq: *mut b::ib_srq,
+    attr: *mut b::ib_srq_attr,
+    mask: b::ib_srq_attr_mask,
+    udata: *mut b::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live SRQ of ours; `attr` and `udata` (null for kernel
+        // callers) are valid for the call.
+        unsafe {
+            let srq = Obj::from_raw(ibsrq);
+            let attr = &mut *attr;
+            let user = UserCall::from_raw(udata)?;
+            let mut a = attr_of(attr);
+            srq.modify(mask, &mut a, user.as_ref())?;
+            attr.max_wr = a.max_wr;
+        }
+        Ok(0)
+    })
+}
+
+/// `query_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live SRQ made by `create_srq`.
+unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
+    // SAFETY: A live SRQ of ours; `attr` is valid for the call.
+    let (srq, attr) = unsafe { (Obj::from_raw(ibsrq), &mut *attr) };
+    let a = srq.query();
+    attr.max_wr = a.max_wr;
+    attr.max_sge = a.max_sge;
+    attr.srq_limit = a.srq_limit;
+    0
+}
+
+/// `destroy_srq` op.
+///
+/// # Safety
+///
+/// Called by the RDMA core on an SRQ made by `create_srq`, once, with no
+/// other op on it running.
+unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, _udata: *mut b::ib_udata) -> c_int {
+    // SAFETY: Initialised by `create_srq`; the core frees the memory after
+    // we return, so the driver part is dropped here and not used again.
+    unsafe {
+        let srq = Obj::from_raw(ibsrq);
+        srq.destroy(srq.device());
+        Obj::destroy(ibsrq);
+    }
+    0
+}
+
+/// `post_srq_recv` op (kernel users).
+///
+/// # Safety
+///
+/// Called on a live SRQ made by `create_srq` with a valid chain of work
+/// requests and a place for the failed one.
+unsafe extern "C" fn post_srq_recv(
+    ibsrq: *mut b::ib_srq,
+    wr: *const b::ib_recv_wr,
+    bad_wr: *mut *const b::ib_recv_wr,
+) -> c_int {
+    // SAFETY: A live SRQ of ours; the kernel caller's chain of work
+    // requests is valid for the call.
+    let (srq, wrs) = unsafe { (Obj::from_raw(ibsrq), RecvWrList::from_raw(wr)) };
+    match srq.shared.post_recv(wrs) {
+        Ok(()) => 0,
+        Err((e, failed)) => {
+            // SAFETY: The core passes a valid place for the failed request.
+            unsafe { *bad_wr = failed.as_ptr() };
+            e.to_errno()
+        }
+    }
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""Hand-made RoCEv2 datagrams against a receiver, rs or c (run by net_raw.sh).
+
+  net_raw.py serve          node 2: answer counter queries until told to stop
+  net_raw.py send ECHO DRV  node 1: send the cases below to node 2, which runs
+                            driver DRV (rs or c); ECHO=1 when it runs rxe_rs
+                            built with RXE_RS_NETTEST=1
+
+Every case says how much node 2's rcvd_pkts must grow: that counter moves
+only for packets that pass the header and ICRC checks and reach a QP or the
+multicast path (QPN 0xffffff, which needs no QP on either driver). With ECHO,
+pings make node 2 answer through its transmit path, checked by node 1's (or
+node 2's own, looped back) receiver.
+
+rdma_rxe (6.12) crashes on IPv6 datagrams shorter than a BTH: rxe_rcv drops
+them before it clears pkt->qp, which then is whatever IP6CB left in skb->cb,
+and rxe_put()s it. Those cases are skipped when node 2 runs c.
+"""
+import os
+import random
+import socket
+import struct
+import sys
+import time
+import zlib
+
+SHARED = os.environ["SHARED_DIR"]
+DEV = os.environ["RXE_DEV"]
+ROCE_PORT = 4791
+SPORT = 0xC0DE
+MCAST_QPN = 0xFFFFFF
+GSI_QKEY = 0x80010000
+UD_SEND_ONLY = 0x64
+RC_SEND_ONLY = 0x04
+PING = b"rxe_rs ping\0"
+
+
+def rcvd_pkts():
+    with open(f"/sys/class/infiniband/{DEV}/ports/1/hw_counters/rcvd_pkts") as f:
+        return int(f.read())
+
+
+# --- query protocol over the shared directory ---------------------------------
+def serve():
+    k = 0
+    while True:
+        q = f"{SHARED}/rawq.{k}"
+        while not os.path.exists(q):
+            time.sleep(0.05)
+        with open(q) as f:
+            cmd = f.read().strip()
+        if cmd == "stop":
+            return
+        # Let softirqs and the loopback path settle.
+        time.sleep(0.3)
+        tmp = f"{SHARED}/rawa.{k}.tmp"
+        with open(tmp, "w") as f:
+            f.write(str(rcvd_pkts()))
+        os.rename(tmp, f"{SHARED}/rawa.{k}")
+        k += 1
+
+
+class Peer:
+    def __init__(self):
+        self.k = 0
+
+    def ask(self, cmd="count"):
+        q = f"{SHARED}/rawq.{self.k}"
+        with open(q + ".tmp", "w") as f:
+            f.write(cmd)
+        os.rename(q + ".tmp", q)
+        if cmd == "stop":
+            return None
+        a = f"{SHARED}/rawa.{self.k}"
+        deadline = time.time() + 120
+        while not os.path.exists(a):
+            if time.time() > deadline:
+                raise SystemExit("peer does not answer")
+            time.sleep(0.05)
+        time.sleep(0.05)
+        with open(a) as f:
+            v = int(f.read())
+        self.k += 1
+        return v
+
+
+# --- packet building ----------------------------------------------------------
+def bth(opcode, qpn, psn=0, pad=0, tver=0, pkey=0xFFFF):
+    return struct.pack(">BBHII", opcode, (pad << 4) | tver, pkey, qpn & 0xFFFFFF, psn & 0xFFFFFF)
+
+
+def deth(qkey=GSI_QKEY, sqpn=1):
+    return struct.pack(">II", qkey, sqpn)
+
+
+def ud(payload, qpn=MCAST_QPN, **kw):
+    """UD SEND_ONLY with room for the ICRC."""
+    pad = -len(payload) % 4
+    return bth(UD_SEND_ONLY, qpn, pad=pad, **kw) + deth() + payload + bytes(pad) + bytes(4)
+
+
+class Path:
+    """One family: addresses, a DF socket (IPv4 id 0, so the ICRC is known)."""
+
+    def __init__(self, v6, src, dst):
+        self.v6, self.src, self.dst = v6, src, dst
+        fam = socket.AF_INET6 if v6 else socket.AF_INET
+        self.sock = socket.socket(fam, socket.SOCK_DGRAM)
+        if not v6:
+            self.sock.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = DO
+        self.sock.bind((src, SPORT))
+        self.bsrc = socket.inet_pton(fam, src)
+        if not v6:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+            self.bcast = src.rsplit(".", 1)[0] + ".255"
+
+    def gid(self, addr):
+        if self.v6:
+            return socket.inet_pton(socket.AF_INET6, addr)
+        return bytes(10) + b"\xff\xff" + socket.inet_pton(socket.AF_INET, addr)
+
+    def icrc(self, ib, dst=None):
+        """ib with its last 4 bytes set to the ICRC for this path."""
+        dst = socket.inet_pton(socket.AF_INET6 if self.v6 else socket.AF_INET, dst or self.dst)
+        udp_len = 8 + len(ib)
+        if self.v6:
+            ip = b"\x6f\xff\xff\xff" + struct.pack(">HBB", udp_len, 17, 0xFF) + self.bsrc + dst
+        else:
+            ip = struct.pack(">BBHHHBBH", 0x45, 0xFF, 20 + udp_len, 0, 0x4000, 0xFF, 17, 0xFFFF)
+            ip += self.bsrc + dst
+        udp = struct.pack(">HHHH", SPORT, ROCE_PORT, udp_len, 0xFFFF)
+        b = bytearray(ib[:12])
+        b[4] = 0xFF
+        crc = zlib.crc32(b"\xff" * 8 + ip + udp + bytes(b) + ib[12:-4])
+        return ib[:-4] + struct.pack("<I", crc)
+
+    def send(self, data, dst=None):
+        self.sock.sendto(data, (dst or self.dst, ROCE_PORT))
+
+
+def cases(p, echo, me, peer, c_peer):
+    """(name, packets, expected rcvd delta on node 2, on node 1)."""
+    rng = random.Random(4791 + p.v6)
+    # See the module docstring: rdma_rxe's short-IPv6 crash.
+    crashes_c = c_peer and p.v6
+    min_len = 12 if crashes_c else 0
+    good = p.icrc(ud(b"hello, rxe" * 3))
+    bad = bytearray(good)
+    bad[-1] ^= 1
+    flipped = bytearray(good)
+    flipped[30] ^= 0x40
+    yield "valid UD to the multicast QPN", [good], 1, 0
+    yield "valid, 5 times", [good] * 5, 5, 0
+    yield "valid RC SEND_ONLY to the multicast QPN", [p.icrc(bth(RC_SEND_ONLY, MCAST_QPN) + b"abcd" + bytes(4))], 1, 0
+    yield "bad ICRC", [bytes(bad)], 0, 0
+    yield "payload bit flipped", [bytes(flipped)], 0, 0
+    yield "QPN 0", [p.icrc(ud(b"x" * 8, qpn=0))], 0, 0
+    yield "no such QP", [p.icrc(ud(b"x" * 8, qpn=0x123))], 0, 0
+    yield "unknown opcode", [p.icrc(struct.pack(">B", 0xFF) + good[1:-4] + bytes(4))], 0, 0
+    yield "opcode 0x15 (reserved)", [p.icrc(struct.pack(">B", 0x15) + good[1:-4] + bytes(4))], 0, 0
+    yield "tver 1", [p.icrc(ud(b"x" * 8, tver=1))], 0, 0
+    yield "bad P_Key still reaches multicast", [p.icrc(ud(b"x" * 8, pkey=0x1234))], 1, 0
+    if not crashes_c:
+        yield "empty datagram", [b""], 0, 0
+        yield "4 bytes", [good[:4]], 0, 0
+        yield "11 bytes", [good[:11]], 0, 0
+    yield "BTH only", [good[:12]], 0, 0
+    yield "BTH+DETH, no ICRC", [good[:20]], 0, 0
+    yield "truncated by one", [good[:-1]], 0, 0
+    yield "headers only with valid ICRC", [p.icrc(ud(b""))], 1, 0
+    yield "pad count, no pad bytes", [p.icrc(bth(UD_SEND_ONLY, MCAST_QPN, pad=3) + deth() + bytes(4))], 0, 0
+    yield "pad bytes, no payload", [p.icrc(bth(UD_SEND_ONLY, MCAST_QPN, pad=3) + deth() + bytes(3 + 4))], 1, 0
+    yield "garbage x200", [bytes(rng.getrandbits(8) for _ in range(rng.randrange(min_len, 300))) for _ in range(200)], 0, 0
+    yield "garbage BTHs x200", [
+        bytes([rng.choice([0x00, 0x04, 0x11, 0x64, 0x65, 0x1C, 0xFF])]) + bytes(rng.getrandbits(8) for _ in range(rng.randrange(11, 120)))
+        for _ in range(200)
+    ], 0, 0
+    big = ud(bytes(rng.getrandbits(8) for _ in range(60000)))
+    if p.v6:
+        # Fragmented and reassembled; IPv6 has no id, so the ICRC is known.
+        yield "60 KB datagram, valid ICRC", [p.icrc(big)], 1, 0
+    else:
+        yield "60 KB datagram (fragmented, ICRC unknown)", [("frag", big)], 0, 0
+    if not p.v6:
+        yield "valid, to the broadcast address", [("bcast", p.icrc(ud(b"bcast"), dst=p.bcast))], 0, 0
+    if echo:
+        yield "ping, answer to node 1", [p.icrc(ud(PING + p.gid(me) + b"payload"))], 1, 1
+        yield "ping, answer looped back on node 2", [p.icrc(ud(PING + p.gid(peer) + b"loop"))], 2, 0
+        yield "ping x20", [p.icrc(ud(PING + p.gid(me) + bytes(i)) ) for i in range(20)], 20, 20
+        yield "ping with 1000 B payload", [p.icrc(ud(PING + p.gid(me) + bytes(range(250)) * 4))], 1, 1
+
+
+def send(echo, peer_driver):
+    peer = Peer()
+    me4, me6 = os.environ["NODE_IP"], os.environ["NODE_IP6"]
+    peer4 = os.environ["PEER_IPS"].split()[0]
+    peer6 = os.environ["PEER_IP6S"].split()[0]
+    failures = 0
+    frag4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    frag4.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = DONT
+    frag4.bind((me4, SPORT + 1))
+    for p, me, them in ((Path(False, me4, peer4), me4, peer4), (Path(True, me6, peer6), me6, peer6)):
+        fam = "IPv6" if p.v6 else "IPv4"
+        for name, pkts, want_peer, want_me in cases(p, echo, me, them, peer_driver == "c"):
+            before_peer, before_me = peer.ask(), rcvd_pkts()
+            for pkt in pkts:
+                if isinstance(pkt, tuple) and pkt[0] == "frag":
+                    frag4.sendto(pkt[1], (them, ROCE_PORT))
+                elif isinstance(pkt, tuple):
+                    p.send(pkt[1], dst=p.bcast)
+                else:
+                    p.send(pkt)
+                # A little pacing keeps the virtual NIC from dropping bursts.
+                time.sleep(0.002)
+            got_peer, got_me = peer.ask() - before_peer, rcvd_pkts() - before_me
+            ok = (got_peer, got_me) == (want_peer, want_me)
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {fam} {name}: node2 +{got_peer} (want +{want_peer}), "
+                  f"node1 +{got_me} (want +{want_me})", flush=True)
+    peer.ask("stop")
+    return failures
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve()
+    else:
+        sys.exit(1 if send(sys.argv[2] == "1", sys.argv[3]) else 0)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Hand-made RoCEv2 datagrams from node 1 to node 2's port 4791: valid ones,
+# bad ICRCs, truncated, garbage, a 60 KB one. Node 2 must survive (the run
+# fails on any kernel report) and count exactly the valid ones in rcvd_pkts,
+# whichever driver it runs (rdma_rxe crashes on short IPv6 datagrams; those
+# cases are skipped when node 2 runs c). When node 2 runs rxe_rs built with
+# RXE_RS_NETTEST=1, pings also exercise its transmit and loopback paths.
+#
+#   qemu-test/run --debug --drivers c,rs qemu-test/tests/net_raw.sh
+#   RXE_RS_NETTEST=1 qemu-test/run --debug --drivers c,rs qemu-test/tests/net_raw.sh
+set -euo pipefail
+. "$REPO/qemu-test/lib.sh"
+
+py=$REPO/qemu-test/tests/net_raw.py
+if is_server; then
+	echo=0
+	if [ "$RXE_DRIVER" = rs ] && grep -q nettest /proc/kallsyms; then
+		echo=1
+	fi
+	publish echo "$echo"
+	publish driver2 "$RXE_DRIVER"
+	barrier ready
+	/usr/bin/python3 "$py" serve
+	rdma statistic show link "$RXE_DEV/1"
+elif is_client; then
+	barrier ready
+	echo=$(fetch echo)
+	driver2=$(fetch driver2)
+	note "node1 runs $RXE_DRIVER, node2 $driver2; echo tests: $echo"
+	/usr/bin/python3 "$py" send "$echo" "$driver2" || fail "some cases failed"
+	rdma statistic show link "$RXE_DEV/1"
+else
+	barrier ready
+fi
+barrier done

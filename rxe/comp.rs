@@ -1,0 +1,263 @@
+//! The completer of a QP (rxe_comp.c): matches ACKs, read responses and
+//! atomic ACKs against the send queue, retires WQEs in order into the send
+//! CQ, and flushes the send queue of a QP in error.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::dma::{Cursor, LocalAccess};
+use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::kernel::timer::Jiffies;
+use crate::rxe::mr::PdId;
+use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
+use crate::rxe::proto::mr_logic::Access;
+use crate::rxe::proto::qp_state::{QpState, QpType};
+use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
+use crate::rxe::proto::uapi::{Cqe, SendFlags, WcStatus, WqeState, WrOpcode};
+use crate::rxe::proto::wire::rnr_timer_us;
+use crate::rxe::qp::{self, Shared};
+use crate::rxe::recv::RxPacket;
+use crate::rxe::req::{self, Track};
+
+/// Per-QP state of the engine, behind `Shared::comp`. The completer's
+/// protocol state sits with the requester's (see `req::State`).
+pub(crate) struct State {}
+
+impl State {
+    pub(crate) fn new() -> Self {
+        Self {}
+    }
+}
+
+/// Send completions collected under the engines' lock, posted after it.
+const CQE_BATCH: usize = 16;
+
+struct Cqes {
+    list: [Option<Cqe>; CQE_BATCH],
+    n: usize,
+}
+
+impl Cqes {
+    fn new() -> Self {
+        Self { list: [None; CQE_BATCH], n: 0 }
+    }
+
+    fn is_full(&self) -> bool {
+        self.n >= CQE_BATCH
+    }
+
+    /// Past the batch the completion goes out at once, still in order.
+    fn push(&mut self, qp: &Shared, cqe: Cqe) {
+        if self.is_full() {
+            self.post(qp);
+        }
+        if let Some(s) = self.list.get_mut(self.n) {
+            *s = Some(cqe);
+            self.n += 1;
+        }
+    }
+
+    fn post(&mut self, qp: &Shared) {
+        let handle = qp.link.handle();
+        for c in self.list.iter_mut().take(self.n) {
+            if let (Some(cqe), Some(h)) = (c.take(), handle) {
+                let _ = qp.scq.post(&cqe, h, false);
+            }
+        }
+        self.n = 0;
+    }
+}
+
+/// The wr_id of the slot copy in `track.buf`.
+fn wr_id(track: &Track) -> u64 {
+    track.buf.first_chunk::<8>().map_or(0, |b| u64::from_ne_bytes(*b))
+}
+
+/// Retires the head WQE: its CQE (if due) goes to `cqes`, the consumer
+/// index moves on.
+fn retire_head(qp: &Shared, track: &mut Track, info: &WqeInfo, status: WcStatus, cqes: &mut Cqes) {
+    if req::read_wqe(qp, track, 0).is_none() {
+        return;
+    }
+    if cl::must_post(qp.sig_all, info.flags, status) {
+        let c = cl::send_cqe(info, status);
+        let mut cqe = Cqe::new(wr_id(track), status, qp.qpn);
+        cqe.opcode = c.opcode;
+        cqe.wc_flags = c.wc_flags;
+        cqe.byte_len = c.byte_len;
+        cqes.push(qp, cqe);
+    }
+    qp.sq.lock().queue.advance();
+    track.retired();
+}
+
+/// [`cl::Sq`] over the real send queue and one dequeued packet.
+struct Io<'a> {
+    qp: &'a Shared,
+    track: &'a mut Track,
+    pkt: Option<RxPacket>,
+    cqes: Cqes,
+}
+
+impl Io<'_> {
+    fn head_slot(&self) -> u32 {
+        self.qp.sq.lock().queue.own_index()
+    }
+}
+
+impl cl::Sq for Io<'_> {
+    fn next_response(&mut self) -> Option<Response> {
+        let pkt = self.qp.comp_pkts.lock().pop()?;
+        let r = Response {
+            opcode: pkt.opcode(),
+            psn: pkt.psn(),
+            syndrome: pkt.aeth().map_or(0, |a| a.syndrome),
+        };
+        self.pkt = Some(pkt);
+        Some(r)
+    }
+
+    fn head(&mut self) -> Option<Head> {
+        if self.qp.sq.lock().queue.count() == 0 {
+            return None;
+        }
+        if self.track.touched == 0 {
+            // Not started: only its being posted matters.
+            let info = WqeInfo::new(WrOpcode::Send, self.qp.qp_type, SendFlags(0), 0, 0);
+            return Some(Head { info, progress: rl::Progress::posted(0, 0) });
+        }
+        let slot = self.head_slot();
+        self.track.shadow(slot).map(|s| Head { info: s.info, progress: s.progress })
+    }
+
+    fn read_data(&mut self) -> Result<u32, CopyFault> {
+        let slot = self.head_slot();
+        req::read_wqe(self.qp, self.track, 0).ok_or(CopyFault)?;
+        let wqe = req::parse_wqe(self.qp, self.track).map_err(|_| CopyFault)?;
+        let sh = self.track.shadow(slot).ok_or(CopyFault)?;
+        let data = self.pkt.as_ref().ok_or(CopyFault)?.payload();
+        let len = u32::try_from(data.len()).map_err(|_| CopyFault)?;
+        if len > sh.progress.resid || wqe.length != sh.info.length {
+            return Err(CopyFault);
+        }
+        let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
+        let mut cur = Cursor::new(wqe.length);
+        cur.advance(&wqe, wqe.length - sh.progress.resid).map_err(|_| CopyFault)?;
+        cur.copy_to_mem(&mem, &wqe, data).map_err(|_| CopyFault)?;
+        sh.progress.resid -= len;
+        Ok(sh.progress.resid)
+    }
+
+    fn atomic_data(&mut self) -> Result<(), CopyFault> {
+        req::read_wqe(self.qp, self.track, 0).ok_or(CopyFault)?;
+        let wqe = req::parse_wqe(self.qp, self.track).map_err(|_| CopyFault)?;
+        let orig = self.pkt.as_ref().and_then(|p| p.atmack()).ok_or(CopyFault)?.orig;
+        let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
+        let mut cur = Cursor::new(wqe.length);
+        cur.copy_to_mem(&mem, &wqe, &orig.to_ne_bytes()).map_err(|_| CopyFault)
+    }
+
+    fn retire(&mut self, status: WcStatus) {
+        let slot = self.head_slot();
+        let Some(sh) = self.track.shadow(slot).copied() else {
+            return;
+        };
+        retire_head(self.qp, self.track, &sh.info, status, &mut self.cqes);
+    }
+}
+
+/// `flush_send_queue()`: a QP in ERR completes every WQE, the first one
+/// that failed with its own status, the others with `WR_FLUSH_ERR`.
+fn flush(qp: &Arc<Shared>, notify: bool) -> Progress {
+    qp.comp_pkts.lock().clear();
+    let mut cqes = Cqes::new();
+    let more = {
+        let mut st = qp.req.lock();
+        loop {
+            if cqes.is_full() {
+                break true;
+            }
+            if qp.sq.lock().queue.count() == 0 {
+                st.sq.off = 0;
+                st.sq.touched = 0;
+                break false;
+            }
+            let slot = qp.sq.lock().queue.own_index();
+            let (info, status) = match (st.sq.touched > 0, st.sq.shadow(slot).copied()) {
+                (true, Some(sh)) if sh.progress.state == WqeState::Error => (sh.info, sh.progress.status),
+                (true, Some(sh)) => (sh.info, cl::FLUSH_STATUS),
+                _ => {
+                    let info = WqeInfo::new(WrOpcode::Send, qp.qp_type, SendFlags(0), 0, 0);
+                    (info, cl::FLUSH_STATUS)
+                }
+            };
+            if notify {
+                retire_head(qp, &mut st.sq, &info, status, &mut cqes);
+            } else {
+                qp.sq.lock().queue.advance();
+                st.sq.retired();
+            }
+        }
+    };
+    cqes.post(qp);
+    if more {
+        Progress::More
+    } else {
+        Progress::Done
+    }
+}
+
+fn step(qp: &Arc<Shared>) -> Progress {
+    let (state, valid, timeout) = {
+        let s = qp.state.lock();
+        (s.attrs.state, s.valid, s.attrs.timeout)
+    };
+    if !valid || state == QpState::Reset {
+        qp.comp_pkts.lock().clear();
+        return Progress::Done;
+    }
+    if state == QpState::Err {
+        return flush(qp, true);
+    }
+    let mut cqes = Cqes::new();
+    let out = {
+        let mut guard = qp.req.lock();
+        let st = &mut *guard;
+        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes: Cqes::new() };
+        let out = cl::run(&mut st.comp, &mut st.req, &mut io);
+        core::mem::swap(&mut cqes, &mut io.cqes);
+        if let Some(p) = io.pkt.take() {
+            p.consume();
+        }
+        out
+    };
+    cqes.post(qp);
+    if let Some(code) = out.rnr_timer {
+        let us = rnr_timer_us(code).unwrap_or(0);
+        qp.rnr_timer.arm_in(qp, Jiffies::from_usecs(us).at_least_one());
+    }
+    if out.rearm_retransmit && qp.qp_type == QpType::Rc {
+        req::arm_retransmit(qp, timeout, false);
+    }
+    if out.qp_error {
+        req::qp_error(qp);
+        return Progress::More;
+    }
+    if out.again {
+        qp.req_task.schedule(qp);
+    }
+    // An SQD drain may have just completed.
+    if state == QpState::Sqd {
+        qp.req_task.schedule(qp);
+    }
+    if out.progress || out.again {
+        Progress::More
+    } else {
+        Progress::Done
+    }
+}
+
+impl TaskOwner<{ qp::COMP_TASK }> for Shared {
+    fn step(this: &Arc<Self>) -> Progress {
+        step(this)
+    }
+}

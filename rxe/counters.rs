@@ -1,0 +1,119 @@
+//! Per-device packet and error counters, under the names rdma_rxe gives them,
+//! which `rdma statistic show link DEV/1` lists.
+
+use core::ffi::CStr;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::rxe::kernel::ibdev::Device;
+
+/// One counter. The order is rdma_rxe's, so `rdma statistic` prints the
+/// same list in the same order for both drivers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counter {
+    /// Packets handed to the IP layer or looped back.
+    SentPkts,
+    /// Packets that passed the header and ICRC checks.
+    RcvdPkts,
+    /// Responder: a request with an already-seen PSN.
+    DuplicateRequest,
+    /// Responder: a request with a PSN beyond the expected one.
+    OutOfSeqRequest,
+    /// Completer: an RNR NAK came in.
+    RcvdRnrErr,
+    /// Responder: sent an RNR NAK.
+    SendRnrErr,
+    /// Completer: a PSN sequence error NAK came in.
+    RcvdSeqErr,
+    /// Completer: an ACK was queued for later processing.
+    AckDeferred,
+    RetryExceededErr,
+    RetryRnrExceededErr,
+    /// Completer: started a retry.
+    CompleterRetryErr,
+    /// The IP layer refused or dropped a packet.
+    SendErr,
+    LinkDowned,
+    /// Completer: a send-queue WQE completed.
+    RdmaSends,
+    /// Responder: a receive completed.
+    RdmaRecvs,
+}
+
+pub(crate) const COUNT: usize = 15;
+
+impl Counter {
+    /// Every counter, in index order.
+    pub(crate) const ALL: [Counter; COUNT] = [
+        Counter::SentPkts,
+        Counter::RcvdPkts,
+        Counter::DuplicateRequest,
+        Counter::OutOfSeqRequest,
+        Counter::RcvdRnrErr,
+        Counter::SendRnrErr,
+        Counter::RcvdSeqErr,
+        Counter::AckDeferred,
+        Counter::RetryExceededErr,
+        Counter::RetryRnrExceededErr,
+        Counter::CompleterRetryErr,
+        Counter::SendErr,
+        Counter::LinkDowned,
+        Counter::RdmaSends,
+        Counter::RdmaRecvs,
+    ];
+
+    /// The name user space sees.
+    pub(crate) const fn name(self) -> &'static CStr {
+        match self {
+            Counter::SentPkts => c"sent_pkts",
+            Counter::RcvdPkts => c"rcvd_pkts",
+            Counter::DuplicateRequest => c"duplicate_request",
+            Counter::OutOfSeqRequest => c"out_of_seq_request",
+            Counter::RcvdRnrErr => c"rcvd_rnr_err",
+            Counter::SendRnrErr => c"send_rnr_err",
+            Counter::RcvdSeqErr => c"rcvd_seq_err",
+            Counter::AckDeferred => c"ack_deferred",
+            Counter::RetryExceededErr => c"retry_exceeded_err",
+            Counter::RetryRnrExceededErr => c"retry_rnr_exceeded_err",
+            Counter::CompleterRetryErr => c"completer_retry_err",
+            Counter::SendErr => c"send_err",
+            Counter::LinkDowned => c"link_downed",
+            Counter::RdmaSends => c"rdma_sends",
+            Counter::RdmaRecvs => c"rdma_recvs",
+        }
+    }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The counter values of one device.
+pub(crate) struct Counters([AtomicU64; COUNT]);
+
+impl Counters {
+    pub(crate) const fn new() -> Self {
+        // A const item is a fresh value at each use, as the array repeat needs.
+        #[allow(clippy::declare_interior_mutable_const)]
+        const ZERO: AtomicU64 = AtomicU64::new(0);
+        Counters([ZERO; COUNT])
+    }
+
+    pub(crate) fn inc(&self, c: Counter) {
+        // Statistics only: no ordering with other memory is needed.
+        self.0[c.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// All values, in [`Counter::ALL`] order.
+    pub(crate) fn snapshot(&self) -> [u64; COUNT] {
+        let mut out = [0u64; COUNT];
+        for (o, c) in out.iter_mut().zip(&self.0) {
+            *o = c.load(Ordering::Relaxed);
+        }
+        out
+    }
+}
+
+/// Counts one event of kind `c` on `dev`.
+pub(crate) fn inc(dev: &Device, c: Counter) {
+    dev.state().counters.inc(c);
+}

@@ -1,0 +1,212 @@
+//! Moving payload bytes between packets and the memory a work request's
+//! SGEs name (C's `copy_data`/`advance_dma_data`).
+//!
+//! A [`Cursor`] is the progress of one WQE's transfer. Each copy looks up
+//! the lkey of every SGE it touches with the QP's PD and the rights the
+//! operation needs, as C does per packet, except that the MR of the current
+//! SGE is kept between copies and only its key rechecked, which spares the
+//! device-wide pool lookup on every packet of a large SGE.
+//!
+//! ```ignore
+//! let mem = LocalAccess::new(dev.state(), qp_pd, Access::LOCAL_WRITE);
+//! let mut cur = Cursor::new(wqe.length);
+//! cur.copy_to_mem(&mem, &wqe, payload)?; // responder: SEND payload -> RQ buffers
+//! ```
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::device::DeviceState;
+use crate::rxe::mr::{self, Access, AccessError, KeyKind, PdId};
+use crate::rxe::proto::{
+    sge_cursor::{CursorError, Piece, SgeCursor, SgeList},
+    uapi::WcStatus,
+};
+
+/// Why a copy failed. The C errno each stands for decides the outcome:
+/// the requester completes with [`DmaError::requester_status`], the
+/// completer with `IB_WC_LOC_PROT_ERR` whatever the cause, and the responder
+/// answers [`DmaError::NoSpace`] as a length error and everything else as a
+/// malformed WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DmaError {
+    /// More bytes than the WQE has left (`-EINVAL`).
+    TooLong,
+    /// The SGEs end before the bytes do (`-ENOSPC`).
+    NoSpace,
+    /// An lkey names no valid MR of the PD with the rights (`-EINVAL`).
+    Key,
+    /// An SGE reaches outside its MR (`-EINVAL`).
+    Range,
+    /// No memory behind an address (`-EFAULT`).
+    Fault,
+}
+
+impl DmaError {
+
+    /// The status of a send WQE whose payload could not be read (C: a fault
+    /// is a protection error, anything else a QP operation error).
+    pub(crate) fn requester_status(self) -> WcStatus {
+        match self {
+            Self::Fault => WcStatus::LocProtErr,
+            _ => WcStatus::LocQpOpErr,
+        }
+    }
+}
+
+impl From<CursorError> for DmaError {
+    fn from(e: CursorError) -> Self {
+        match e {
+            CursorError::TooLong => Self::TooLong,
+            CursorError::NoSpace => Self::NoSpace,
+        }
+    }
+}
+
+impl From<AccessError> for DmaError {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::Key => Self::Key,
+            AccessError::Range => Self::Range,
+            // An 8-byte alignment rule never applies to a copy.
+            AccessError::Fault | AccessError::Misaligned => Self::Fault,
+        }
+    }
+}
+
+/// Whose memory the SGEs may name and what the operation does to it: the
+/// QP's PD and device, and `LOCAL_WRITE` when the copy writes memory (C
+/// asks for no rights when it only reads).
+pub(crate) struct LocalAccess<'a> {
+    dev: &'a DeviceState,
+    pd: PdId,
+    access: Access,
+}
+
+impl<'a> LocalAccess<'a> {
+    pub(crate) fn new(dev: &'a DeviceState, pd: PdId, access: Access) -> Self {
+        Self { dev, pd, access }
+    }
+}
+
+/// The MR of the SGE a cursor is in.
+struct Held {
+    index: usize,
+    lkey: u32,
+    mr: Arc<mr::Shared>,
+}
+
+/// The progress of one WQE's transfer through its SGEs.
+pub(crate) struct Cursor {
+    pos: SgeCursor,
+    held: Option<Held>,
+}
+
+impl Cursor {
+    /// A transfer of `length` bytes (the WQE's length) from its start.
+    pub(crate) fn new(length: u32) -> Self {
+        Self {
+            pos: SgeCursor::new(length),
+            held: None,
+        }
+    }
+
+    /// Starts over for `length` bytes (a retry from the WQE's start, or
+    /// the next WQE).
+    pub(crate) fn reset(&mut self, length: u32) {
+        *self = Self::new(length);
+    }
+
+    /// Bytes left.
+    pub(crate) fn resid(&self) -> u32 {
+        self.pos.resid()
+    }
+
+    /// Copies `data` into the memory of the next `data.len()` bytes of
+    /// `sges` (C: `RXE_TO_MR_OBJ`; received SEND payload, READ responses,
+    /// the original value of an atomic).
+    pub(crate) fn copy_to_mem<L: SgeList + ?Sized>(&mut self, mem: &LocalAccess<'_>, sges: &L, data: &[u8]) -> Result<(), DmaError> {
+        self.transfer(mem, sges, data.len(), |mr, addr, piece| {
+            let src = data.get(piece.range()).ok_or(DmaError::Fault)?;
+            Ok(mr.copy_in(addr, src)?)
+        })
+    }
+
+    /// Copies the next `out.len()` bytes of `sges` into `out` (C:
+    /// `RXE_FROM_MR_OBJ`; the payload of an outgoing packet).
+    pub(crate) fn copy_from_mem<L: SgeList + ?Sized>(
+        &mut self,
+        mem: &LocalAccess<'_>,
+        sges: &L,
+        out: &mut [u8],
+    ) -> Result<(), DmaError> {
+        self.transfer(mem, sges, out.len(), |mr, addr, piece| {
+            let dst = out.get_mut(piece.range()).ok_or(DmaError::Fault)?;
+            Ok(mr.copy_out(addr, dst)?)
+        })
+    }
+
+    /// Moves `len` bytes on without copying or looking up keys (a
+    /// retransmission restarting inside a message).
+    pub(crate) fn advance<L: SgeList + ?Sized>(&mut self, sges: &L, len: u32) -> Result<(), DmaError> {
+        self.pos.advance(sges, len)?;
+        self.drop_stale();
+        Ok(())
+    }
+
+    /// Walks `len` bytes and runs `copy` on each piece with its MR and
+    /// address. The cursor moves only if every piece was copied.
+    fn transfer<L: SgeList + ?Sized>(
+        &mut self,
+        mem: &LocalAccess<'_>,
+        sges: &L,
+        len: usize,
+        mut copy: impl FnMut(&mr::Shared, u64, &Piece) -> Result<(), DmaError>,
+    ) -> Result<(), DmaError> {
+        let len = u32::try_from(len).map_err(|_| DmaError::TooLong)?;
+        let mut walk = self.pos.walk(sges, len)?;
+        for piece in walk.by_ref() {
+            let piece = piece?;
+            let mr = self.mr_for(mem, &piece)?;
+            let addr = piece.addr().ok_or(DmaError::Range)?;
+            copy(mr, addr, &piece)?;
+        }
+        self.pos = walk.position();
+        self.drop_stale();
+        Ok(())
+    }
+
+    /// The MR of `piece`'s SGE, checked for this access: the held one if it
+    /// is for the same SGE and its key still passes the checks (a rereg, an
+    /// invalidation or a deregistration since the last copy fails them),
+    /// else a fresh lookup. Each SGE is checked once per copy, as C looks it
+    /// up once.
+    fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::Shared, DmaError> {
+        let lkey = piece.sge.lkey;
+        let reuse = match &self.held {
+            Some(h) => {
+                h.index == piece.index
+                    && h.lkey == lkey
+                    && h.mr.check_key(lkey, KeyKind::Local, mem.pd, mem.access).is_ok()
+            }
+            None => false,
+        };
+        if !reuse {
+            self.held = None;
+            let mr = mr::lookup(mem.dev, lkey, KeyKind::Local, mem.pd, mem.access)?;
+            self.held = Some(Held {
+                index: piece.index,
+                lkey,
+                mr,
+            });
+        }
+        self.held.as_ref().map(|h| &*h.mr).ok_or(DmaError::Key)
+    }
+
+    /// Lets go of the held MR once the cursor has left its SGE, so a
+    /// finished transfer pins no MR.
+    fn drop_stale(&mut self) {
+        if matches!(&self.held, Some(h) if h.index != self.pos.cur_sge() || self.pos.resid() == 0) {
+            self.held = None;
+        }
+    }
+}

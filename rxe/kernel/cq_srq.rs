@@ -1,0 +1,304 @@
+//! What CQs and SRQs need from the RDMA core beyond their ops table: the
+//! callbacks the core installs in its objects (completion handler, async
+//! events), kernel work completions (`struct ib_wc`), kernel receive work
+//! request lists, and the user context a verb runs in.
+
+use core::mem::{offset_of, size_of};
+
+use kernel::{prelude::*, sync::lock::Guard};
+
+use super::lock::{new_spinlock_bh, SpinLockBh, SpinLockBhBackend};
+use super::object::{CoreObj, Handle, QpHandle};
+use super::udata::Udata;
+use crate::rxe::proto::cq_srq::RecvNet;
+use crate::rxe::proto::uapi::{wc_flags, Cqe, Sge, CQE_LEN};
+use crate::rxe::sys as b;
+use crate::rxe::ucontext::Ucontext;
+
+/// A core object seen from driver state that may outlive it (an `Arc` that
+/// QPs or the datapath hold), for calling the callbacks the core installed
+/// in it. The object's destroy op severs the link before the core frees the
+/// object; callbacks run under the link's lock, so none is still running
+/// when the destroy op returns.
+///
+/// # Invariants
+///
+/// While the lock holds `Some(h)`, `h` names a live core object.
+#[pin_data]
+pub(crate) struct CoreLink<I> {
+    #[pin]
+    h: SpinLockBh<Option<Handle<I>>>,
+}
+
+/// The link of a CQ to its `ib_cq`.
+pub(crate) type CqLink = CoreLink<b::ib_cq>;
+/// The link of an SRQ to its `ib_srq`.
+pub(crate) type SrqLink = CoreLink<b::ib_srq>;
+
+// One constructor per object type, so each kind of link is a lock class
+// of its own for lockdep.
+impl CoreLink<b::ib_cq> {
+    /// A link to nothing yet; `attach` connects it.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            h <- new_spinlock_bh!(None, "rxe_cq_link"),
+        })
+    }
+}
+
+impl CoreLink<b::ib_srq> {
+    /// A link to nothing yet; `attach` connects it.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            h <- new_spinlock_bh!(None, "rxe_srq_link"),
+        })
+    }
+}
+
+impl<I> CoreLink<I> {
+
+    /// Connects the link to the core object `h`.
+    ///
+    /// # Safety
+    ///
+    /// `h` names a live core object, and `sever` is called before the core
+    /// frees it.
+    pub(crate) unsafe fn attach(&self, h: Handle<I>) {
+        *self.h.lock() = Some(h);
+    }
+
+    /// Disconnects the link; waits for callbacks in flight through it.
+    pub(crate) fn sever(&self) {
+        *self.h.lock() = None;
+    }
+
+    /// Holds the link connected (or not) while the guard lives.
+    pub(crate) fn lock(&self) -> LinkGuard<'_, I> {
+        LinkGuard(self.h.lock())
+    }
+}
+
+/// A locked [`CoreLink`]: the object it names stays alive meanwhile.
+pub(crate) struct LinkGuard<'a, I>(Guard<'a, Option<Handle<I>>, SpinLockBhBackend>);
+
+impl<I> LinkGuard<'_, I> {
+    /// Whether the core object still exists (its destroy op has not run).
+    pub(crate) fn is_live(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl LinkGuard<'_, b::ib_cq> {
+    /// Runs the consumer's completion handler (`ib_cq->comp_handler`).
+    pub(crate) fn comp_handler(&self) {
+        let Some(h) = *self.0 else { return };
+        let cq = h.as_ptr();
+        // SAFETY: The CQ is alive while the link holds it (invariant). The
+        // core sets the handler and its context before any completion can
+        // be queued and does not change them afterwards.
+        unsafe {
+            let ctx = core::ptr::addr_of!((*cq).cq_context).read();
+            if let Some(f) = core::ptr::addr_of!((*cq).comp_handler).read() {
+                f(cq, ctx);
+            }
+        }
+    }
+
+    /// Reports `IB_EVENT_CQ_ERR` (an overrun) to the CQ's event handler.
+    pub(crate) fn overrun_event(&self) {
+        let Some(h) = *self.0 else { return };
+        let cq = h.as_ptr();
+        // SAFETY: As in `comp_handler`; the event lives for the call.
+        unsafe {
+            let mut ev = b::ib_event {
+                device: core::ptr::addr_of!((*cq).device).read(),
+                element: b::ib_event__bindgen_ty_1 { cq },
+                event: b::ib_event_type_IB_EVENT_CQ_ERR,
+            };
+            let ctx = core::ptr::addr_of!((*cq).cq_context).read();
+            if let Some(f) = core::ptr::addr_of!((*cq).event_handler).read() {
+                f(&mut ev, ctx);
+            }
+        }
+    }
+}
+
+impl LinkGuard<'_, b::ib_srq> {
+    /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the SRQ's event handler.
+    pub(crate) fn limit_event(&self) {
+        let Some(h) = *self.0 else { return };
+        let srq = h.as_ptr();
+        // SAFETY: The SRQ is alive while the link holds it (invariant); the
+        // core sets handler and context before the create op.
+        unsafe {
+            let mut ev = b::ib_event {
+                device: core::ptr::addr_of!((*srq).device).read(),
+                element: b::ib_event__bindgen_ty_1 { srq },
+                event: b::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            };
+            let ctx = core::ptr::addr_of!((*srq).srq_context).read();
+            if let Some(f) = core::ptr::addr_of!((*srq).event_handler).read() {
+                f(&mut ev, ctx);
+            }
+        }
+    }
+}
+
+// A kernel CQ slot holds one `struct ib_wc`, the size `CQE_LEN` describes.
+const _: () = assert!(size_of::<b::ib_wc>() == CQE_LEN);
+
+fn put(buf: &mut [u8; CQE_LEN], off: usize, bytes: &[u8]) {
+    // Offsets come from `offset_of!` on `ib_wc`, whose size is `CQE_LEN`.
+    if let Some(dst) = buf.get_mut(off..off + bytes.len()) {
+        dst.copy_from_slice(bytes);
+    }
+}
+
+/// The completion `cqe` as a kernel consumer reads it: the bytes of a
+/// `struct ib_wc` naming `qp`. Receive completions carry `net`.
+pub(crate) fn kernel_wc(cqe: &Cqe, qp: QpHandle, net: Option<RecvNet>) -> [u8; CQE_LEN] {
+    let mut w = [0u8; CQE_LEN];
+    let mut flags = cqe.wc_flags;
+    let (mut hdr_type, mut vlan) = (0u8, 0u16);
+    if let Some(net) = net {
+        flags |= wc_flags::WITH_NETWORK_HDR_TYPE;
+        hdr_type = net.network_hdr_type();
+        if let Some(id) = net.vlan_id {
+            flags |= wc_flags::WITH_VLAN;
+            vlan = id;
+        }
+    }
+    // The address goes back to the consumer, which owns the QP.
+    let qp_addr = qp.as_ptr() as usize;
+    put(&mut w, offset_of!(b::ib_wc, __bindgen_anon_1), &cqe.wr_id.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, status), &cqe.status.as_raw().to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, opcode), &cqe.opcode.as_raw().to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, vendor_err), &cqe.vendor_err.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, byte_len), &cqe.byte_len.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, qp), &qp_addr.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, ex), &cqe.ex.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, src_qp), &cqe.src_qp.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, slid), &u32::from(cqe.slid).to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, wc_flags), &flags.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, pkey_index), &cqe.pkey_index.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, sl), &[cqe.sl]);
+    put(&mut w, offset_of!(b::ib_wc, dlid_path_bits), &[cqe.dlid_path_bits]);
+    put(&mut w, offset_of!(b::ib_wc, port_num), &u32::from(cqe.port_num).to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, vlan_id), &vlan.to_ne_bytes());
+    put(&mut w, offset_of!(b::ib_wc, network_hdr_type), &[hdr_type]);
+    w
+}
+
+/// Copies a kernel CQ slot out to the consumer's `ib_wc` array.
+///
+/// # Safety
+///
+/// `wc` is valid for writing one `struct ib_wc`.
+pub(crate) unsafe fn write_wc(wc: *mut b::ib_wc, slot: &[u8; CQE_LEN]) {
+    // SAFETY: Per the contract; the bytes were built by `kernel_wc` (every
+    // field of `ib_wc` is an integer or a pointer, valid for any bits).
+    unsafe { core::ptr::copy_nonoverlapping(slot.as_ptr(), wc.cast::<u8>(), CQE_LEN) };
+}
+
+/// One receive work request of a kernel user (`struct ib_recv_wr`).
+///
+/// # Invariants
+///
+/// `wr` points to a work request whose `sg_list` holds `num_sge` entries,
+/// valid for as long as this value is used (the post call).
+pub(crate) struct RecvWr {
+    wr: *const b::ib_recv_wr,
+}
+
+impl RecvWr {
+    pub(crate) fn wr_id(&self) -> u64 {
+        // SAFETY: Valid per the invariant; every member of the union is 64 bits.
+        unsafe { (*self.wr).__bindgen_anon_1.wr_id }
+    }
+
+    /// The SGE count as the caller gave it (a C `int`, maybe negative).
+    pub(crate) fn num_sge(&self) -> i32 {
+        // SAFETY: Valid per the invariant.
+        unsafe { (*self.wr).num_sge }
+    }
+
+    /// SGE `i`; an all-zero SGE past the end of the list.
+    pub(crate) fn sge(&self, i: usize) -> Sge {
+        let n = usize::try_from(self.num_sge()).unwrap_or(0);
+        if i >= n {
+            return Sge::default();
+        }
+        // SAFETY: `sg_list` holds `num_sge` entries (invariant) and `i` is
+        // below that.
+        let s = unsafe { (*self.wr).sg_list.add(i).read() };
+        Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+
+    /// The address to hand back as `bad_wr`.
+    pub(crate) fn as_ptr(&self) -> *const b::ib_recv_wr {
+        self.wr
+    }
+}
+
+/// The chain of receive work requests a kernel user posts.
+pub(crate) struct RecvWrList {
+    next: *const b::ib_recv_wr,
+}
+
+impl RecvWrList {
+    /// # Safety
+    ///
+    /// `head` is null or the first of a `next`-linked chain of valid work
+    /// requests, each with `num_sge` entries in its `sg_list`, all valid for
+    /// the duration of the post call that uses this list.
+    pub(crate) unsafe fn from_raw(head: *const b::ib_recv_wr) -> Self {
+        Self { next: head }
+    }
+}
+
+impl Iterator for RecvWrList {
+    type Item = RecvWr;
+
+    fn next(&mut self) -> Option<RecvWr> {
+        if self.next.is_null() {
+            return None;
+        }
+        let wr = self.next;
+        // SAFETY: Non-null members of the chain are valid (constructor contract).
+        self.next = unsafe { (*wr).next };
+        Some(RecvWr { wr })
+    }
+}
+
+/// A verb called from user space: its udata and the user context.
+pub(crate) struct UserCall<'a> {
+    pub(crate) udata: Udata,
+    pub(crate) ctx: &'a Ucontext,
+}
+
+impl UserCall<'_> {
+    /// `None` for kernel callers (no udata).
+    ///
+    /// # Safety
+    ///
+    /// `udata` is null or the `driver_udata` of the uverbs attribute bundle
+    /// of the current call, whose context is one of this driver's.
+    pub(crate) unsafe fn from_raw(udata: *mut b::ib_udata) -> Result<Option<Self>> {
+        // SAFETY: Per the contract.
+        let Some(u) = (unsafe { Udata::from_raw(udata) }) else {
+            return Ok(None);
+        };
+        // SAFETY: `udata` is non-null and inside its bundle (contract).
+        let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
+        if uc.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: A context of ours, alive for the whole call.
+        let ctx = unsafe { CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) };
+        Ok(Some(Self { udata: u, ctx }))
+    }
+}

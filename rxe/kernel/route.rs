@@ -1,0 +1,107 @@
+//! Addressing for packets: IP routes out of a netdev and the GID table
+//! entries that name our own addresses.
+
+use core::ptr::NonNull;
+
+use kernel::{error::from_err_ptr, prelude::*};
+
+use super::ibdev::Device;
+use super::netdev::NetDevice;
+use crate::rxe::proto::ip::IpAddr;
+use crate::rxe::sys as b;
+
+/// A held reference to a route (`struct dst_entry`).
+///
+/// # Invariants
+///
+/// `self.0` is a live `dst_entry` on which we own one reference.
+pub(crate) struct Dst(NonNull<b::dst_entry>);
+
+// SAFETY: A held dst reference can be used and released from any context.
+unsafe impl Send for Dst {}
+// SAFETY: Only read through `&self`.
+unsafe impl Sync for Dst {}
+
+impl Dst {
+    /// The route for UDP from `src` to `dst` leaving through `ndev`, in the
+    /// initial namespace (where rxe's sockets live). Both addresses must be
+    /// of one family.
+    pub(crate) fn output(ndev: &NetDevice, src: IpAddr, dst: IpAddr) -> Result<Dst> {
+        let net = core::ptr::addr_of_mut!(b::init_net);
+        let oif = ndev.ifindex();
+        let raw = match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                // SAFETY: FFI; addresses go in network order as the wire has them.
+                unsafe { b::rxe_rs_route4(net, oif, u32::from_ne_bytes(s), u32::from_ne_bytes(d)) }
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                let s = in6(s);
+                let d = in6(d);
+                // SAFETY: FFI with addresses that live for the call.
+                unsafe { b::rxe_rs_route6(net, oif, &s, &d) }
+            }
+            _ => return Err(EINVAL),
+        };
+        let raw = from_err_ptr(raw)?;
+        // The lookup returned a held route.
+        NonNull::new(raw).map(Dst).ok_or(EINVAL)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut b::dst_entry {
+        self.0.as_ptr()
+    }
+
+    /// The route delivers to this host (one of our own addresses).
+    pub(crate) fn is_local(&self) -> bool {
+        // SAFETY: We hold the route (type invariant).
+        unsafe { b::rxe_rs_dst_is_local(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for Dst {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference (type invariant).
+        unsafe { b::dst_release(self.0.as_ptr()) };
+    }
+}
+
+fn in6(a: [u8; 16]) -> b::in6_addr {
+    // The byte view of the union covers all 16 bytes.
+    let mut v = b::in6_addr::default();
+    v.in6_u.u6_addr8 = a;
+    v
+}
+
+/// The netdev of GID table entry `index` of port 1 (a VLAN device for a
+/// VLAN address), with a reference.
+pub(crate) fn gid_netdev(dev: &Device, index: u32) -> Option<NetDevice> {
+    // SAFETY: The device is alive; the helper returns a held netdev or null.
+    unsafe { NetDevice::from_owned(b::rxe_rs_gid_ndev(dev.as_ib(), 1, index)) }
+}
+
+/// The GID table index of RoCE v2 GID `gid` of port 1, on `ndev` if given
+/// (the netdev a packet came in on), else on any netdev.
+pub(crate) fn find_gid(dev: &Device, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {
+    let gid = b::ib_gid { raw: gid };
+    let ndev = ndev.map_or(core::ptr::null_mut(), NetDevice::as_ptr);
+    // SAFETY: FFI on our live device and a held netdev (or none); a found
+    // entry comes with a reference, given back at once.
+    unsafe {
+        let attr = b::rdma_find_gid_by_port(dev.as_ib(), &gid, b::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP, 1, ndev);
+        match from_err_ptr(attr.cast_mut()) {
+            Ok(attr) if !attr.is_null() => {
+                let index = u32::from((*attr).index);
+                b::rdma_put_gid_attr(attr);
+                Some(index)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The device under a VLAN device; `None` for any other device.
+pub(crate) fn vlan_real_dev(ndev: &NetDevice) -> Option<NetDevice> {
+    // SAFETY: `ndev` is held; the real device of a VLAN lives at least as
+    // long as the VLAN device, and `get` takes our own reference.
+    unsafe { NetDevice::get(b::rxe_rs_vlan_real_dev(ndev.as_ptr())) }
+}

@@ -1,0 +1,401 @@
+//! The IP and UDP framing around RoCEv2 transport packets: addresses as GIDs
+//! name them, the UDP source port a QP uses, and the IPv4/IPv6/UDP headers.
+//!
+//! Header writers produce exactly what rdma_rxe puts on the wire (IPv4 with
+//! DF and no options, IPv6 with flow label 0, UDP with checksum 0); fields the
+//! kernel fills on output (IPv4 id and checksum) are left zero here.
+
+use super::params::ROCE_V2_SPORT;
+
+pub(crate) const ETH_HLEN: usize = 14;
+pub(crate) const IPV4_HLEN: usize = 20;
+pub(crate) const IPV6_HLEN: usize = 40;
+pub(crate) const UDP_HLEN: usize = 8;
+pub(crate) const IPPROTO_UDP: u8 = 17;
+/// Size of `union rdma_network_hdr`, the "GRH" slot UD receive buffers start with.
+pub(crate) const NETWORK_HDR_LEN: usize = 40;
+
+pub(crate) use super::uapi::NetworkType;
+
+/// An IP address in network byte order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IpAddr {
+    V4([u8; 4]),
+    V6([u8; 16]),
+}
+
+const V4_MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+
+impl IpAddr {
+    /// The address a RoCE v2 GID stands for: an IPv4-mapped GID
+    /// (`::ffff:a.b.c.d`) is IPv4, anything else IPv6 (`rdma_gid2ip`).
+    pub(crate) fn from_gid(gid: [u8; 16]) -> IpAddr {
+        match gid.split_first_chunk::<12>() {
+            Some((prefix, rest)) if *prefix == V4_MAPPED_PREFIX => {
+                // `rest` is the last 4 of 16 bytes.
+                let mut v4 = [0u8; 4];
+                v4.copy_from_slice(rest);
+                IpAddr::V4(v4)
+            }
+            _ => IpAddr::V6(gid),
+        }
+    }
+
+    /// The GID naming this address; IPv4 becomes IPv4-mapped.
+    pub(crate) fn to_gid(self) -> [u8; 16] {
+        match self {
+            IpAddr::V4(a) => {
+                let mut gid = [0u8; 16];
+                let (prefix, rest) = gid.split_at_mut(12);
+                prefix.copy_from_slice(&V4_MAPPED_PREFIX);
+                rest.copy_from_slice(&a);
+                gid
+            }
+            IpAddr::V6(a) => a,
+        }
+    }
+
+    pub(crate) fn network_type(self) -> NetworkType {
+        match self {
+            IpAddr::V4(_) => NetworkType::Ipv4,
+            IpAddr::V6(_) => NetworkType::Ipv6,
+        }
+    }
+
+    /// Multicast as `rdma_is_multicast_addr` decides it: 224.0.0.0/4 or ff00::/8.
+    pub(crate) fn is_multicast(self) -> bool {
+        match self {
+            IpAddr::V4([a, ..]) => a & 0xf0 == 0xe0,
+            IpAddr::V6([a, ..]) => a == 0xff,
+        }
+    }
+}
+
+/// The kernel's `hash_32()` (generic version, which x86 uses).
+fn hash_32(val: u32, bits: u32) -> u32 {
+    const GOLDEN_RATIO_32: u32 = 0x61c8_8647;
+    val.wrapping_mul(GOLDEN_RATIO_32) >> (32 - bits)
+}
+
+/// UDP source port a new QP starts with: 0xc000 plus 14 bits of hashed QPN.
+pub(crate) fn qp_udp_sport(qpn: u32) -> u16 {
+    // 14 bits of hash fit beside the 0xc000 base.
+    ROCE_V2_SPORT | (hash_32(qpn, 14) & 0x3fff) as u16
+}
+
+/// `rdma_flow_label_to_udp_sport`: fold a 20-bit flow label into 14 bits.
+pub(crate) fn flow_label_to_udp_sport(fl: u32) -> u16 {
+    let low = fl & 0x03fff;
+    let high = fl & 0xfc000;
+    // The fold keeps 14 bits, which fit beside the 0xc000 base.
+    ROCE_V2_SPORT | ((low ^ (high >> 14)) & 0x3fff) as u16
+}
+
+/// `rdma_calc_flow_label`: a flow label both ends of a connection compute alike.
+pub(crate) fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
+    let mut v = u64::from(lqpn) * u64::from(rqpn);
+    v ^= v >> 20;
+    v ^= v >> 40;
+    // Masked to the 20 flow label bits.
+    (v & 0xfffff) as u32
+}
+
+/// `rdma_get_udp_sport`: the source port of a QP whose path was set with
+/// flow label `fl` (0: derive one from the QPNs).
+pub(crate) fn udp_sport(fl: u32, lqpn: u32, rqpn: u32) -> u16 {
+    let fl = if fl == 0 { calc_flow_label(lqpn, rqpn) } else { fl };
+    flow_label_to_udp_sport(fl)
+}
+
+/// A buffer too short for the header being written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooShort;
+
+/// Fields of the IPv4 header rxe sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ipv4Out {
+    pub(crate) src: [u8; 4],
+    pub(crate) dst: [u8; 4],
+    pub(crate) tos: u8,
+    pub(crate) ttl: u8,
+    /// Header plus everything after it.
+    pub(crate) total_len: u16,
+}
+
+/// Writes a 20-byte IPv4 header with DF set; id and checksum stay zero for
+/// the stack to fill.
+pub(crate) fn write_ipv4(buf: &mut [u8], h: &Ipv4Out) -> Result<(), TooShort> {
+    let b = buf.first_chunk_mut::<IPV4_HLEN>().ok_or(TooShort)?;
+    let [tl0, tl1] = h.total_len.to_be_bytes();
+    *b = [
+        0x45, h.tos, tl0, tl1, 0, 0, 0x40, 0, h.ttl, IPPROTO_UDP, 0, 0, h.src[0], h.src[1],
+        h.src[2], h.src[3], h.dst[0], h.dst[1], h.dst[2], h.dst[3],
+    ];
+    Ok(())
+}
+
+/// Fields of the IPv6 header rxe sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ipv6Out {
+    pub(crate) src: [u8; 16],
+    pub(crate) dst: [u8; 16],
+    pub(crate) traffic_class: u8,
+    pub(crate) hop_limit: u8,
+    /// Everything after the 40-byte header.
+    pub(crate) payload_len: u16,
+}
+
+/// Writes a 40-byte IPv6 header. The flow label is 0, as rdma_rxe sends it
+/// (the ICRC masks it, so peers accept any).
+pub(crate) fn write_ipv6(buf: &mut [u8], h: &Ipv6Out) -> Result<(), TooShort> {
+    let b = buf.first_chunk_mut::<IPV6_HLEN>().ok_or(TooShort)?;
+    let tc = h.traffic_class;
+    let [pl0, pl1] = h.payload_len.to_be_bytes();
+    b[0] = 0x60 | (tc >> 4);
+    b[1] = tc << 4;
+    b[2] = 0;
+    b[3] = 0;
+    b[4] = pl0;
+    b[5] = pl1;
+    b[6] = IPPROTO_UDP;
+    b[7] = h.hop_limit;
+    b[8..24].copy_from_slice(&h.src);
+    b[24..40].copy_from_slice(&h.dst);
+    Ok(())
+}
+
+/// Writes a UDP header with checksum 0 (none), as rdma_rxe does: the ICRC
+/// protects the payload.
+pub(crate) fn write_udp(buf: &mut [u8], sport: u16, dport: u16, len: u16) -> Result<(), TooShort> {
+    let b = buf.first_chunk_mut::<UDP_HLEN>().ok_or(TooShort)?;
+    let [s0, s1] = sport.to_be_bytes();
+    let [d0, d1] = dport.to_be_bytes();
+    let [l0, l1] = len.to_be_bytes();
+    *b = [s0, s1, d0, d1, l0, l1, 0, 0];
+    Ok(())
+}
+
+/// A UDP header as received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UdpHdr {
+    pub(crate) sport: u16,
+    pub(crate) dport: u16,
+    /// Header plus payload, as the sender claims.
+    pub(crate) len: u16,
+}
+
+impl UdpHdr {
+    pub(crate) fn parse(buf: &[u8]) -> Option<UdpHdr> {
+        let b = buf.first_chunk::<UDP_HLEN>()?;
+        Some(UdpHdr {
+            sport: u16::from_be_bytes([b[0], b[1]]),
+            dport: u16::from_be_bytes([b[2], b[3]]),
+            len: u16::from_be_bytes([b[4], b[5]]),
+        })
+    }
+
+    /// Length of the payload the header announces, if it is at least a header.
+    pub(crate) fn payload_len(&self) -> Option<usize> {
+        usize::from(self.len).checked_sub(UDP_HLEN)
+    }
+}
+
+/// The addresses of a received IP header, and how long the header is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IpHdrInfo {
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
+    /// IHL * 4 for IPv4, 40 for IPv6 (extension headers not included).
+    pub(crate) hdr_len: usize,
+}
+
+/// Reads the addresses of an IPv4 or IPv6 header (by its version nibble).
+pub(crate) fn parse_ip(buf: &[u8]) -> Option<IpHdrInfo> {
+    let first = *buf.first()?;
+    match first >> 4 {
+        4 => {
+            let hdr_len = usize::from(first & 0x0f) * 4;
+            if hdr_len < IPV4_HLEN || buf.len() < hdr_len {
+                return None;
+            }
+            Some(IpHdrInfo {
+                src: IpAddr::V4(*buf.get(12..)?.first_chunk::<4>()?),
+                dst: IpAddr::V4(*buf.get(16..)?.first_chunk::<4>()?),
+                hdr_len,
+            })
+        }
+        6 => Some(IpHdrInfo {
+            src: IpAddr::V6(*buf.get(8..)?.first_chunk::<16>()?),
+            dst: IpAddr::V6(*buf.get(24..)?.first_chunk::<16>()?),
+            hdr_len: IPV6_HLEN,
+        }),
+        _ => None,
+    }
+}
+
+/// The 40-byte `union rdma_network_hdr` a UD receive hands to the consumer:
+/// the IPv6 header as is, or 20 zero bytes then the IPv4 header.
+pub(crate) fn network_hdr(ip: &[u8]) -> Option<[u8; NETWORK_HDR_LEN]> {
+    let mut out = [0u8; NETWORK_HDR_LEN];
+    match ip.first()? >> 4 {
+        4 => out[20..].copy_from_slice(ip.first_chunk::<IPV4_HLEN>()?),
+        6 => out.copy_from_slice(ip.first_chunk::<IPV6_HLEN>()?),
+        _ => return None,
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gid_mapping() {
+        let v4 = IpAddr::V4([10, 77, 0, 2]);
+        let gid = v4.to_gid();
+        assert_eq!(gid, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2]);
+        assert_eq!(IpAddr::from_gid(gid), v4);
+        assert_eq!(v4.network_type(), NetworkType::Ipv4);
+        let mut g6 = [0u8; 16];
+        g6[0] = 0xfd;
+        g6[1] = 0x77;
+        g6[15] = 2;
+        assert_eq!(IpAddr::from_gid(g6), IpAddr::V6(g6));
+        assert_eq!(IpAddr::V6(g6).to_gid(), g6);
+        assert_eq!(IpAddr::V6(g6).network_type(), NetworkType::Ipv6);
+        // Almost-mapped prefixes stay IPv6.
+        let mut g = gid;
+        g[10] = 0xfe;
+        assert!(matches!(IpAddr::from_gid(g), IpAddr::V6(_)));
+    }
+
+    #[test]
+    fn multicast() {
+        assert!(IpAddr::V4([224, 0, 0, 1]).is_multicast());
+        assert!(IpAddr::V4([239, 255, 255, 255]).is_multicast());
+        assert!(!IpAddr::V4([240, 0, 0, 1]).is_multicast());
+        assert!(!IpAddr::V4([10, 0, 0, 1]).is_multicast());
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        assert!(IpAddr::V6(g).is_multicast());
+        g[0] = 0xfe;
+        assert!(!IpAddr::V6(g).is_multicast());
+        assert!(IpAddr::from_gid(IpAddr::V4([224, 1, 2, 3]).to_gid()).is_multicast());
+    }
+
+    #[test]
+    fn sports() {
+        // hash_32(x, 14) = (x * 0x61c88647) >> 18, worked by hand.
+        assert_eq!(qp_udp_sport(0), 0xc000);
+        assert_eq!(qp_udp_sport(1), 0xc000 | (0x61c8_8647u32 >> 18) as u16);
+        assert_eq!(qp_udp_sport(17), 0xc000 | (17u32.wrapping_mul(0x61c8_8647) >> 18) as u16);
+        for q in [0u32, 1, 16, 17, 0xff_ffff, 12345] {
+            assert!(qp_udp_sport(q) >= 0xc000);
+        }
+        assert_eq!(flow_label_to_udp_sport(0), 0xc000);
+        assert_eq!(flow_label_to_udp_sport(0x3fff), 0xffff);
+        assert_eq!(flow_label_to_udp_sport(0x4000), 0xc001);
+        assert_eq!(flow_label_to_udp_sport(0xfffff), 0xc000 | (0x3fff ^ 0x3f));
+        assert_eq!(calc_flow_label(0, 5), 0);
+        assert_eq!(calc_flow_label(3, 5), 15);
+        assert_eq!(calc_flow_label(5, 3), calc_flow_label(3, 5));
+        let big = calc_flow_label(0xff_ffff, 0xff_fffe);
+        assert!(big <= 0xfffff);
+        let v = 0xff_ffffu64 * 0xff_fffe;
+        let v = v ^ (v >> 20);
+        let v = v ^ (v >> 40);
+        assert_eq!(u64::from(big), v & 0xfffff);
+        assert_eq!(udp_sport(0, 3, 5), flow_label_to_udp_sport(15));
+        assert_eq!(udp_sport(0x4000, 3, 5), 0xc001);
+    }
+
+    #[test]
+    fn ipv4_header() {
+        let mut b = [0xaau8; 24];
+        let h = Ipv4Out {
+            src: [10, 0, 0, 1],
+            dst: [10, 0, 0, 2],
+            tos: 0x02,
+            ttl: 64,
+            total_len: 0x0123,
+        };
+        write_ipv4(&mut b, &h).unwrap();
+        assert_eq!(
+            &b[..20],
+            &[0x45, 2, 1, 0x23, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]
+        );
+        assert_eq!(b[20], 0xaa);
+        let info = parse_ip(&b).unwrap();
+        assert_eq!(info.src, IpAddr::V4([10, 0, 0, 1]));
+        assert_eq!(info.dst, IpAddr::V4([10, 0, 0, 2]));
+        assert_eq!(info.hdr_len, 20);
+        assert_eq!(write_ipv4(&mut b[..19], &h), Err(TooShort));
+        // Options are skipped by length, and a short IHL is refused.
+        let mut opt = [0u8; 24];
+        opt[..20].copy_from_slice(&b[..20]);
+        opt[0] = 0x46;
+        assert_eq!(parse_ip(&opt).unwrap().hdr_len, 24);
+        assert_eq!(parse_ip(&opt[..23]), None);
+        opt[0] = 0x44;
+        assert_eq!(parse_ip(&opt), None);
+        let nh = network_hdr(&b).unwrap();
+        assert_eq!(&nh[..20], &[0; 20]);
+        assert_eq!(&nh[20..], &b[..20]);
+    }
+
+    #[test]
+    fn ipv6_header() {
+        let mut src = [0u8; 16];
+        let mut dst = [0u8; 16];
+        src[0] = 0xfd;
+        src[15] = 1;
+        dst[0] = 0xfd;
+        dst[15] = 2;
+        let h = Ipv6Out {
+            src,
+            dst,
+            traffic_class: 0xab,
+            hop_limit: 255,
+            payload_len: 300,
+        };
+        let mut b = [0u8; 40];
+        write_ipv6(&mut b, &h).unwrap();
+        assert_eq!(&b[..8], &[0x6a, 0xb0, 0, 0, 1, 44, 17, 255]);
+        assert_eq!(&b[8..24], &src);
+        assert_eq!(&b[24..], &dst);
+        let info = parse_ip(&b).unwrap();
+        assert_eq!((info.src, info.dst, info.hdr_len), (IpAddr::V6(src), IpAddr::V6(dst), 40));
+        assert_eq!(parse_ip(&b[..39]), None);
+        assert_eq!(network_hdr(&b), Some(b));
+        assert_eq!(write_ipv6(&mut b[..39], &h), Err(TooShort));
+    }
+
+    #[test]
+    fn udp_header() {
+        let mut b = [0u8; 8];
+        write_udp(&mut b, 0xc123, 4791, 40).unwrap();
+        assert_eq!(b, [0xc1, 0x23, 0x12, 0xb7, 0, 40, 0, 0]);
+        let u = UdpHdr::parse(&b).unwrap();
+        assert_eq!((u.sport, u.dport, u.len), (0xc123, 4791, 40));
+        assert_eq!(u.payload_len(), Some(32));
+        assert_eq!(UdpHdr { len: 7, ..u }.payload_len(), None);
+        assert_eq!(UdpHdr::parse(&b[..7]), None);
+        assert_eq!(write_udp(&mut b[..7], 1, 2, 3), Err(TooShort));
+    }
+
+    #[test]
+    fn parse_garbage() {
+        assert_eq!(parse_ip(&[]), None);
+        for first in 0..=255u8 {
+            let mut b = [0u8; 64];
+            b[0] = first;
+            let r = parse_ip(&b);
+            match first >> 4 {
+                4 => assert_eq!(r.is_some(), first & 0x0f >= 5),
+                6 => assert!(r.is_some()),
+                _ => assert!(r.is_none()),
+            }
+            let _ = network_hdr(&b[..(first as usize % 64)]);
+        }
+    }
+}

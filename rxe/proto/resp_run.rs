@@ -1,0 +1,724 @@
+//! The responder state machine (`rxe_receiver()`) over the engine's [`Io`].
+//!
+//! # API
+//!
+//! - trait [`Io`]: the engine's primitives over the request packet at the
+//!   head of its queue, the RQ/SRQ, memory regions, the CQ and the wire
+//! - [`run`]`(state, qp, io) -> Outcome`: one `rxe_receiver()` call. It
+//!   handles the head request until it is done, or sends one packet of a
+//!   read reply; the engine calls it again while `progress`, and moves the
+//!   QP to ERR on `qp_error`
+//! - [`recv_cqe`]`(state, request, status, received) -> RecvCqe`
+//! - the types [`Io`] uses: [`Target`] (from resp_logic), [`ReadResponse`],
+//!   [`ReadSource`], [`Ack`], [`RecvCqe`] and the error types
+//!
+//! # Where this differs from rdma_rxe
+//!
+//! Only where C reads stale or missing state: a send failure in a read
+//! reply forgets the reply (C continues it with whatever packet comes
+//! next); a duplicate matched to a resource of another kind is dropped; a
+//! write with payload but a zero-length RETH, and a flush on a QP without
+//! responder resources, are length/resource errors (C dereferences NULL);
+//! a replayed read rechecks its key unless it is zero-length (C looks at
+//! the last RETH's length instead); the duplicate of a zero-length read is
+//! answered (C drops it for its rkey, and the requester retries it until
+//! it gives up).
+
+use super::mr_logic::AtomicOp;
+use super::opcode::{Mask, Opcode};
+use super::psn::{psn_add, psn_before, psn_sub};
+use super::qp_state::QpType;
+use super::resp_logic::{
+    check_length, check_rdma_len, check_request, rdma_target, Check, Request, RespError, RespQp, RespState,
+    ResKind, ResState, Target, GRH_LEN,
+};
+use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
+use super::uapi::{wc_flags, WcOpcode, WcStatus};
+use super::wire::{NakCode, Syndrome};
+
+/// Why [`Io::take_recv`] has no receive WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecvError {
+    /// The RQ/SRQ is empty (or the SRQ is in error): receiver not ready.
+    Empty,
+    /// `num_sge` above the queue's limit.
+    Malformed,
+}
+
+/// Why [`Io::recv_data`] failed, as `copy_data()` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecvCopyError {
+    /// More bytes than the WQE has left (`-EINVAL`: a malformed WQE for C).
+    TooLong,
+    /// The SGEs ended before the WQE's length did (`-ENOSPC`).
+    NoSpace,
+    /// A bad lkey or a copy fault.
+    Fault,
+}
+
+/// An rkey lookup, range check or remote memory access failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AccessFault;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AtomicError {
+    /// The target is not 8-byte aligned.
+    Misaligned,
+    /// Invalid region or address.
+    Access,
+}
+
+/// Why a read response did not go out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SendFailed {
+    /// No skb, or the transmit failed: C answers with an RNR NAK.
+    Send,
+    /// The region is gone or the copy failed.
+    Access,
+}
+
+/// Which memory region a read response reads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadSource {
+    /// The region [`Io::lookup`] resolved for this request (absent for a
+    /// zero-length read); released after this response.
+    Held,
+    /// Look the rkey up again (`rxe_recheck_mr()`: same key, still valid).
+    Recheck(u32),
+}
+
+/// One RDMA READ response packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReadResponse {
+    pub(crate) opcode: Opcode,
+    pub(crate) psn: u32,
+    /// AETH MSN (the syndrome is always an unlimited-credit ACK).
+    pub(crate) msn: u32,
+    pub(crate) va: u64,
+    pub(crate) len: u32,
+    pub(crate) source: ReadSource,
+}
+
+/// An ACK, NAK, atomic ACK or zero-length read response (for flush and
+/// atomic write) without payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ack {
+    /// `RcAck`, `RcAtomicAck` or `RcReadResponseOnly`.
+    pub(crate) opcode: Opcode,
+    pub(crate) psn: u32,
+    pub(crate) syndrome: u8,
+    pub(crate) msn: u32,
+    /// AtomicAckETH value, for `RcAtomicAck`.
+    pub(crate) orig: u64,
+}
+
+/// A receive completion, in the user CQE's terms. A kernel CQ also gets
+/// `IB_WC_WITH_NETWORK_HDR_TYPE` (and the VLAN), which only the engine knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecvCqe {
+    pub(crate) status: WcStatus,
+    pub(crate) opcode: WcOpcode,
+    pub(crate) byte_len: u32,
+    pub(crate) wc_flags: u32,
+    /// Immediate data or the invalidated rkey.
+    pub(crate) ex: u32,
+    pub(crate) src_qp: u32,
+    /// Post as a solicited event (the BTH SE bit).
+    pub(crate) solicited: bool,
+}
+
+/// The CQ overflowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CqFull;
+
+/// What [`run`] needs from the engine: the request queue, the receive
+/// queue, remote memory and the wire.
+pub(crate) trait Io {
+    /// The request packet at the head of the queue, not removed.
+    fn peek(&mut self) -> Option<Request>;
+    /// Drops the head request packet.
+    fn pop(&mut self);
+    /// The QP went to ERR meanwhile.
+    fn qp_in_error(&mut self) -> bool;
+    /// Takes the next receive WQE (RQ: a copy of its head; SRQ: a copy,
+    /// consumed, with the limit event) as the held WQE; returns its length.
+    fn take_recv(&mut self) -> Result<u32, RecvError>;
+    /// A receive WQE is held for the current message.
+    fn has_recv(&self) -> bool;
+    /// Scatters into the held WQE at its cursor: first, when `with_grh`,
+    /// `GRH_LEN` bytes of network header (IPv4: 20 zero bytes then the IPv4
+    /// header; IPv6: the IPv6 header), then the head packet's payload.
+    fn recv_data(&mut self, with_grh: bool) -> Result<(), RecvCopyError>;
+    /// Bytes the held WQE received so far.
+    fn recv_received(&self) -> u32;
+    /// Puts the held WQE's cursor back to its start.
+    fn rewind_recv(&mut self);
+    /// Posts `cqe` for the held WQE, consumes it (RQ) and drops it.
+    fn complete(&mut self, cqe: &RecvCqe) -> Result<(), CqFull>;
+    /// Resolves `t.rkey` for `t.access` (and the range when asked) and
+    /// holds the region until [`Io::release_mr`].
+    fn lookup(&mut self, t: &Target) -> Result<(), AccessFault>;
+    fn release_mr(&mut self);
+    /// Copies the head packet's payload into the held region at `va`.
+    fn write_data(&mut self, va: u64) -> Result<(), AccessFault>;
+    /// Runs an 8-byte atomic at `va` in the held region; returns the old value.
+    fn atomic(&mut self, va: u64, op: AtomicOp) -> Result<u64, AtomicError>;
+    /// Stores the head packet's 8 payload bytes at `va` in the held region.
+    fn atomic_write(&mut self, va: u64) -> Result<(), AtomicError>;
+    /// Makes `va..va+len` (or the whole held region) globally visible, and
+    /// persistent when asked.
+    fn flush(&mut self, whole_mr: bool, va: u64, len: u32, persistent: bool) -> Result<(), AccessFault>;
+    /// Invalidates the MR or MW named by `rkey` (send with invalidate).
+    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessFault>;
+    /// Builds and sends a read response, copying `len` bytes from `va`.
+    fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed>;
+    /// Builds and sends an ACK-type packet; failures are not reported (C logs them).
+    fn send_ack(&mut self, a: &Ack);
+}
+
+/// What the engine does after [`run`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// A request (or one read response) was handled: run again.
+    pub(crate) progress: bool,
+    /// Move the QP to ERR.
+    pub(crate) qp_error: bool,
+}
+
+/// The receive completion of a message (`do_complete()`).
+pub(crate) fn recv_cqe(st: &RespState, pkt: &Request, status: WcStatus, received: u32) -> RecvCqe {
+    let mut c = RecvCqe {
+        status,
+        opcode: WcOpcode::Send,
+        byte_len: 0,
+        wc_flags: 0,
+        ex: 0,
+        src_qp: 0,
+        solicited: pkt.se,
+    };
+    if status != WcStatus::Success {
+        return c;
+    }
+    let write_imm = pkt.has(Mask::IMMDT) && pkt.has(Mask::WRITE);
+    c.opcode = if write_imm { WcOpcode::RecvRdmaWithImm } else { WcOpcode::Recv };
+    c.byte_len = if write_imm { st.length } else { received };
+    c.wc_flags = wc_flags::GRH;
+    if let Some(imm) = pkt.imm {
+        c.wc_flags |= wc_flags::WITH_IMM;
+        c.ex = imm;
+    }
+    if let Some(rkey) = pkt.invalidate {
+        c.wc_flags |= wc_flags::WITH_INVALIDATE;
+        c.ex = rkey;
+    }
+    c.src_qp = pkt.src_qp.unwrap_or(0);
+    c
+}
+
+/// `enum resp_states`, minus the states folded into others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    GetReq,
+    ChkPsn,
+    ChkResource,
+    ChkLength,
+    ChkRkey,
+    Execute,
+    Complete,
+    ReadReply,
+    AtomicReply,
+    AtomicWriteReply,
+    ProcessFlush,
+    Acknowledge,
+    Cleanup,
+    Duplicate,
+    Err(RespError),
+    Done,
+    Exit,
+    Error,
+}
+
+const ACK: u8 = Syndrome::ACK_UNLIMITED.encode();
+
+/// One run of the responder.
+struct Run<'a, I: Io> {
+    st: &'a mut RespState,
+    qp: &'a RespQp,
+    io: &'a mut I,
+    /// `qp->resp.aeth_syndrome`, `status` and `goto_error`: per request.
+    syndrome: u8,
+    status: WcStatus,
+    goto_error: bool,
+    recv_len: u32,
+    mr_held: bool,
+}
+
+/// Runs the responder once over the request at the head of the queue.
+pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome {
+    let mut r = Run {
+        st,
+        qp,
+        io,
+        syndrome: ACK,
+        status: WcStatus::Success,
+        goto_error: false,
+        recv_len: 0,
+        mr_held: false,
+    };
+    let mut pkt: Option<Request> = None;
+    let mut s = St::GetReq;
+    loop {
+        s = match (s, pkt) {
+            (St::GetReq, _) => match r.io.peek() {
+                None => St::Exit,
+                Some(p) => {
+                    pkt = Some(p);
+                    if r.st.cur.is_some() {
+                        St::ReadReply
+                    } else {
+                        St::ChkPsn
+                    }
+                }
+            },
+            (St::ChkPsn, Some(p)) => match check_request(r.st, r.qp, &p) {
+                Check::Drop => St::Cleanup,
+                Check::Duplicate => St::Duplicate,
+                Check::Error(e) => St::Err(e),
+                Check::Valid => St::ChkResource,
+            },
+            (St::ChkResource, Some(p)) => r.check_resource(&p),
+            (St::ChkLength, Some(p)) => r.check_length(&p),
+            (St::ChkRkey, Some(p)) => r.check_rkey(&p),
+            (St::Execute, Some(p)) => r.execute(&p),
+            (St::Complete, Some(p)) => r.complete(&p),
+            (St::ReadReply, Some(p)) => r.read_reply(&p),
+            (St::AtomicReply, Some(p)) => r.atomic_reply(&p),
+            (St::AtomicWriteReply, Some(p)) => r.atomic_write_reply(&p),
+            (St::ProcessFlush, Some(p)) => r.process_flush(&p),
+            (St::Acknowledge, Some(p)) => r.acknowledge(&p),
+            (St::Cleanup, _) => {
+                if pkt.is_some() {
+                    r.io.pop();
+                }
+                r.release_mr();
+                St::Done
+            }
+            (St::Duplicate, Some(p)) => r.duplicate(&p),
+            (St::Err(e), Some(p)) => r.error(e, &p),
+            (St::Done | St::Exit, _) if r.goto_error => St::Error,
+            (St::Done, _) => return Outcome { progress: true, qp_error: false },
+            (St::Error, _) => return Outcome { progress: false, qp_error: true },
+            // St::Exit, and states that need a packet reached without one
+            // (not possible: only GetReq sets it and every path starts there).
+            _ => return Outcome::default(),
+        };
+    }
+}
+
+impl<I: Io> Run<'_, I> {
+    fn release_mr(&mut self) {
+        self.io.release_mr();
+        self.mr_held = false;
+    }
+
+    fn send_ack(&mut self, opcode: Opcode, syndrome: u8, psn: u32, orig: u64) {
+        let a = Ack { opcode, psn, syndrome, msn: self.st.msn, orig };
+        self.io.send_ack(&a);
+    }
+
+    fn check_resource(&mut self, p: &Request) -> St {
+        if p.has(Mask::READ_OR_ATOMIC.union(Mask::ATOMIC_WRITE)) {
+            // The requester keeps within our depth; we only need some.
+            return if self.st.res_count > 0 { St::ChkLength } else { St::Err(RespError::TooManyRdmaAtmReq) };
+        }
+        if p.has(Mask::RWR) {
+            return match self.io.take_recv() {
+                Ok(len) => {
+                    self.recv_len = len;
+                    St::ChkLength
+                }
+                Err(RecvError::Empty) => St::Err(RespError::Rnr),
+                Err(RecvError::Malformed) => St::Err(RespError::MalformedWqe),
+            };
+        }
+        St::ChkLength
+    }
+
+    fn check_length(&mut self, p: &Request) -> St {
+        // UD: the payload and the network header must fit the buffer (C9-92).
+        if matches!(self.qp.qp_type, QpType::Ud | QpType::Gsi)
+            && u64::from(p.payload) + u64::from(GRH_LEN) > u64::from(self.recv_len)
+        {
+            return St::Err(RespError::Length);
+        }
+        if let Err(e) = check_length(self.qp, p) {
+            return St::Err(e);
+        }
+        if p.has(Mask::RDMA_OP) {
+            St::ChkRkey
+        } else {
+            St::Execute
+        }
+    }
+
+    fn check_rkey(&mut self, p: &Request) -> St {
+        let Some(t) = rdma_target(self.st, p) else {
+            return St::Execute;
+        };
+        if self.io.lookup(&t).is_err() {
+            return St::Err(RespError::RkeyViolation);
+        }
+        self.mr_held = true;
+        if let Err(e) = check_rdma_len(self.st, self.qp, p) {
+            self.release_mr();
+            return St::Err(e);
+        }
+        St::Execute
+    }
+
+    fn execute(&mut self, p: &Request) -> St {
+        if p.has(Mask::SEND) {
+            let grh = matches!(self.qp.qp_type, QpType::Ud | QpType::Gsi);
+            match self.io.recv_data(grh) {
+                Ok(()) => {}
+                Err(RecvCopyError::NoSpace) => return St::Err(RespError::Length),
+                Err(RecvCopyError::TooLong | RecvCopyError::Fault) => return St::Err(RespError::MalformedWqe),
+            }
+        } else if p.has(Mask::WRITE) {
+            if !self.mr_held {
+                // A zero-length RETH names no memory: nothing may be written.
+                if p.payload > 0 {
+                    return St::Err(RespError::Length);
+                }
+            } else if self.io.write_data(self.st.va).is_err() {
+                return St::Err(RespError::RkeyViolation);
+            }
+            self.st.va = self.st.va.wrapping_add(u64::from(p.payload));
+            self.st.resid = self.st.resid.saturating_sub(p.payload);
+        } else if p.has(Mask::READ) {
+            // The MSN counts a read when it starts (C9-148).
+            self.st.msn = psn_add(self.st.msn, 1);
+            return St::ReadReply;
+        } else if p.has(Mask::ATOMIC) {
+            return St::AtomicReply;
+        } else if p.has(Mask::ATOMIC_WRITE) {
+            return St::AtomicWriteReply;
+        } else if p.has(Mask::FLUSH) {
+            return St::ProcessFlush;
+        }
+        if let Some(rkey) = p.invalidate {
+            if self.io.invalidate(rkey).is_err() {
+                return St::Err(RespError::InvalidateRkey);
+            }
+        }
+        self.st.executed(p, p.has(Mask::END));
+        self.status = WcStatus::Success;
+        if p.has(Mask::COMP) {
+            St::Complete
+        } else if self.qp.qp_type == QpType::Rc {
+            St::Acknowledge
+        } else {
+            St::Cleanup
+        }
+    }
+
+    fn complete(&mut self, p: &Request) -> St {
+        if self.io.has_recv() {
+            let cqe = recv_cqe(self.st, p, self.status, self.io.recv_received());
+            if self.io.complete(&cqe).is_err() {
+                return St::Err(RespError::CqOverflow);
+            }
+        }
+        // Executed and completed before the QP failed: consume it once.
+        if self.io.qp_in_error() {
+            return St::Cleanup;
+        }
+        if self.qp.qp_type == QpType::Rc {
+            St::Acknowledge
+        } else {
+            St::Cleanup
+        }
+    }
+
+    fn read_reply(&mut self, p: &Request) -> St {
+        let i = match self.st.cur {
+            Some(i) => i,
+            None => match self.st.prepare_res(ResKind::Read, p, self.qp.mtu) {
+                Some(i) => i,
+                None => return St::Err(RespError::TooManyRdmaAtmReq),
+            },
+        };
+        let (mtu, msn) = (self.qp.mtu, self.st.msn);
+        let Some(res) = self.st.res.get_mut(i).filter(|r| r.kind == ResKind::Read) else {
+            // Only a read reply spans runs; anything else is stale.
+            self.st.cur = None;
+            return St::ChkPsn;
+        };
+        let (opcode, source) = if res.state == ResState::New {
+            let src = if !res.replay || res.length == 0 { ReadSource::Held } else { ReadSource::Recheck(res.rkey) };
+            let op = if res.resid <= mtu { Opcode::RcReadResponseOnly } else { Opcode::RcReadResponseFirst };
+            (op, src)
+        } else {
+            let op = if res.resid > mtu { Opcode::RcReadResponseMiddle } else { Opcode::RcReadResponseLast };
+            (op, ReadSource::Recheck(res.rkey))
+        };
+        res.state = ResState::Next;
+        let len = res.resid.min(mtu);
+        let r = ReadResponse { opcode, psn: res.cur_psn, msn, va: res.va, len, source };
+        let sent = self.io.send_read_response(&r);
+        if source == ReadSource::Held {
+            self.release_mr();
+        }
+        if let Err(e) = sent {
+            self.st.cur = None;
+            return St::Err(match e {
+                SendFailed::Send => RespError::Rnr,
+                SendFailed::Access => RespError::RkeyViolation,
+            });
+        }
+        let Some(res) = self.st.res.get_mut(i) else {
+            return St::Cleanup;
+        };
+        res.va = res.va.wrapping_add(u64::from(len));
+        res.resid -= len;
+        res.cur_psn = psn_add(res.cur_psn, 1);
+        if res.resid > 0 {
+            return St::Done;
+        }
+        let (replay, cur_psn) = (res.replay, res.cur_psn);
+        self.st.cur = None;
+        if !replay {
+            self.st.opcode = None;
+        }
+        if !psn_before(cur_psn, self.st.psn) {
+            self.st.psn = cur_psn;
+        }
+        St::Cleanup
+    }
+
+    /// The resource of an atomic, atomic write or flush reply: the replayed
+    /// one, or a new one.
+    fn reply_res(&mut self, kind: ResKind, p: &Request) -> Option<usize> {
+        match self.st.cur {
+            Some(i) => Some(i),
+            None => self.st.prepare_res(kind, p, self.qp.mtu),
+        }
+    }
+
+    fn atomic_reply(&mut self, p: &Request) -> St {
+        let Some(i) = self.reply_res(ResKind::Atomic, p) else {
+            return St::Err(RespError::TooManyRdmaAtmReq);
+        };
+        if self.st.res.get(i).is_some_and(|r| r.replay) {
+            return St::Acknowledge;
+        }
+        let a = p.atmeth.unwrap_or_default();
+        let op = if p.opcode == Opcode::RcCompareSwap {
+            AtomicOp::CompareSwap { compare: a.compare, swap: a.swap_add }
+        } else {
+            AtomicOp::FetchAdd { add: a.swap_add }
+        };
+        match self.io.atomic(self.st.va, op) {
+            Ok(orig) => {
+                if let Some(r) = self.st.res.get_mut(i) {
+                    r.orig = orig;
+                }
+                self.st.executed(p, true);
+                self.status = WcStatus::Success;
+                St::Acknowledge
+            }
+            Err(AtomicError::Misaligned) => St::Err(RespError::MisalignedAtomic),
+            Err(AtomicError::Access) => St::Err(RespError::RkeyViolation),
+        }
+    }
+
+    fn atomic_write_reply(&mut self, p: &Request) -> St {
+        let Some(i) = self.reply_res(ResKind::AtomicWrite, p) else {
+            return St::Err(RespError::TooManyRdmaAtmReq);
+        };
+        if self.st.res.get(i).is_some_and(|r| r.replay) {
+            return St::Acknowledge;
+        }
+        match self.io.atomic_write(self.st.va) {
+            Ok(()) => {
+                self.st.resid = 0;
+                self.st.executed(p, true);
+                self.status = WcStatus::Success;
+                St::Acknowledge
+            }
+            Err(AtomicError::Misaligned) => St::Err(RespError::MisalignedAtomic),
+            Err(AtomicError::Access) => St::Err(RespError::RkeyViolation),
+        }
+    }
+
+    fn process_flush(&mut self, p: &Request) -> St {
+        let Some(i) = self.reply_res(ResKind::Flush, p) else {
+            return St::Err(RespError::TooManyRdmaAtmReq);
+        };
+        let Some(res) = self.st.res.get(i).copied() else {
+            return St::Err(RespError::TooManyRdmaAtmReq);
+        };
+        if res.replay {
+            return St::Acknowledge;
+        }
+        let persistent = res.flush_type & FLUSH_PERSISTENT != 0;
+        if persistent || res.flush_type & FLUSH_GLOBAL != 0 {
+            let whole = res.flush_level != 0;
+            if self.io.flush(whole, res.va, res.length, persistent).is_err() {
+                return St::Err(RespError::RkeyViolation);
+            }
+        }
+        self.st.executed(p, true);
+        self.status = WcStatus::Success;
+        St::Acknowledge
+    }
+
+    fn acknowledge(&mut self, p: &Request) -> St {
+        if self.qp.qp_type != QpType::Rc {
+            return St::Cleanup;
+        }
+        if self.syndrome != ACK {
+            self.send_ack(Opcode::RcAck, self.syndrome, p.psn, 0);
+        } else if p.has(Mask::ATOMIC) {
+            let orig = self.st.cur.and_then(|i| self.st.res.get(i)).map_or(0, |r| r.orig);
+            self.send_ack(Opcode::RcAtomicAck, ACK, p.psn, orig);
+            self.st.cur = None;
+        } else if p.has(Mask::FLUSH.union(Mask::ATOMIC_WRITE)) {
+            self.send_ack(Opcode::RcReadResponseOnly, ACK, p.psn, 0);
+            self.st.cur = None;
+        } else if p.ack_req {
+            self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
+        }
+        St::Cleanup
+    }
+
+    fn duplicate(&mut self, p: &Request) -> St {
+        if p.has(Mask::SEND.union(Mask::WRITE)) {
+            // Acknowledge again (C9-105).
+            let prev = psn_sub(self.st.ack_psn, 1);
+            self.send_ack(Opcode::RcAck, ACK, prev, 0);
+            return St::Cleanup;
+        }
+        let (kind, next) = if p.has(Mask::FLUSH) {
+            (ResKind::Flush, St::ProcessFlush)
+        } else if p.has(Mask::READ) {
+            (ResKind::Read, St::ReadReply)
+        } else if p.has(Mask::ATOMIC) {
+            (ResKind::Atomic, St::AtomicReply)
+        } else {
+            (ResKind::AtomicWrite, St::AtomicWriteReply)
+        };
+        // Not found: too old to answer (class D), drop it.
+        let Some(i) = self.st.find_res(p.psn) else {
+            return St::Cleanup;
+        };
+        let Some(res) = self.st.res.get_mut(i).filter(|r| r.kind == kind) else {
+            return St::Cleanup;
+        };
+        if kind == ResKind::Read {
+            // Only the same read, or a tail of it, is replayed.
+            let (va, len, rkey) = p.reth.map_or((0, 0, 0), |h| (h.va, h.len, h.rkey));
+            let end = u128::from(va) + u128::from(len);
+            let org_end = u128::from(res.va_org) + u128::from(res.length);
+            // A zero-length read kept rkey 0 (it names no memory), so its
+            // duplicate is matched without the key; C compares it anyway and
+            // never answers a retried zero-length read.
+            if va < res.va_org || len > res.length || end > org_end || (rkey != res.rkey && len != 0) {
+                return St::Cleanup;
+            }
+            res.state = if p.psn == res.first_psn { ResState::New } else { ResState::Replay };
+            res.va_org = va;
+            res.va = va;
+            res.resid = len;
+        }
+        res.replay = true;
+        res.cur_psn = p.psn;
+        self.st.cur = Some(i);
+        next
+    }
+
+    /// Classes A and C: NAK the request, fail its receive WQE, error the QP.
+    fn class_ac(&mut self, nak: NakCode, status: WcStatus) -> St {
+        self.syndrome = Syndrome::Nak(nak).encode();
+        self.status = status;
+        self.goto_error = true;
+        St::Complete
+    }
+
+    fn error(&mut self, e: RespError, p: &Request) -> St {
+        let rc = self.qp.qp_type == QpType::Rc;
+        match e {
+            RespError::PsnOutOfSeq => {
+                let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
+                self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
+                St::Cleanup
+            }
+            RespError::TooManyRdmaAtmReq
+            | RespError::MissingOpcodeFirst
+            | RespError::MissingOpcodeLastC
+            | RespError::UnsupportedOpcode
+            | RespError::MisalignedAtomic => self.class_ac(NakCode::InvalidRequest, WcStatus::RemInvReqErr),
+            RespError::MissingOpcodeLastD1e => {
+                if self.qp.srq {
+                    // Class E: fail the message's WQE.
+                    self.st.drop_msg = true;
+                    if self.io.has_recv() {
+                        self.status = WcStatus::RemInvReqErr;
+                        return St::Complete;
+                    }
+                    return St::Cleanup;
+                }
+                // Class D1: forget the broken message, keep its WQE.
+                if self.io.has_recv() {
+                    self.io.rewind_recv();
+                    self.st.opcode = None;
+                }
+                self.release_mr();
+                St::Cleanup
+            }
+            RespError::Rnr => {
+                if rc {
+                    let syn = Syndrome::RnrNak { timer: self.qp.min_rnr_timer }.encode();
+                    self.send_ack(Opcode::RcAck, syn, p.psn, 0);
+                } else {
+                    self.st.drop_msg = true;
+                }
+                St::Cleanup
+            }
+            RespError::RkeyViolation => {
+                if rc {
+                    return self.class_ac(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
+                }
+                self.st.drop_msg = true;
+                if self.qp.srq {
+                    self.status = WcStatus::RemAccessErr;
+                    St::Complete
+                } else {
+                    St::Cleanup
+                }
+            }
+            RespError::InvalidateRkey => {
+                self.goto_error = true;
+                self.status = WcStatus::RemInvReqErr;
+                St::Complete
+            }
+            RespError::Length => {
+                if rc {
+                    self.class_ac(NakCode::InvalidRequest, WcStatus::RemInvReqErr)
+                } else if self.qp.srq {
+                    self.status = WcStatus::RemInvReqErr;
+                    St::Complete
+                } else {
+                    self.st.drop_msg = true;
+                    St::Cleanup
+                }
+            }
+            RespError::MalformedWqe => self.class_ac(NakCode::RemoteOperationalError, WcStatus::LocQpOpErr),
+            RespError::CqOverflow => St::Error,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "resp_run_tests.rs"]
+mod tests;

@@ -1,0 +1,173 @@
+//! Index keeping of a fixed-capacity FIFO over a slice of slots, for
+//! `rxe::fifo` (the 6.12 `KVec` has no pop).
+
+/// Head and length of a ring over `slots`, where the caller passes the
+/// same slots (same length) to every call.
+///
+/// # Invariants
+///
+/// `len <= slots.len()`, `head < slots.len()` (or 0 with no slots); the
+/// `len` slots from `head` on, wrapping, are `Some` and the others `None`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Ring {
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    pub(crate) const fn new() -> Self {
+        Self { head: 0, len: 0 }
+    }
+
+    pub(crate) const fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `head + n` wrapped to `cap`, for `n <= cap`.
+    fn wrap(&self, n: usize, cap: usize) -> usize {
+        // Both are below `cap`, so the sum wraps at most once; with
+        // `head + n` computed as `n - (cap - head)` no overflow either.
+        if n >= cap - self.head {
+            n - (cap - self.head)
+        } else {
+            self.head + n
+        }
+    }
+
+    /// Appends `item`; gives it back when all slots are taken.
+    pub(crate) fn push<T>(&mut self, slots: &mut [Option<T>], item: T) -> Result<(), T> {
+        let cap = slots.len();
+        if self.len >= cap {
+            return Err(item);
+        }
+        let tail = self.wrap(self.len, cap);
+        match slots.get_mut(tail) {
+            Some(slot) => {
+                *slot = Some(item);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(item),
+        }
+    }
+
+    /// Removes the oldest item.
+    pub(crate) fn pop<T>(&mut self, slots: &mut [Option<T>]) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let item = slots.get_mut(self.head)?.take();
+        self.head = self.wrap(1, slots.len());
+        self.len -= 1;
+        item
+    }
+
+    /// The oldest item.
+    pub(crate) fn peek<'a, T>(&self, slots: &'a [Option<T>]) -> Option<&'a T> {
+        if self.len == 0 {
+            return None;
+        }
+        slots.get(self.head)?.as_ref()
+    }
+
+    /// The oldest item, to change in place.
+    pub(crate) fn peek_mut<'a, T>(&self, slots: &'a mut [Option<T>]) -> Option<&'a mut T> {
+        if self.len == 0 {
+            return None;
+        }
+        slots.get_mut(self.head)?.as_mut()
+    }
+
+    /// Drops every item.
+    pub(crate) fn clear<T>(&mut self, slots: &mut [Option<T>]) {
+        for slot in slots.iter_mut() {
+            *slot = None;
+        }
+        *self = Self::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use std::vec;
+
+    #[test]
+    fn fills_wraps_and_empties() {
+        let mut slots: [Option<u32>; 3] = [None; 3];
+        let mut r = Ring::new();
+        assert_eq!(r.pop(&mut slots), None);
+        for i in 0..3 {
+            r.push(&mut slots, i).unwrap();
+        }
+        assert_eq!(r.push(&mut slots, 9), Err(9));
+        assert_eq!(r.pop(&mut slots), Some(0));
+        r.push(&mut slots, 3).unwrap();
+        assert_eq!(r.peek(&slots), Some(&1));
+        *r.peek_mut(&mut slots).unwrap() = 11;
+        assert_eq!(r.len(), 3);
+        assert_eq!((r.pop(&mut slots), r.pop(&mut slots), r.pop(&mut slots)), (Some(11), Some(2), Some(3)));
+        assert!(r.is_empty());
+        assert_eq!(r.peek(&slots), None);
+    }
+
+    #[test]
+    fn zero_capacity() {
+        let mut slots: [Option<u8>; 0] = [];
+        let mut r = Ring::new();
+        assert_eq!(r.push(&mut slots, 1), Err(1));
+        assert_eq!(r.pop(&mut slots), None);
+    }
+
+    #[test]
+    fn clear_drops_items() {
+        let mut slots = vec![None, None];
+        let mut r = Ring::new();
+        r.push(&mut slots, std::string::String::from("a")).unwrap();
+        r.clear(&mut slots);
+        assert!(r.is_empty() && slots.iter().all(Option::is_none));
+        r.push(&mut slots, "b".into()).unwrap();
+        assert_eq!(r.pop(&mut slots).as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn fuzz_against_vecdeque() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for cap in 0..6 {
+            let mut slots = vec![None; cap];
+            let mut r = Ring::new();
+            let mut model = VecDeque::new();
+            for i in 0..10_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match x % 5 {
+                    0 | 1 => {
+                        let got = r.push(&mut slots, i);
+                        if model.len() < cap {
+                            model.push_back(i);
+                            assert_eq!(got, Ok(()));
+                        } else {
+                            assert_eq!(got, Err(i));
+                        }
+                    }
+                    2 | 3 => assert_eq!(r.pop(&mut slots), model.pop_front()),
+                    _ => {
+                        if x.is_multiple_of(97) {
+                            r.clear(&mut slots);
+                            model.clear();
+                        }
+                        assert_eq!(r.peek(&slots), model.front());
+                    }
+                }
+                assert_eq!(r.len(), model.len());
+                assert_eq!(slots.iter().filter(|s| s.is_some()).count(), model.len());
+            }
+        }
+    }
+}

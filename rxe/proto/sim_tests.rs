@@ -1,0 +1,562 @@
+//! End-to-end check of the three state machines: an RC requester and
+//! completer (req_logic, comp_logic) talk to a responder (resp_logic,
+//! resp_run) over a network that drops, duplicates and delays packets.
+//! Every message must complete once, in order, with the right data, and
+//! every atomic must execute exactly once.
+
+use super::comp_logic::{self, CompState, CopyFault, Head, Response, Sq};
+use super::headers::{AtmEth, Reth};
+use super::mr_logic::Access;
+use super::opcode::Mask;
+use super::psn::{psn_add, PSN_MASK};
+use super::qp_state::QpType;
+use super::req_logic::{
+    begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, ReqState, Step, WqeInfo,
+};
+use super::resp_logic::{Request, RespQp, RespState};
+use super::resp_run;
+use super::test_model::{Out, RespModel};
+use super::test_rng::Rng;
+use super::uapi::{access, SendFlags, WcOpcode, WcStatus, WrOpcode};
+use std::collections::VecDeque;
+use std::vec;
+use std::vec::Vec;
+
+const MTU: u32 = 1024;
+const KEY_W: u32 = 0x100; // written by RDMA writes
+const KEY_R: u32 = 0x200; // read by RDMA reads
+const KEY_A: u32 = 0x300; // atomics
+const BASE_W: u64 = 0x1000_0000;
+const BASE_R: u64 = 0x2000_0000;
+const BASE_A: u64 = 0x3000_0000;
+
+struct SWqe {
+    info: WqeInfo,
+    progress: Progress,
+    data: Vec<u8>,
+    local: Vec<u8>,
+    rkey: u32,
+    add: u64,
+    imm: Option<u32>,
+}
+
+#[derive(Default)]
+struct SqModel {
+    wqes: Vec<SWqe>,
+    consumer: usize,
+    inbox: VecDeque<(Response, Vec<u8>, u64)>,
+    cur: Option<(Response, Vec<u8>, u64)>,
+    retired: Vec<(usize, WcStatus)>,
+}
+
+impl Sq for SqModel {
+    fn next_response(&mut self) -> Option<Response> {
+        self.cur = self.inbox.pop_front();
+        self.cur.as_ref().map(|c| c.0)
+    }
+
+    fn head(&mut self) -> Option<Head> {
+        self.wqes.get(self.consumer).map(|w| Head { info: w.info, progress: w.progress })
+    }
+
+    fn read_data(&mut self) -> Result<u32, CopyFault> {
+        let payload = self.cur.as_ref().map(|c| c.1.clone()).unwrap_or_default();
+        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
+        let n = payload.len() as u32;
+        if n > w.progress.resid {
+            return Err(CopyFault);
+        }
+        let off = (w.info.length - w.progress.resid) as usize;
+        w.local[off..off + payload.len()].copy_from_slice(&payload);
+        w.progress.resid -= n;
+        Ok(w.progress.resid)
+    }
+
+    fn atomic_data(&mut self) -> Result<(), CopyFault> {
+        let orig = self.cur.as_ref().map_or(0, |c| c.2);
+        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
+        w.local[..8].copy_from_slice(&orig.to_ne_bytes());
+        Ok(())
+    }
+
+    fn retire(&mut self, status: WcStatus) {
+        if trace() {
+            let w = &self.wqes[self.consumer];
+            std::println!("RETIRE {} {:?} psns {}..{} {status:?} by {:?}", self.consumer, w.info.opcode, w.progress.first_psn, w.progress.last_psn, self.cur.as_ref().map(|c| c.0));
+        }
+        self.retired.push((self.consumer, status));
+        self.consumer += 1;
+    }
+}
+
+struct Sender {
+    qp: ReqQp,
+    req: ReqState,
+    comp: CompState,
+    sq: SqModel,
+    wqe_index: usize,
+}
+
+impl Sender {
+    /// One `rxe_requester()` call; returns whether it did anything.
+    fn step(&mut self, wire: &mut Vec<(Request, Vec<u8>)>) -> bool {
+        if self.req.need_retry && !self.req.wait_for_rnr_timer {
+            begin_retry(&mut self.req, self.comp.psn);
+            self.wqe_index = self.sq.consumer;
+            let mut first = true;
+            for w in self.sq.wqes.iter_mut().skip(self.sq.consumer) {
+                if !retry_wqe(&mut self.req, &self.qp, &w.info, &mut w.progress, &mut first, self.comp.psn) {
+                    break;
+                }
+            }
+            self.req.need_retry = false;
+        }
+        let prior_done = self.wqe_index == self.sq.consumer;
+        let Some(w) = self.sq.wqes.get_mut(self.wqe_index) else {
+            return false;
+        };
+        let gates = Gates { prior_done, comp_psn: self.comp.psn, inflight: 0 };
+        match plan(&mut self.req, &self.qp, &w.info, &mut w.progress, &gates) {
+            Step::Send(p) => {
+                let off = (w.info.length - w.progress.resid) as usize;
+                let payload = if p.opcode.has(Mask::WRITE_OR_SEND.union(Mask::ATOMIC_WRITE)) {
+                    w.data[off..off + p.payload as usize].to_vec()
+                } else {
+                    Vec::new()
+                };
+                let r = Request {
+                    opcode: p.opcode,
+                    psn: p.psn,
+                    ack_req: p.ack_req,
+                    se: p.solicited,
+                    pad: p.pad,
+                    payload: p.payload,
+                    reth: p.opcode.has(Mask::RETH).then_some(Reth { va: p.reth_va, rkey: w.rkey, len: p.reth_len }),
+                    atmeth: p.opcode.has(Mask::ATMETH).then_some(AtmEth {
+                        va: w.progress.iova,
+                        rkey: w.rkey,
+                        swap_add: w.add,
+                        compare: 0,
+                    }),
+                    feth: None,
+                    imm: if p.opcode.has(Mask::IMMDT) { w.imm } else { None },
+                    invalidate: None,
+                    src_qp: None,
+                };
+                wire.push((r, payload));
+                if commit(&mut self.req, &self.qp, &mut w.progress, &p) {
+                    self.wqe_index += 1;
+                }
+                true
+            }
+            Step::Local => {
+                finish_local(&mut w.progress);
+                self.wqe_index += 1;
+                true
+            }
+            Step::Skip => {
+                self.wqe_index += 1;
+                true
+            }
+            Step::Wait(_) => false,
+            other => panic!("requester: {other:?}"),
+        }
+    }
+}
+
+struct Receiver {
+    st: RespState,
+    qp: RespQp,
+    io: RespModel,
+}
+
+struct Net {
+    rng: Rng,
+    drop_pct: u32,
+    dup_pct: u32,
+    swap_pct: u32,
+}
+
+impl Net {
+    fn carry<T: Clone>(&mut self, from: Vec<T>, to: &mut VecDeque<T>) -> bool {
+        let moved = !from.is_empty();
+        for p in from {
+            if self.rng.chance(self.drop_pct) {
+                continue;
+            }
+            if self.rng.chance(self.dup_pct) {
+                to.push_back(p.clone());
+            }
+            to.push_back(p);
+            // Occasionally two packets pass each other.
+            let n = to.len();
+            if n >= 2 && self.rng.chance(self.swap_pct) {
+                to.swap(n - 1, n - 2);
+            }
+        }
+        moved
+    }
+}
+
+struct Expect {
+    recvs: Vec<(Vec<u8>, Option<u32>, bool)>,
+    writes: Vec<(u64, Vec<u8>)>,
+    counter0: u64,
+}
+
+fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: QpType) -> (Vec<SWqe>, Expect) {
+    let mut wqes = Vec::new();
+    let mut ex = Expect { recvs: Vec::new(), writes: Vec::new(), counter0: 0 };
+    let mut wr_off = 0u64;
+    ex.counter0 = io.mrs.get(&KEY_A).map_or(0, |m| u64::from_ne_bytes(m.data[..8].try_into().unwrap()));
+    for i in 0..n {
+        let kind = rng.below(if qp_type == QpType::Rc { 6 } else { 4 });
+        let len = if rng.chance(20) { rng.below(3) } else { rng.below(5000) };
+        let data: Vec<u8> = (0..len).map(|j| (j as u8) ^ (i as u8).wrapping_mul(31)).collect();
+        let (op, rkey, iova) = match kind {
+            0 => (WrOpcode::Send, 0, 0),
+            1 => (WrOpcode::SendWithImm, 0, 0),
+            2 => (WrOpcode::RdmaWrite, KEY_W, BASE_W + wr_off),
+            3 => (WrOpcode::RdmaWriteWithImm, KEY_W, BASE_W + wr_off),
+            4 => (WrOpcode::RdmaRead, KEY_R, BASE_R + u64::from(rng.below(1000))),
+            _ => (WrOpcode::AtomicFetchAndAdd, KEY_A, BASE_A),
+        };
+        let length = if op == WrOpcode::AtomicFetchAndAdd { 8 } else { len };
+        let imm = matches!(op, WrOpcode::SendWithImm | WrOpcode::RdmaWriteWithImm).then_some(0x1000 + i as u32);
+        match op {
+            WrOpcode::Send | WrOpcode::SendWithImm => ex.recvs.push((data.clone(), imm, false)),
+            WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => {
+                ex.writes.push((iova, data.clone()));
+                wr_off += u64::from(len);
+                if imm.is_some() {
+                    ex.recvs.push((data.clone(), imm, true));
+                }
+            }
+            _ => {}
+        }
+        let info = WqeInfo::new(op, qp_type, SendFlags(0), length, iova);
+        wqes.push(SWqe {
+            info,
+            progress: Progress::posted(length, iova),
+            data,
+            local: vec![0; length as usize],
+            rkey,
+            add: u64::from(rng.below(1000)) + 1,
+            imm,
+        });
+    }
+    (wqes, ex)
+}
+
+/// Runs one connection to completion; returns the number of ticks used.
+fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr: bool) -> usize {
+    let mut rng = Rng::new(seed);
+    let start_psn = if rng.bool() { PSN_MASK - rng.below(200) } else { rng.u32() & PSN_MASK };
+    let mut io = RespModel::default();
+    io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
+    io.mr(KEY_R, BASE_R, 8192, Access::REMOTE);
+    io.mr(KEY_A, BASE_A, 64, Access::REMOTE);
+    let (wqes, ex) = build(&mut rng, n, &mut io, QpType::Rc);
+    let mut rx = Receiver {
+        st: RespState::new(start_psn, 4),
+        qp: RespQp {
+            qp_type: QpType::Rc,
+            mtu: MTU,
+            access: access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC,
+            srq: false,
+            min_rnr_timer: 1,
+        },
+        io,
+    };
+    let mut tx = Sender {
+        qp: ReqQp { qp_type: QpType::Rc, path_mtu: MTU, port_mtu: 4096, max_rd_atomic: 4 },
+        req: ReqState::new(start_psn, 4),
+        comp: CompState::new(start_psn, 7, 7),
+        sq: SqModel { wqes, ..SqModel::default() },
+        wqe_index: 0,
+    };
+    let mut net = Net { rng: Rng::new(seed ^ 0x9e37), drop_pct, dup_pct, swap_pct };
+    let mut posted = 0usize;
+    if !rnr {
+        rx.io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
+        posted = ex.recvs.len();
+    }
+    let mut rnr_at: Option<usize> = None;
+    for tick in 0..200_000 {
+        // Done once every WQE completed and the requester is not still
+        // resending the tail of one (a retry overtaken by a late ACK).
+        if tx.sq.consumer == tx.sq.wqes.len() && tx.wqe_index >= tx.sq.wqes.len() && rx.io.reqs.is_empty() {
+            check(&tx, &rx, &ex, start_psn);
+            return tick;
+        }
+        if rnr && posted < ex.recvs.len() && tick % 7 == 0 {
+            rx.io.rq.push_back(8192);
+            posted += 1;
+        }
+        if rnr_at == Some(tick) {
+            tx.req.rnr_timer_fired();
+            rnr_at = None;
+        }
+        let mut wire = Vec::new();
+        for _ in 0..8 {
+            if !tx.step(&mut wire) {
+                break;
+            }
+        }
+        if trace() {
+            for (r, _) in &wire {
+                std::println!("{tick} REQ {:?} psn={} len={} ack={}", r.opcode, r.psn, r.payload, r.ack_req);
+            }
+        }
+        let mut moved = net.carry(wire, &mut rx.io.reqs);
+        if trace() {
+            for (r, _) in &rx.io.reqs {
+                std::println!("{tick} IN {:?} psn={} len={}", r.opcode, r.psn, r.payload);
+            }
+        }
+        let ncqe = rx.io.cqes.len();
+        for _ in 0..10_000 {
+            let o = resp_run::run(&mut rx.st, &rx.qp, &mut rx.io);
+            assert!(!o.qp_error, "seed {seed}: responder failed");
+            if !o.progress {
+                break;
+            }
+        }
+        if trace() {
+            for (i, (c, _)) in rx.io.cqes.iter().enumerate().skip(ncqe) {
+                std::println!("{tick} CQE#{i} {:?} len={} ex={:#x}", c.opcode, c.byte_len, c.ex);
+            }
+        }
+        let out: Vec<(Response, Vec<u8>, u64)> = rx.io.out.drain(..).map(to_response).collect();
+        if trace() {
+            for (r, d, _) in &out {
+                std::println!("{tick} RSP {:?} psn={} syn={:#x} len={}", r.opcode, r.psn, r.syndrome, d.len());
+            }
+        }
+        moved |= net.carry(out, &mut tx.sq.inbox);
+        let mut idle = !moved;
+        for _ in 0..10_000 {
+            let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            if trace() {
+                std::println!("{tick} COMP {o:?} comp.psn={} op={:?} req.psn={} consumer={} retry={}", tx.comp.psn, tx.comp.opcode, tx.req.psn, tx.sq.consumer, tx.req.need_retry);
+            }
+            assert!(!o.qp_error, "seed {seed}: completer failed: {:?}", tx.sq.retired.last());
+            if let Some(code) = o.rnr_timer {
+                assert_eq!(code, 1);
+                rnr_at = Some(tick + 3);
+            }
+            if o.progress || o.again {
+                idle = false;
+            }
+            if !o.progress && !o.again {
+                break;
+            }
+        }
+        if idle && rnr_at.is_none() && tx.sq.inbox.is_empty() && rx.io.reqs.is_empty() {
+            // Nothing moves: the retransmit timer fires.
+            tx.comp.timer_fired();
+            if trace() {
+                std::println!("{tick} TIMEOUT");
+            }
+            let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            assert!(!o.qp_error, "seed {seed}: retries exhausted");
+        }
+    }
+    panic!("seed {seed}: no completion after 200000 ticks ({} of {} done)", tx.sq.consumer, tx.sq.wqes.len());
+}
+
+fn trace() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("SIM_TRACE").is_some())
+}
+
+fn to_response(o: Out) -> (Response, Vec<u8>, u64) {
+    match o {
+        Out::Ack(a) => (Response { opcode: a.opcode, psn: a.psn, syndrome: a.syndrome }, Vec::new(), a.orig),
+        Out::Read(r, data) => (Response { opcode: r.opcode, psn: r.psn, syndrome: 0x1f }, data, 0),
+    }
+}
+
+fn check(tx: &Sender, rx: &Receiver, ex: &Expect, start_psn: u32) {
+    // Every WQE completed once, in order, successfully.
+    for (i, (idx, status)) in tx.sq.retired.iter().enumerate() {
+        assert_eq!((*idx, *status), (i, WcStatus::Success));
+    }
+    // Receives arrived in order with their data.
+    assert_eq!(rx.io.cqes.len(), ex.recvs.len());
+    for ((cqe, data), (want, imm, write)) in rx.io.cqes.iter().zip(&ex.recvs) {
+        assert_eq!(cqe.status, WcStatus::Success);
+        assert_eq!(cqe.byte_len as usize, want.len());
+        assert_eq!(cqe.ex, imm.unwrap_or(0));
+        if *write {
+            assert_eq!(cqe.opcode, WcOpcode::RecvRdmaWithImm);
+            assert!(data.is_empty());
+        } else {
+            assert_eq!(cqe.opcode, WcOpcode::Recv);
+            assert_eq!(data, want);
+        }
+    }
+    let mw = &rx.io.mrs[&KEY_W];
+    for (va, data) in &ex.writes {
+        let off = (va - BASE_W) as usize;
+        assert_eq!(&mw.data[off..off + data.len()], &data[..]);
+    }
+    // Reads saw the remote memory; fetch-adds ran exactly once, in order.
+    let mr = &rx.io.mrs[&KEY_R];
+    let mut counter = ex.counter0;
+    for w in &tx.sq.wqes {
+        match w.info.opcode {
+            WrOpcode::RdmaRead => {
+                let off = (w.info.retry_iova - BASE_R) as usize;
+                assert_eq!(w.local, mr.data[off..off + w.local.len()]);
+            }
+            WrOpcode::AtomicFetchAndAdd => {
+                assert_eq!(u64::from_ne_bytes(w.local[..8].try_into().unwrap()), counter);
+                counter = counter.wrapping_add(w.add);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(rx.io.mrs[&KEY_A].data[..8], counter.to_ne_bytes());
+    // Both ends agree on where the PSNs are; every message counted once.
+    assert_eq!(rx.st.psn, tx.req.psn);
+    assert_eq!(tx.comp.psn, tx.req.psn);
+    let msgs = tx.sq.wqes.len() as u32;
+    assert_eq!(rx.st.msn, msgs & PSN_MASK);
+    assert_eq!(tx.req.psn, psn_add(start_psn, rx.st.psn.wrapping_sub(start_psn) & PSN_MASK));
+    // The responder is between messages.
+    assert!(rx.st.opcode.is_none_or(|o| o.has(Mask::END)));
+}
+
+#[test]
+#[ignore]
+fn one() {
+    let seed: u64 = std::env::var("SIM_SEED").unwrap().parse().unwrap();
+    let p: Vec<u32> = std::env::var("SIM_P").unwrap().split(',').map(|v| v.parse().unwrap()).collect();
+    if p.get(5) == Some(&1) {
+        simulate_uc(seed, p[0] as usize, p[1], p[2], p[3]);
+    } else {
+        simulate(seed, p[0] as usize, p[1], p[2], p[3], p[4] != 0);
+    }
+}
+
+/// UC: nothing is acknowledged or resent; lost packets lose messages, but a
+/// message that is delivered is whole and in order.
+fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) -> usize {
+    let mut rng = Rng::new(seed);
+    let start_psn = PSN_MASK - rng.below(100);
+    let mut io = RespModel::default();
+    io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
+    let (wqes, ex) = build(&mut rng, n, &mut io, QpType::Uc);
+    io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
+    let mut rx = Receiver {
+        st: RespState::new(start_psn, 0),
+        qp: RespQp { qp_type: QpType::Uc, mtu: MTU, access: access::REMOTE_WRITE, srq: false, min_rnr_timer: 0 },
+        io,
+    };
+    let mut tx = Sender {
+        qp: ReqQp { qp_type: QpType::Uc, path_mtu: MTU, port_mtu: 4096, max_rd_atomic: 0 },
+        req: ReqState::new(start_psn, 0),
+        comp: CompState::new(start_psn, 7, 7),
+        sq: SqModel { wqes, ..SqModel::default() },
+        wqe_index: 0,
+    };
+    let mut net = Net { rng: Rng::new(seed ^ 0x5555), drop_pct, dup_pct, swap_pct };
+    let mut tick = 0;
+    while tx.sq.consumer < tx.sq.wqes.len() || !rx.io.reqs.is_empty() {
+        tick += 1;
+        assert!(tick < 100_000, "seed {seed}: UC stalled");
+        let mut wire = Vec::new();
+        for _ in 0..8 {
+            if !tx.step(&mut wire) {
+                break;
+            }
+        }
+        net.carry(wire, &mut rx.io.reqs);
+        if trace() {
+            for (r, _) in &rx.io.reqs {
+                std::println!("{tick} IN {:?} psn={} len={} imm={:?}", r.opcode, r.psn, r.payload, r.imm);
+            }
+        }
+        let ncqe = rx.io.cqes.len();
+        for _ in 0..10_000 {
+            let o = resp_run::run(&mut rx.st, &rx.qp, &mut rx.io);
+            assert!(!o.qp_error, "seed {seed}: UC responder failed");
+            if !o.progress {
+                break;
+            }
+        }
+        assert!(rx.io.out.is_empty(), "UC answered");
+        if trace() {
+            for (c, _) in rx.io.cqes.iter().skip(ncqe) {
+                std::println!("{tick} CQE {:?} len={} ex={:#x}", c.opcode, c.byte_len, c.ex);
+            }
+        }
+        let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+        assert!(!o.qp_error && !o.progress);
+    }
+    assert!(tx.sq.retired.iter().enumerate().all(|(i, r)| *r == (i, WcStatus::Success)));
+    // Every completion is one of the messages sent, whole; in order unless
+    // the network duplicates or reorders (a UC first packet with an
+    // unexpected PSN starts a new message, so it is delivered again, or
+    // ahead of the one it passed).
+    let mut want = ex.recvs.iter();
+    for (cqe, data) in &rx.io.cqes {
+        assert_eq!(cqe.status, WcStatus::Success);
+        let is = |(w, imm, write): &(Vec<u8>, Option<u32>, bool)| {
+            cqe.ex == imm.unwrap_or(0)
+                && cqe.byte_len as usize == w.len()
+                && if *write { cqe.opcode == WcOpcode::RecvRdmaWithImm } else { data == w }
+        };
+        let found = if dup_pct == 0 && swap_pct == 0 { want.any(is) } else { ex.recvs.iter().any(is) };
+        assert!(found, "seed {seed}: UC delivered a message that was not sent: {cqe:?}");
+    }
+    if drop_pct == 0 && dup_pct == 0 && swap_pct == 0 {
+        assert_eq!(rx.io.cqes.len(), ex.recvs.len());
+    }
+    tick
+}
+
+#[test]
+fn uc_connections() {
+    for seed in 400..=420u64 {
+        simulate_uc(seed, 40, 0, 0, 0);
+    }
+    for seed in 430..=480u64 {
+        simulate_uc(seed, 40, 10, 0, 0);
+    }
+    for seed in 490..=520u64 {
+        simulate_uc(seed, 40, 5, 10, 5);
+    }
+}
+
+#[test]
+fn lossless_connections() {
+    for seed in 1..=40u64 {
+        simulate(seed, 60, 0, 0, 0, false);
+    }
+}
+
+#[test]
+fn lossy_connections() {
+    for seed in 100..=160u64 {
+        simulate(seed, 40, 10, 3, 0, false);
+    }
+}
+
+#[test]
+fn duplicating_reordering_connections() {
+    for seed in 200..=240u64 {
+        simulate(seed, 40, 2, 10, 5, false);
+    }
+}
+
+#[test]
+fn receiver_not_ready() {
+    for seed in 300..=320u64 {
+        simulate(seed, 30, 0, 0, 0, true);
+    }
+    for seed in 330..=345u64 {
+        simulate(seed, 30, 5, 2, 0, true);
+    }
+}

@@ -1,0 +1,431 @@
+//! Send and receive WQEs: copied out of a shared queue, validated once,
+//! returned as plain values; and the fields the kernel writes back.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Why a WQE read from a shared queue was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WqeError {
+    /// The slot copy is shorter than the fixed part of the WQE.
+    Truncated,
+    /// Not a user-space opcode, or not one rxe supports on this QP type.
+    BadOpcode(u32),
+    /// `num_sge` above what the queue was created for.
+    TooManySge(u32),
+    /// The SGE array runs past the end of the slot.
+    SgeOutsideSlot,
+    /// Inline data longer than the queue allows or than the slot holds.
+    InlineTooLong(u32),
+    /// `dma.length` differs from the sum of the SGE lengths.
+    LengthMismatch { length: u32, sum: u64 },
+    /// A message longer than the port's `max_msg_sz`.
+    MessageTooLong(u32),
+    /// An atomic with fewer than 8 bytes to return into, or an atomic write
+    /// whose payload is not exactly 8 bytes.
+    AtomicLength(u32),
+    /// A legacy address vector (AH number 0) with an unknown network type.
+    BadNetworkType(u8),
+}
+
+impl WqeError {
+    /// The completion status the WQE is retired with. Malformed WQEs are a
+    /// local QP operation error, as in the C driver; bad lengths a local
+    /// length error.
+    pub(crate) const fn wc_status(self) -> WcStatus {
+        match self {
+            WqeError::Truncated
+            | WqeError::BadOpcode(_)
+            | WqeError::TooManySge(_)
+            | WqeError::SgeOutsideSlot
+            | WqeError::BadNetworkType(_) => WcStatus::LocQpOpErr,
+            WqeError::InlineTooLong(_)
+            | WqeError::LengthMismatch { .. }
+            | WqeError::MessageTooLong(_)
+            | WqeError::AtomicLength(_) => WcStatus::LocLenErr,
+        }
+    }
+}
+
+/// One scatter/gather element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+impl Sge {
+    pub(super) fn read(buf: &[u8], off: usize) -> Option<Sge> {
+        Some(Sge {
+            addr: u64_at(buf, off.checked_add(sge::ADDR)?)?,
+            length: u32_at(buf, off.checked_add(sge::LENGTH)?)?,
+            lkey: u32_at(buf, off.checked_add(sge::LKEY)?)?,
+        })
+    }
+}
+
+/// Reads `count` SGEs starting at `off` and sums their lengths without overflow.
+fn sge_sum(buf: &[u8], off: usize, count: usize) -> Option<u64> {
+    let mut sum = 0u64;
+    for i in 0..count {
+        let s = Sge::read(buf, off.checked_add(i.checked_mul(sge::LEN)?)?)?;
+        // At most 32 u32 lengths: cannot overflow u64, checked anyway.
+        sum = sum.checked_add(u64::from(s.length))?;
+    }
+    Some(sum)
+}
+
+/// `struct rxe_global_route`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GlobalRoute {
+    pub(crate) dgid: [u8; 16],
+    pub(crate) flow_label: u32,
+    pub(crate) sgid_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+}
+
+/// `struct rxe_av`, the address vector old providers embed in UD WQEs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Av {
+    pub(crate) port_num: u8,
+    pub(crate) network_type: NetworkType,
+    pub(crate) dmac: [u8; 6],
+    pub(crate) grh: GlobalRoute,
+    /// Raw `sockaddr_in`/`sockaddr_in6` bytes; see the accessors.
+    pub(crate) sgid_addr: [u8; av::SOCKADDR_LEN],
+    pub(crate) dgid_addr: [u8; av::SOCKADDR_LEN],
+}
+
+impl Av {
+    /// Parses an AV at `off`; `None` if the bytes are not there.
+    pub(super) fn read(buf: &[u8], off: usize) -> Option<Result<Av, WqeError>> {
+        let at = |o: usize| off.checked_add(o);
+        let g = at(av::GRH)?;
+        let nt = u8_at(buf, at(av::NETWORK_TYPE)?)?;
+        let network_type = match nt {
+            1 => NetworkType::Ipv4,
+            2 => NetworkType::Ipv6,
+            _ => return Some(Err(WqeError::BadNetworkType(nt))),
+        };
+        Some(Ok(Av {
+            port_num: u8_at(buf, at(av::PORT_NUM)?)?,
+            network_type,
+            dmac: bytes_at(buf, at(av::DMAC)?)?,
+            grh: GlobalRoute {
+                dgid: bytes_at(buf, g.checked_add(global_route::DGID)?)?,
+                flow_label: u32_at(buf, g.checked_add(global_route::FLOW_LABEL)?)?,
+                sgid_index: u8_at(buf, g.checked_add(global_route::SGID_INDEX)?)?,
+                hop_limit: u8_at(buf, g.checked_add(global_route::HOP_LIMIT)?)?,
+                traffic_class: u8_at(buf, g.checked_add(global_route::TRAFFIC_CLASS)?)?,
+            },
+            sgid_addr: bytes_at(buf, at(av::SGID_ADDR)?)?,
+            dgid_addr: bytes_at(buf, at(av::DGID_ADDR)?)?,
+        }))
+    }
+
+    /// The IPv4 source address (`sin_addr`, network byte order).
+    pub(crate) fn src_ipv4(&self) -> [u8; 4] {
+        bytes_at(&self.sgid_addr, sockaddr::IN_ADDR).unwrap_or_default()
+    }
+
+    /// The IPv4 destination address.
+    pub(crate) fn dst_ipv4(&self) -> [u8; 4] {
+        bytes_at(&self.dgid_addr, sockaddr::IN_ADDR).unwrap_or_default()
+    }
+
+    /// The IPv6 source address (`sin6_addr`).
+    pub(crate) fn src_ipv6(&self) -> [u8; 16] {
+        bytes_at(&self.sgid_addr, sockaddr::IN6_ADDR).unwrap_or_default()
+    }
+
+    /// The IPv6 destination address.
+    pub(crate) fn dst_ipv6(&self) -> [u8; 16] {
+        bytes_at(&self.dgid_addr, sockaddr::IN6_ADDR).unwrap_or_default()
+    }
+}
+
+/// The opcode-specific part of a send WQE (the `wr` union), decoded by QP type
+/// and opcode the way the C requester reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WrParams {
+    /// Sends on connected QPs and local invalidate: nothing beyond `ex`.
+    None,
+    Rdma { remote_addr: u64, rkey: u32 },
+    Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
+    /// UD/GSI destination. `av` is present only when `ah_num` is 0: then the
+    /// AV embedded in the WQE is the destination (old providers).
+    Ud { remote_qpn: u32, remote_qkey: u32, pkey_index: u16, ah_num: u32, av: Option<Av> },
+    Mw { addr: u64, length: u64, mr_lkey: u32, mw_rkey: u32, rkey: u32, access: u32 },
+    /// The RETH length of a flush comes from `dma.length`, as in C; the
+    /// union's own `length` is kept for completeness.
+    Flush { remote_addr: u64, length: u32, rkey: u32, kind: u8, level: u8 },
+}
+
+/// Where the data of a send WQE is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Payload {
+    /// Local operations and flush move no data from this side.
+    None,
+    /// `count` SGEs, summing to the WQE length.
+    Sges { count: usize },
+    /// `len` inline bytes, equal to the WQE length.
+    Inline { len: usize },
+    /// The 8 bytes an atomic write stores remotely.
+    AtomicWrite([u8; 8]),
+}
+
+/// Per-queue limits a send WQE is checked against (the QP's `rxe_sq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SqLimits {
+    pub(crate) qp_type: QpType,
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+}
+
+/// A validated copy of a `struct rxe_send_wqe`.
+///
+/// Kernel-owned progress fields (`status`, `state`, PSNs, `resid`, `cur_sge`,
+/// `sge_offset`, `mask`) are not taken from user memory: the requester starts
+/// a WQE at (`length`, 0, 0) as rdma-core writes it, and `mask` is derived
+/// from the opcode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SendWqe {
+    pub(crate) wr_id: u64,
+    pub(crate) opcode: WrOpcode,
+    pub(crate) send_flags: SendFlags,
+    /// `ex`: immediate data (the raw big-endian bits) or the rkey to invalidate.
+    pub(crate) ex: u32,
+    pub(crate) wr: WrParams,
+    pub(crate) iova: u64,
+    pub(crate) ssn: u32,
+    pub(crate) mask: WrMask,
+    pub(crate) length: u32,
+    pub(crate) num_sge: u32,
+    pub(crate) payload: Payload,
+    /// Copy of the slot's SGE/inline area; `payload` says how much is valid.
+    area: [u8; SEND_DATA_AREA],
+}
+
+impl SendWqe {
+    /// Parses and validates the slot copy `buf` (the whole slot, so that the
+    /// SGE/inline area can be bounded by it).
+    pub(crate) fn from_bytes(buf: &[u8], sq: &SqLimits) -> Result<SendWqe, WqeError> {
+        if buf.len() < send_wqe::LEN {
+            return Err(WqeError::Truncated);
+        }
+        let rd32 = |off: usize| u32_at(buf, off).ok_or(WqeError::Truncated);
+        let rd64 = |off: usize| u64_at(buf, off).ok_or(WqeError::Truncated);
+
+        let raw_opcode = rd32(send_wr::OPCODE)?;
+        let opcode = WrOpcode::try_from(raw_opcode).map_err(WqeError::BadOpcode)?;
+        let mask = opcode.mask(sq.qp_type);
+        if opcode == WrOpcode::RegMr || mask.is_empty() {
+            return Err(WqeError::BadOpcode(raw_opcode));
+        }
+
+        let num_sge = rd32(send_wqe::DMA + dma::NUM_SGE)?;
+        if num_sge > sq.max_sge.min(limits::MAX_SGE) {
+            return Err(WqeError::TooManySge(num_sge));
+        }
+        let length = rd32(send_wqe::DMA + dma::LENGTH)?;
+        if length > MAX_MSG_SZ {
+            return Err(WqeError::MessageTooLong(length));
+        }
+        let send_flags = SendFlags(rd32(send_wr::SEND_FLAGS)?);
+
+        // Everything after the fixed part that the slot holds, capped at the
+        // largest area any rxe SQ has.
+        let avail = buf.len().saturating_sub(send_wqe::DATA).min(SEND_DATA_AREA);
+        let mut area = [0u8; SEND_DATA_AREA];
+        let src = buf.get(send_wqe::DATA..send_wqe::DATA + avail).ok_or(WqeError::Truncated)?;
+        area.get_mut(..avail).ok_or(WqeError::Truncated)?.copy_from_slice(src);
+
+        let payload = if mask.intersects(WrMask::LOCAL_OP) || mask.intersects(WrMask::FLUSH) {
+            Payload::None
+        } else if mask.intersects(WrMask::ATOMIC_WRITE) {
+            if length != 8 {
+                return Err(WqeError::AtomicLength(length));
+            }
+            if avail < 8 {
+                return Err(WqeError::Truncated);
+            }
+            Payload::AtomicWrite(bytes_at(&area, 0).ok_or(WqeError::Truncated)?)
+        } else if send_flags.has(SendFlags::INLINE) && mask.intersects(WrMask::INLINE) {
+            let len = to_usize(length);
+            if length > sq.max_inline || len > avail {
+                return Err(WqeError::InlineTooLong(length));
+            }
+            Payload::Inline { len }
+        } else {
+            let count = to_usize(num_sge);
+            if !count.checked_mul(sge::LEN).is_some_and(|n| n <= avail) {
+                return Err(WqeError::SgeOutsideSlot);
+            }
+            let sum = sge_sum(&area, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
+            if sum != u64::from(length) {
+                return Err(WqeError::LengthMismatch { length, sum });
+            }
+            // The completer returns the 8 original bytes into these SGEs.
+            if mask.intersects(WrMask::ATOMIC) && length < 8 {
+                return Err(WqeError::AtomicLength(length));
+            }
+            Payload::Sges { count }
+        };
+
+        let wr = if sq.qp_type.is_datagram() {
+            let ah_num = rd32(send_wr::UD_AH_NUM)?;
+            let av = if ah_num == 0 {
+                Some(Av::read(buf, send_wr::UD_AV).ok_or(WqeError::Truncated)??)
+            } else {
+                None
+            };
+            WrParams::Ud {
+                remote_qpn: rd32(send_wr::UD_REMOTE_QPN)?,
+                remote_qkey: rd32(send_wr::UD_REMOTE_QKEY)?,
+                pkey_index: u16_at(buf, send_wr::UD_PKEY_INDEX).ok_or(WqeError::Truncated)?,
+                ah_num,
+                av,
+            }
+        } else {
+            match opcode {
+                WrOpcode::RdmaWrite
+                | WrOpcode::RdmaWriteWithImm
+                | WrOpcode::RdmaRead
+                | WrOpcode::RdmaReadWithInv => WrParams::Rdma {
+                    remote_addr: rd64(send_wr::RDMA_REMOTE_ADDR)?,
+                    rkey: rd32(send_wr::RDMA_RKEY)?,
+                },
+                WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => WrParams::Atomic {
+                    remote_addr: rd64(send_wr::ATOMIC_REMOTE_ADDR)?,
+                    compare_add: rd64(send_wr::ATOMIC_COMPARE_ADD)?,
+                    swap: rd64(send_wr::ATOMIC_SWAP)?,
+                    rkey: rd32(send_wr::ATOMIC_RKEY)?,
+                },
+                WrOpcode::BindMw => WrParams::Mw {
+                    addr: rd64(send_wr::MW_ADDR)?,
+                    length: rd64(send_wr::MW_LENGTH)?,
+                    mr_lkey: rd32(send_wr::MW_MR_LKEY)?,
+                    mw_rkey: rd32(send_wr::MW_MW_RKEY)?,
+                    rkey: rd32(send_wr::MW_RKEY)?,
+                    access: rd32(send_wr::MW_ACCESS)?,
+                },
+                WrOpcode::Flush => WrParams::Flush {
+                    remote_addr: rd64(send_wr::FLUSH_REMOTE_ADDR)?,
+                    length: rd32(send_wr::FLUSH_LENGTH)?,
+                    rkey: rd32(send_wr::FLUSH_RKEY)?,
+                    kind: u8_at(buf, send_wr::FLUSH_TYPE).ok_or(WqeError::Truncated)?,
+                    level: u8_at(buf, send_wr::FLUSH_LEVEL).ok_or(WqeError::Truncated)?,
+                },
+                _ => WrParams::None,
+            }
+        };
+
+        Ok(SendWqe {
+            wr_id: rd64(send_wr::WR_ID)?,
+            opcode,
+            send_flags,
+            ex: rd32(send_wr::EX)?,
+            wr,
+            iova: rd64(send_wqe::IOVA)?,
+            ssn: rd32(send_wqe::SSN)?,
+            mask,
+            length,
+            num_sge,
+            payload,
+            area,
+        })
+    }
+
+    /// SGE `i` of an SGE payload.
+    pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
+        match self.payload {
+            Payload::Sges { count } if i < count => Sge::read(&self.area, i.checked_mul(sge::LEN)?),
+            _ => None,
+        }
+    }
+
+    /// The SGEs of an SGE payload; empty for other payloads.
+    pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
+        let count = match self.payload {
+            Payload::Sges { count } => count,
+            _ => 0,
+        };
+        (0..count).map_while(move |i| self.sge(i))
+    }
+
+    /// The inline bytes of an inline payload; empty for other payloads.
+    pub(crate) fn inline_data(&self) -> &[u8] {
+        match self.payload {
+            Payload::Inline { len } => self.area.get(..len).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
+/// Writes `status` and `state` into a send WQE slot, where the C driver keeps them.
+pub(crate) fn write_send_status(slot: &mut [u8], status: WcStatus, state: WqeState) -> Result<(), ShortBuffer> {
+    put(slot, send_wqe::STATUS, &status.as_raw().to_ne_bytes())?;
+    put(slot, send_wqe::STATE, &state.as_raw().to_ne_bytes())
+}
+
+/// Writes the first and last PSN the requester used for a send WQE.
+pub(crate) fn write_send_psns(slot: &mut [u8], first_psn: u32, last_psn: u32) -> Result<(), ShortBuffer> {
+    put(slot, send_wqe::FIRST_PSN, &first_psn.to_ne_bytes())?;
+    put(slot, send_wqe::LAST_PSN, &last_psn.to_ne_bytes())
+}
+
+/// A validated copy of a `struct rxe_recv_wqe`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RecvWqe {
+    pub(crate) wr_id: u64,
+    /// Total bytes the SGEs can take; equal to their sum.
+    pub(crate) length: u32,
+    pub(crate) num_sge: u32,
+    area: [u8; RECV_DATA_AREA],
+}
+
+impl RecvWqe {
+    /// Parses and validates the slot copy `buf` of an RQ or SRQ created with
+    /// `max_sge` SGEs per WQE.
+    pub(crate) fn from_bytes(buf: &[u8], max_sge: u32) -> Result<RecvWqe, WqeError> {
+        if buf.len() < recv_wqe::LEN {
+            return Err(WqeError::Truncated);
+        }
+        let rd32 = |off: usize| u32_at(buf, off).ok_or(WqeError::Truncated);
+        let num_sge = rd32(recv_wqe::DMA + dma::NUM_SGE)?;
+        if num_sge > max_sge.min(limits::MAX_SGE) {
+            return Err(WqeError::TooManySge(num_sge));
+        }
+        let avail = buf.len().saturating_sub(recv_wqe::DATA).min(RECV_DATA_AREA);
+        let count = to_usize(num_sge);
+        if !count.checked_mul(sge::LEN).is_some_and(|n| n <= avail) {
+            return Err(WqeError::SgeOutsideSlot);
+        }
+        let mut area = [0u8; RECV_DATA_AREA];
+        let src = buf.get(recv_wqe::DATA..recv_wqe::DATA + avail).ok_or(WqeError::Truncated)?;
+        area.get_mut(..avail).ok_or(WqeError::Truncated)?.copy_from_slice(src);
+
+        let length = rd32(recv_wqe::DMA + dma::LENGTH)?;
+        let sum = sge_sum(&area, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
+        if sum != u64::from(length) {
+            return Err(WqeError::LengthMismatch { length, sum });
+        }
+        Ok(RecvWqe { wr_id: u64_at(buf, recv_wqe::WR_ID).ok_or(WqeError::Truncated)?, length, num_sge, area })
+    }
+
+    /// SGE `i`.
+    pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
+        if i < to_usize(self.num_sge) {
+            Sge::read(&self.area, i.checked_mul(sge::LEN)?)
+        } else {
+            None
+        }
+    }
+
+    /// All SGEs.
+    pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
+        (0..to_usize(self.num_sge)).map_while(move |i| self.sge(i))
+    }
+}

@@ -1,0 +1,363 @@
+//! Packet receive: from a UDP datagram on port 4791 (or a looped-back packet
+//! of our own) to the QP or multicast group it is for.
+//!
+//! Every datagram is validated once here, in rdma_rxe's order: device, UDP
+//! length, destination address, transport headers (`proto::headers::parse`),
+//! QP lookup and the QP's type/state/address/key checks
+//! (`proto::accept`), then the ICRC. What passes is counted in `rcvd_pkts`
+//! and handed over as an [`RxPacket`]:
+//! - unicast: `qp::Shared::receive` of the QP (QPN 1 finds the GSI QP);
+//! - QPN 0xffffff: `mcast::receive`, which finds the group and calls
+//!   [`deliver_to_members`].
+//!
+//! Both hooks run in softirq context, or in a sender's context for loopback
+//! packets: they must not sleep, and should queue the packet for the QP's
+//! work instead of processing it inline (a loopback reply would otherwise
+//! recurse through the sender).
+
+use kernel::sync::Arc;
+
+use crate::rxe::counters::{self, Counter};
+use crate::rxe::kernel::ibdev::{Device, DeviceRef};
+use crate::rxe::kernel::route;
+use crate::rxe::kernel::skb::{self, Skb};
+use crate::rxe::proto::accept::{self, PacketFacts, Reject};
+use crate::rxe::proto::headers::{
+    self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN,
+    MULTICAST_QPN,
+};
+use crate::rxe::proto::icrc::{self, IpHdr};
+use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
+use crate::rxe::proto::opcode::{Mask, Opcode};
+use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
+use crate::rxe::{mcast, qp};
+
+/// A received RoCEv2 packet that passed the header and ICRC checks.
+///
+/// Owns the skb (dropping the packet frees it as a drop; [`RxPacket::consume`]
+/// frees it as delivered) and a reference on the device, like rdma_rxe's
+/// packets do: queue them on QPs freely, but flush those queues when the QP
+/// goes, or the device cannot unregister.
+///
+/// Everything here was copied out of the packet and checked once: the
+/// parsed [`PacketInfo`] (opcode, BTH, lengths), the IP addresses, the UDP
+/// source port, the 40-byte network header a UD receive buffer starts with.
+/// [`RxPacket::bytes`] is the transport packet (BTH to ICRC), and the
+/// accessors for extension headers and payload read from it.
+pub(crate) struct RxPacket {
+    dev: DeviceRef,
+    /// Data starts at the BTH; `info.paylen` bytes from there are the packet.
+    skb: Skb,
+    info: PacketInfo,
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    net_hdr: [u8; NETWORK_HDR_LEN],
+    vlan_id: Option<u16>,
+    loopback: bool,
+}
+
+impl RxPacket {
+    /// The device it arrived on.
+    pub(crate) fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    pub(crate) fn info(&self) -> &PacketInfo {
+        &self.info
+    }
+
+    pub(crate) fn opcode(&self) -> Opcode {
+        self.info.opcode
+    }
+
+    /// The opcode's properties plus [`Mask::GRH`] (RoCE packets always have one).
+    pub(crate) fn mask(&self) -> Mask {
+        self.info.mask
+    }
+
+    pub(crate) fn psn(&self) -> u32 {
+        self.info.psn()
+    }
+
+    pub(crate) fn qpn(&self) -> u32 {
+        self.info.qpn()
+    }
+
+    /// The transport packet: BTH, extension headers, payload, pad, ICRC.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.skb.data().get(..self.info.paylen).unwrap_or(&[])
+    }
+
+    /// The payload: `info().payload_len` bytes between headers and pad.
+    pub(crate) fn payload(&self) -> &[u8] {
+        self.info.payload(self.bytes()).unwrap_or(&[])
+    }
+
+    /// Extension header `H`, if the opcode carries one.
+    pub(crate) fn ext<H: ExtHeader>(&self) -> Option<H> {
+        self.info.ext(self.bytes())
+    }
+
+    pub(crate) fn aeth(&self) -> Option<Aeth> {
+        self.ext()
+    }
+
+    pub(crate) fn atmack(&self) -> Option<AtmAck> {
+        self.ext()
+    }
+
+    pub(crate) fn deth(&self) -> Option<Deth> {
+        self.ext()
+    }
+
+    /// The sender's IP address.
+    pub(crate) fn src(&self) -> IpAddr {
+        self.src
+    }
+
+    /// The IP address it was sent to (ours, or a multicast group's).
+    pub(crate) fn dst(&self) -> IpAddr {
+        self.dst
+    }
+
+    /// Destination GID: the multicast group's MGID for multicast packets.
+    pub(crate) fn dst_gid(&self) -> [u8; 16] {
+        self.dst.to_gid()
+    }
+
+    pub(crate) fn network_type(&self) -> NetworkType {
+        self.src.network_type()
+    }
+
+    /// `union rdma_network_hdr` as a UD receive puts it in front of the
+    /// data: the IPv6 header, or 20 zero bytes then the IPv4 header.
+    pub(crate) fn network_hdr(&self) -> &[u8; NETWORK_HDR_LEN] {
+        &self.net_hdr
+    }
+
+    /// The VLAN id, when it came in on a VLAN device (`IB_WC_WITH_VLAN`).
+    pub(crate) fn vlan_id(&self) -> Option<u16> {
+        self.vlan_id
+    }
+
+    /// A second handle on the same packet (shared data), for multicast
+    /// fan-out. `None` when out of memory or the device is going away.
+    pub(crate) fn try_clone(&self) -> Option<RxPacket> {
+        Some(RxPacket {
+            dev: DeviceRef::try_get(&self.dev)?,
+            skb: self.skb.try_clone()?,
+            info: self.info,
+            src: self.src,
+            dst: self.dst,
+            sport: self.sport,
+            net_hdr: self.net_hdr,
+            vlan_id: self.vlan_id,
+            loopback: self.loopback,
+        })
+    }
+
+    /// Frees the packet as delivered (dropping it counts as a drop).
+    pub(crate) fn consume(self) {
+        self.skb.consume();
+    }
+
+    fn facts(&self) -> PacketFacts {
+        PacketFacts {
+            opcode: self.info.opcode,
+            bth_qpn: self.info.qpn(),
+            pkey: self.info.bth.pkey,
+            qkey: self.deth().map(|d| d.qkey),
+            src: self.src,
+            dst: self.dst,
+            port: 1,
+        }
+    }
+
+    /// Counts a key violation in the port counters.
+    fn count(&self, why: Reject) {
+        match why {
+            Reject::Pkey => self.dev.state().count_bad_pkey(),
+            Reject::Qkey => self.dev.state().count_qkey_violation(),
+            Reject::Type | Reject::State | Reject::Addr => {}
+        }
+    }
+}
+
+/// Entry point of every UDP datagram arriving on port 4791.
+pub(crate) fn receive_udp(mut skb: Skb) {
+    let Some(ndev) = skb.netdev() else {
+        return;
+    };
+    // A VLAN device carries the rxe device of the device under it.
+    let dev = DeviceRef::by_netdev(&ndev)
+        .or_else(|| route::vlan_real_dev(&ndev).and_then(|real| DeviceRef::by_netdev(&real)));
+    let Some(dev) = dev else {
+        return;
+    };
+    if skb.linearize().is_err() {
+        return;
+    }
+    // The destination must be one of our GIDs on the device it came in on.
+    let Some(pkt) = RxPacket::new(dev, skb, false) else {
+        return;
+    };
+    if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none() {
+        return;
+    }
+    drop(ndev);
+    dispatch(pkt);
+}
+
+/// Delivers a packet this host sent to one of its own addresses. `skb`
+/// looks as UDP would hand it over: data at the UDP header, IP header before.
+pub(crate) fn receive_loopback(dev: &Device, skb: Skb) {
+    // The sender holds the device; only an unregistering one refuses.
+    let Some(dev) = DeviceRef::try_get(dev) else {
+        return;
+    };
+    if let Some(pkt) = RxPacket::new(dev, skb, true) {
+        dispatch(pkt);
+    }
+}
+
+impl RxPacket {
+    /// Parses the UDP, IP and transport headers. `None` drops the packet.
+    fn new(dev: DeviceRef, mut skb: Skb, loopback: bool) -> Option<RxPacket> {
+        let data = skb.data();
+        let udp = UdpHdr::parse(data)?;
+        let paylen = udp.payload_len()?;
+        // The UDP stack trimmed the skb to the UDP length; never trust it to.
+        if paylen < BTH_LEN || data.len() < ip::UDP_HLEN + paylen {
+            return None;
+        }
+        let iph = skb.network_header_bytes();
+        let ipinfo = ip::parse_ip(iph)?;
+        let net_hdr = ip::network_hdr(iph)?;
+        if ipinfo.src.network_type() != ipinfo.dst.network_type() {
+            return None;
+        }
+        let info = headers::parse(data.get(ip::UDP_HLEN..ip::UDP_HLEN + paylen)?).ok()?;
+        let vlan_id = skb.rx_vlan_id();
+        skb.pull(ip::UDP_HLEN as u32).ok()?;
+        Some(RxPacket {
+            dev,
+            skb,
+            info: PacketInfo {
+                mask: info.mask | Mask::GRH,
+                ..info
+            },
+            src: ipinfo.src,
+            dst: ipinfo.dst,
+            sport: udp.sport,
+            net_hdr,
+            vlan_id,
+            loopback,
+        })
+    }
+
+    /// The ICRC over the IP and UDP headers (still in the skb's head) and
+    /// the transport packet.
+    fn icrc_ok(&self) -> bool {
+        let iph = self.skb.network_header_bytes();
+        let Some(info) = ip::parse_ip(iph) else {
+            return false;
+        };
+        let (Some(iph), Some(rest)) = (iph.get(..info.hdr_len), iph.get(info.hdr_len..)) else {
+            return false;
+        };
+        // The UDP header sits right before the BTH, wherever IPv6
+        // extension headers put it.
+        let Some(udp) = rest
+            .len()
+            .checked_sub(self.skb.data().len() + ip::UDP_HLEN)
+            .and_then(|at| rest.get(at..at + ip::UDP_HLEN))
+        else {
+            return false;
+        };
+        let iph = match info.src.network_type() {
+            NetworkType::Ipv4 => IpHdr::V4(iph),
+            NetworkType::Ipv6 => IpHdr::V6(iph),
+        };
+        icrc::icrc_ok(&mut skb::crc32_le, iph, udp, self.bytes())
+    }
+}
+
+/// Checks a packet against QP `qp` in rdma_rxe's order; counts key failures.
+fn qp_takes(pkt: &RxPacket, qp: &qp::Shared, mcast: bool) -> bool {
+    let Some(facts) = qp.rx_facts() else {
+        return false;
+    };
+    let res = if mcast {
+        accept::check_mcast(&pkt.facts(), &facts, DEFAULT_PKEY_FULL)
+    } else {
+        accept::check(&pkt.facts(), &facts, DEFAULT_PKEY_FULL)
+    };
+    match res {
+        Ok(()) => true,
+        Err(why) => {
+            pkt.count(why);
+            false
+        }
+    }
+}
+
+fn dispatch(pkt: RxPacket) {
+    let qpn = pkt.qpn();
+    if qpn == 0 {
+        return;
+    }
+    if qpn == MULTICAST_QPN {
+        if !pkt.icrc_ok() {
+            return;
+        }
+        counters::inc(&pkt.dev, Counter::RcvdPkts);
+        #[cfg(rxe_nettest)]
+        if crate::rxe::nettest::echo(&pkt) {
+            return;
+        }
+        mcast::receive(pkt);
+        return;
+    }
+    let state = pkt.dev.state();
+    let index = if qpn == 1 {
+        match state.gsi_qp_index() {
+            Some(i) => i,
+            None => return,
+        }
+    } else {
+        qpn
+    };
+    let Some(qp) = state.qps.get(index) else {
+        return;
+    };
+    if !qp_takes(&pkt, &qp, false) || !pkt.icrc_ok() {
+        return;
+    }
+    counters::inc(&pkt.dev, Counter::RcvdPkts);
+    qp.receive(pkt);
+}
+
+/// Hands a multicast packet to every member QP that takes it (type, state
+/// and keys checked per QP): clones for all but the last taker. The caller
+/// finds the members of the group `pkt.dst_gid()` names; call it without
+/// holding locks the QPs' receive hooks take.
+pub(crate) fn deliver_to_members(pkt: RxPacket, members: &[Arc<qp::Shared>]) {
+    // Each taker gets a copy once the next taker is known; the last one
+    // gets the packet itself.
+    let mut pending: Option<&Arc<qp::Shared>> = None;
+    for qp in members {
+        if !qp_takes(&pkt, qp, true) {
+            continue;
+        }
+        if let Some(prev) = pending.replace(qp) {
+            // Like rdma_rxe: a member that cannot get a copy misses this one.
+            if let Some(copy) = pkt.try_clone() {
+                prev.receive(copy);
+            }
+        }
+    }
+    if let Some(last) = pending {
+        last.receive(pkt);
+    }
+}

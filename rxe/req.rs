@@ -1,0 +1,540 @@
+//! The requester of a QP: turns send WQEs into packets (rxe_req.c), runs
+//! local operations, and owns the send-side progress the completer shares.
+//!
+//! The SQ ring may be user memory: each WQE is copied out and validated
+//! every time it is read. What the requester learns about a WQE (state,
+//! PSNs, bytes left) lives in a kernel-side shadow indexed by SQ slot.
+//!
+//! Requester and completer share one lock (`Shared::req`) over [`State`]:
+//! C lets both tasks touch `qp->req` and `qp->comp` freely; one lock keeps
+//! the two engines from ever holding two engine locks at once.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::ah;
+use crate::rxe::dma::{Cursor, LocalAccess};
+use crate::rxe::kernel::task::{Progress as TaskProgress, TaskOwner};
+use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
+use crate::rxe::mr::{self, PdId};
+use crate::rxe::mw;
+use crate::rxe::net;
+use crate::rxe::proto::comp_logic::CompState;
+use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
+use crate::rxe::proto::mr_logic::Access;
+use crate::rxe::proto::opcode::{Mask, Opcode};
+use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
+use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
+use crate::rxe::proto::req_logic::{self as rl, Gates, ReqQp, ReqState, Step, Wait, WqeInfo};
+use crate::rxe::proto::uapi::{self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams};
+use crate::rxe::proto::wire::local_ack_timeout_ns;
+use crate::rxe::qp::{self, Shared};
+
+/// The transmit flow's waker. The requester polls instead of sleeping
+/// above the in-flight limit. Aligned to 8: the socket's user-data pointer
+/// to the flow state must keep its low bits clear.
+#[repr(align(8))]
+pub(crate) struct NoWake;
+
+impl net::TxWake for NoWake {
+    fn wake(&self) {}
+}
+
+/// What the engines know about one SQ slot.
+#[derive(Clone, Copy)]
+pub(crate) struct Shadow {
+    pub(crate) info: WqeInfo,
+    pub(crate) progress: rl::Progress,
+}
+
+impl Shadow {
+    const EMPTY: Shadow = Shadow {
+        info: WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 0, 0),
+        progress: rl::Progress::posted(0, 0),
+    };
+}
+
+/// The SQ as the engines track it.
+pub(crate) struct Track {
+    /// WQEs past the SQ consumer the requester has finished with
+    /// (`req.wqe_index - consumer`).
+    pub(crate) off: u32,
+    /// WQEs past the consumer whose shadow entry is live.
+    pub(crate) touched: u32,
+    shadow: KVec<Shadow>,
+    /// Scratch copy of one SQ slot.
+    pub(crate) buf: KVec<u8>,
+}
+
+impl Track {
+    /// The shadow entry of SQ slot `slot`.
+    pub(crate) fn shadow(&mut self, slot: u32) -> Option<&mut Shadow> {
+        let n = self.shadow.len();
+        if n == 0 {
+            return None;
+        }
+        self.shadow.get_mut(slot as usize % n)
+    }
+
+    /// The consumer retired its head WQE.
+    pub(crate) fn retired(&mut self) {
+        self.off = self.off.saturating_sub(1);
+        self.touched = self.touched.saturating_sub(1);
+    }
+}
+
+/// Per-QP state of the requester and completer, behind `Shared::req`.
+pub(crate) struct State {
+    pub(crate) req: ReqState,
+    pub(crate) comp: CompState,
+    pub(crate) sq: Track,
+}
+
+impl State {
+    /// For an SQ of `capacity` WQEs (`capacity + 1` slots).
+    pub(crate) fn new(capacity: u32) -> Result<Self> {
+        let slots = capacity as usize + 1;
+        let mut shadow = KVec::with_capacity(slots, GFP_KERNEL)?;
+        for _ in 0..slots {
+            shadow.push(Shadow::EMPTY, GFP_KERNEL)?;
+        }
+        let mut buf = KVec::new();
+        buf.extend_with(uapi::send_wqe::LEN + limits_area(), 0u8, GFP_KERNEL)?;
+        Ok(Self {
+            req: ReqState::new(0, 0),
+            comp: CompState::new(0, 0, 0),
+            sq: Track { off: 0, touched: 0, shadow, buf },
+        })
+    }
+}
+
+/// The largest SGE/inline area after a send WQE's fixed part.
+fn limits_area() -> usize {
+    crate::rxe::proto::params::limits::MAX_INLINE_DATA as usize
+}
+
+/// Copies the WQE `off` entries past the SQ consumer into `track.buf`;
+/// returns its slot, `None` when the SQ holds no such WQE.
+pub(crate) fn read_wqe(qp: &Shared, track: &mut Track, off: u32) -> Option<u32> {
+    let sq = qp.sq.lock();
+    if off >= sq.queue.count() {
+        return None;
+    }
+    let slot = sq.queue.own_index().wrapping_add(off) % (sq.queue.capacity() + 1);
+    let len = sq.queue.elem_size().min(track.buf.len());
+    let buf = track.buf.get_mut(..len)?;
+    sq.queue.read_slot(slot, buf).ok()?;
+    Some(slot)
+}
+
+/// Validates the copy in `track.buf`.
+pub(crate) fn parse_wqe(qp: &Shared, track: &Track) -> Result<SendWqe, uapi::WqeError> {
+    let limits = SqLimits { qp_type: qp.qp_type, max_sge: qp.sq_caps.max_sge, max_inline: qp.sq_caps.max_inline };
+    let len = qp.sq.lock().queue.elem_size().min(track.buf.len());
+    SendWqe::from_bytes(track.buf.get(..len).unwrap_or(&[]), &limits)
+}
+
+/// The QP facts one requester run works with.
+struct Snap {
+    state: QpState,
+    rq: ReqQp,
+    dest_qpn: u32,
+    qkey: u32,
+    timeout: u8,
+    av: Option<uapi::Av>,
+    sport: u16,
+}
+
+fn snapshot(qp: &Shared) -> Option<Snap> {
+    let s = qp.state.lock();
+    if !s.valid {
+        return None;
+    }
+    let a = &s.attrs;
+    Some(Snap {
+        state: a.state,
+        rq: ReqQp {
+            qp_type: qp.qp_type,
+            path_mtu: IbMtu::from_raw(a.path_mtu).map_or(256, IbMtu::bytes),
+            port_mtu: qp.dev.state().mtu_bytes(),
+            max_rd_atomic: u32::from(a.max_rd_atomic),
+        },
+        dest_qpn: a.dest_qp_num,
+        qkey: a.qkey,
+        timeout: a.timeout,
+        av: a.pri_av,
+        sport: s.src_port,
+    })
+}
+
+/// A `net::Av` for an address vector, sent from `sport`.
+pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
+    let (src, dst) = qp::av_path(av);
+    net::Av {
+        src,
+        dst,
+        sgid_index: av.grh.sgid_index,
+        dmac: av.dmac,
+        traffic_class: av.grh.traffic_class,
+        hop_limit: av.grh.hop_limit,
+        flow_label: av.grh.flow_label,
+        sport,
+    }
+}
+
+/// Moves the QP to ERR (`rxe_qp_error()`) and lets the engines flush.
+pub(crate) fn qp_error(qp: &Arc<Shared>) {
+    {
+        let mut s = qp.state.lock();
+        if !s.valid {
+            return;
+        }
+        s.attrs.state = QpState::Err;
+    }
+    qp.on_error();
+}
+
+/// Arms the retransmit timer if the QP has a local ACK timeout.
+pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) {
+    if qp.qp_type != QpType::Rc {
+        return;
+    }
+    let Some(ns) = local_ack_timeout_ns(timeout) else {
+        return;
+    };
+    if only_if_idle && qp.retrans_timer.pending() {
+        return;
+    }
+    qp.retrans_timer.arm_in(qp, Jiffies::from_nsecs(ns).at_least_one());
+}
+
+/// modify_qp changed attributes the engines keep a copy of.
+pub(crate) fn modified(qp: &Arc<Shared>, mask: AttrMask) {
+    let a = qp.state.lock().attrs;
+    let mut st = qp.req.lock();
+    if mask.intersects(AttrMask::SQ_PSN) {
+        st.req.set_sq_psn(a.sq_psn);
+        st.comp.set_sq_psn(a.sq_psn);
+    }
+    if mask.intersects(AttrMask::MAX_QP_RD_ATOMIC) {
+        st.req.set_max_rd_atomic(u32::from(a.max_rd_atomic));
+    }
+    if mask.intersects(AttrMask::RETRY_CNT) {
+        st.comp.set_retry_cnt(a.retry_cnt);
+    }
+    if mask.intersects(AttrMask::RNR_RETRY) {
+        st.comp.set_rnr_retry(a.rnr_retry);
+    }
+}
+
+/// The QP went to RESET: the rings are emptied next.
+pub(crate) fn reset(qp: &Arc<Shared>) {
+    let mut st = qp.req.lock();
+    st.req.reset();
+    st.comp.reset();
+    st.sq.off = 0;
+    st.sq.touched = 0;
+}
+
+/// What one requester decision leaves for the task.
+enum Outcome {
+    /// Nothing to do until kicked.
+    Idle,
+    /// Look again now.
+    Again,
+    /// A packet or local operation went out.
+    Sent,
+    /// A WQE failed: the QP goes to ERR.
+    Failed,
+}
+
+/// Runs a local operation of `wqe`; `Err` with the status it fails with.
+fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
+    let dev = qp.dev.state();
+    let pd = PdId(qp.pd);
+    let status = rl::local_op_error(wqe.opcode);
+    match (wqe.opcode, wqe.wr) {
+        (WrOpcode::LocalInv, _) => mr::invalidate_key(dev, wqe.ex).map_err(|_| status),
+        (WrOpcode::BindMw, WrParams::Mw { addr, length, mr_lkey, mw_rkey, rkey, access }) => {
+            let wr = mw::BindWr { mw_rkey, mr_lkey, rkey, addr, length, access };
+            mw::bind(dev, qp, pd, &wr).map_err(|_| status)
+        }
+        // REG_MR is posted by kernel users only, with the MR in the WR;
+        // the slot copy does not carry it (and `SendWqe` refuses it).
+        _ => Err(status),
+    }
+}
+
+/// The address a packet of `wqe` goes to.
+fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
+    if qp.qp_type.is_datagram() {
+        let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
+            return None;
+        };
+        let av = if ah_num != 0 { ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av() } else { av? };
+        Some(net_av(&av, snap.sport))
+    } else {
+        snap.av.as_ref().map(|av| net_av(av, snap.sport))
+    }
+}
+
+/// Builds the packet `p` of `wqe`, `done` bytes into its payload.
+fn build<'a>(
+    qp: &'a Shared,
+    snap: &Snap,
+    wqe: &SendWqe,
+    p: &rl::Packet,
+    done: u32,
+) -> Result<net::TxPacket<'a>, WcStatus> {
+    let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
+    let op: Opcode = p.opcode;
+    let mask = op.mask();
+    let mut tx = net::alloc_packet(&qp.dev, &av, op, p.payload as usize).map_err(|_| WcStatus::LocQpOpErr)?;
+    let (dest_qpn, qkey) = match wqe.wr {
+        // A remote qkey with the top bit set means the QP's own.
+        WrParams::Ud { remote_qpn, remote_qkey, .. } => {
+            (remote_qpn, if (remote_qkey as i32) < 0 { snap.qkey } else { remote_qkey })
+        }
+        _ => (snap.dest_qpn, snap.qkey),
+    };
+    let mut bth = Bth::new(op, DEFAULT_PKEY_FULL, dest_qpn, p.psn);
+    bth.se = p.solicited;
+    bth.ack_req = p.ack_req;
+    tx.write_bth(bth).map_err(|_| WcStatus::LocQpOpErr)?;
+    let rkey = match wqe.wr {
+        WrParams::Rdma { rkey, .. } | WrParams::Atomic { rkey, .. } | WrParams::Flush { rkey, .. } => rkey,
+        _ => 0,
+    };
+    let hdr_err = |_| WcStatus::LocQpOpErr;
+    if mask.contains(Mask::RETH) {
+        tx.write_ext(&Reth { va: p.reth_va, rkey, len: p.reth_len }).map_err(hdr_err)?;
+    }
+    if mask.contains(Mask::FETH) {
+        if let WrParams::Flush { kind, level, .. } = wqe.wr {
+            tx.write_ext(&Feth { ptype: kind, level }).map_err(hdr_err)?;
+        }
+    }
+    if mask.contains(Mask::IMMDT) {
+        tx.write_ext(&ImmDt(wqe.ex.to_ne_bytes())).map_err(hdr_err)?;
+    }
+    if mask.contains(Mask::IETH) {
+        tx.write_ext(&Ieth { rkey: wqe.ex }).map_err(hdr_err)?;
+    }
+    if mask.contains(Mask::ATMETH) {
+        if let WrParams::Atomic { compare_add, swap, .. } = wqe.wr {
+            let eth = if op == Opcode::RcCompareSwap {
+                AtmEth { va: p.reth_va, rkey, swap_add: swap, compare: compare_add }
+            } else {
+                AtmEth { va: p.reth_va, rkey, swap_add: compare_add, compare: 0 }
+            };
+            tx.write_ext(&eth).map_err(hdr_err)?;
+        }
+    }
+    if mask.contains(Mask::DETH) {
+        tx.write_ext(&Deth { qkey, src_qpn: qp.qpn }).map_err(hdr_err)?;
+    }
+    if p.payload > 0 {
+        let out = tx.payload_mut();
+        match wqe.payload {
+            Payload::Inline { .. } => {
+                let start = done as usize;
+                let src = wqe.inline_data().get(start..start + out.len()).ok_or(WcStatus::LocLenErr)?;
+                out.copy_from_slice(src);
+            }
+            Payload::AtomicWrite(bytes) => {
+                let src = bytes.get(..out.len()).ok_or(WcStatus::LocLenErr)?;
+                out.copy_from_slice(src);
+            }
+            Payload::Sges { .. } => {
+                let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
+                let mut cur = Cursor::new(wqe.length);
+                cur.advance(wqe, done).map_err(|e| e.requester_status())?;
+                cur.copy_from_mem(&mem, wqe, out).map_err(|e| e.requester_status())?;
+            }
+            Payload::None => {}
+        }
+    }
+    Ok(tx)
+}
+
+/// One requester decision, and the packet it may have built; runs under
+/// the engines' lock.
+fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPacket<'a>>) {
+    let mut guard = qp.req.lock();
+    let st = &mut *guard;
+    if st.req.need_retry && !st.req.wait_for_rnr_timer {
+        let comp_psn = st.comp.psn;
+        rl::begin_retry(&mut st.req, comp_psn);
+        let mut first = true;
+        let cons = qp.sq.lock().queue.own_index();
+        for i in 0..st.sq.touched {
+            let Some(sh) = st.sq.shadow(cons.wrapping_add(i)) else { break };
+            let mut s = *sh;
+            if !rl::retry_wqe(&mut st.req, &snap.rq, &s.info, &mut s.progress, &mut first, comp_psn) {
+                break;
+            }
+            if let Some(sh) = st.sq.shadow(cons.wrapping_add(i)) {
+                *sh = s;
+            }
+        }
+        st.sq.off = 0;
+        st.req.need_retry = false;
+    }
+
+    let off = st.sq.off;
+    let Some(slot) = read_wqe(qp, &mut st.sq, off) else {
+        return (Outcome::Idle, None);
+    };
+    let parsed = parse_wqe(qp, &st.sq);
+    let fresh = off >= st.sq.touched;
+    let wqe = match parsed {
+        Ok(w) => w,
+        Err(e) => {
+            if let Some(sh) = st.sq.shadow(slot) {
+                *sh = Shadow::EMPTY;
+                rl::fail(&mut sh.progress, e.wc_status());
+            }
+            st.sq.touched = st.sq.touched.max(off + 1);
+            st.sq.off = off + 1;
+            return (Outcome::Failed, None);
+        }
+    };
+    let info = WqeInfo::from_wqe(&wqe, qp.qp_type);
+    if fresh {
+        if let Some(sh) = st.sq.shadow(slot) {
+            *sh = Shadow { info, progress: rl::Progress::posted(info.length, info.retry_iova) };
+        }
+        st.sq.touched = off + 1;
+    }
+    let Some(mut sh) = st.sq.shadow(slot).copied() else {
+        return (Outcome::Idle, None);
+    };
+    if matches!(sh.progress.state, WqeState::Done | WqeState::Error) {
+        st.sq.off = off + 1;
+        return (Outcome::Again, None);
+    }
+    let gates = Gates { prior_done: off == 0, comp_psn: st.comp.psn, inflight: qp.flow.inflight() };
+    let step = rl::plan(&mut st.req, &snap.rq, &sh.info, &mut sh.progress, &gates);
+    let (outcome, tx) = match step {
+        // The flow has no waker: yield and look again (the task requeues
+        // itself once its budget is spent).
+        Step::Wait(Wait::Skb) => (Outcome::Again, None),
+        Step::Wait(_) => (Outcome::Idle, None),
+        Step::Local => {
+            match local_op(qp, &wqe) {
+                Ok(()) => rl::finish_local(&mut sh.progress),
+                Err(status) => rl::fail(&mut sh.progress, status),
+            }
+            st.sq.off = off + 1;
+            let failed = sh.progress.state == WqeState::Error;
+            (if failed { Outcome::Failed } else { Outcome::Sent }, None)
+        }
+        // Fully sent and acknowledged already (found again by a retry):
+        // move on; the completer retires it.
+        Step::Skip => {
+            st.sq.off = off + 1;
+            (Outcome::Sent, None)
+        }
+        Step::SkipUd => {
+            rl::skip_oversized_ud(&mut st.req, &mut sh.progress);
+            st.sq.off = off + 1;
+            (Outcome::Sent, None)
+        }
+        Step::Fail(status) => {
+            rl::fail(&mut sh.progress, status);
+            st.sq.off = off + 1;
+            (Outcome::Failed, None)
+        }
+        Step::Send(p) => {
+            let done = sh.info.length.saturating_sub(sh.progress.resid);
+            match build(qp, snap, &wqe, &p, done) {
+                Ok(tx) => {
+                    if rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p) {
+                        st.sq.off = off + 1;
+                    }
+                    (Outcome::Sent, Some(tx))
+                }
+                Err(status) => {
+                    rl::fail(&mut sh.progress, status);
+                    st.sq.off = off + 1;
+                    (Outcome::Failed, None)
+                }
+            }
+        }
+    };
+    if let Some(s) = st.sq.shadow(slot) {
+        *s = sh;
+    }
+    (outcome, tx)
+}
+
+/// One step of the requester: at most one packet or local operation.
+fn step(qp: &Arc<Shared>) -> TaskProgress {
+    let Some(snap) = snapshot(qp) else {
+        return TaskProgress::Done;
+    };
+    match snap.state {
+        QpState::Rts => {}
+        QpState::Sqd => {
+            // Nothing new starts; the drain ends once all sent is completed.
+            if qp.req.lock().sq.off == 0 {
+                qp.finish_sq_drain();
+            }
+            return TaskProgress::Done;
+        }
+        QpState::Err => {
+            qp.comp_task.schedule(qp);
+            return TaskProgress::Done;
+        }
+        _ => return TaskProgress::Done,
+    }
+    let (outcome, tx) = run_once(qp, &snap);
+    if let Some(tx) = tx {
+        // Losses are recovered by retries on RC; UC and UD lose the message.
+        let _ = net::send(tx, &qp.flow);
+        if qp.qp_type == QpType::Rc {
+            arm_retransmit(qp, snap.timeout, true);
+        }
+    }
+    match outcome {
+        Outcome::Idle => TaskProgress::Done,
+        Outcome::Again => TaskProgress::More,
+        Outcome::Sent => {
+            // The completer retires what is done (all of UC/UD, local ops).
+            if qp.qp_type != QpType::Rc || qp.req.lock().sq.off > 0 {
+                qp.comp_task.schedule(qp);
+            }
+            TaskProgress::More
+        }
+        Outcome::Failed => {
+            qp.comp_task.schedule(qp);
+            qp_error(qp);
+            TaskProgress::Done
+        }
+    }
+}
+
+impl TaskOwner<{ qp::REQ_TASK }> for Shared {
+    fn step(this: &Arc<Self>) -> TaskProgress {
+        step(this)
+    }
+}
+
+impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
+    fn expired(this: Arc<Self>) {
+        if !this.state.lock().valid {
+            return;
+        }
+        this.req.lock().comp.timer_fired();
+        this.comp_task.schedule(&this);
+    }
+}
+
+impl TimerOwner<{ qp::RNR_TIMER }> for Shared {
+    fn expired(this: Arc<Self>) {
+        if !this.state.lock().valid {
+            return;
+        }
+        this.req.lock().req.rnr_timer_fired();
+        this.req_task.schedule(&this);
+    }
+}

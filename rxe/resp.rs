@@ -1,0 +1,538 @@
+//! The responder of a QP: executes the requests the receive path queues on
+//! `resp_pkts` (sends into receive WQEs, RDMA writes, reads, atomics,
+//! flushes), answers RC requests with ACKs, NAKs, read responses and atomic
+//! ACKs, and posts receive completions.
+//!
+//! The decisions are `proto::resp_run` (rdma_rxe's `rxe_receiver()` state
+//! machine); this file gives it the kernel side through [`resp_run::Io`].
+//! The task holds `Shared::resp` while it runs one request; under it it
+//! takes the RQ, SRQ and CQ locks, never another engine's.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
+use crate::rxe::kernel::event::QpEvent;
+use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::mr::{self, AccessError, KeyKind, PdId, QpId};
+use crate::rxe::net::{self, Av, TxFlow};
+use crate::rxe::proto::cq_srq::{RecvNet, RECV_WQE_MAX};
+use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
+use crate::rxe::proto::ip::NetworkType;
+use crate::rxe::proto::mr_logic::{rkey_is_mw, Access, AtomicOp};
+use crate::rxe::proto::opcode::{Mask, Opcode};
+use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
+use crate::rxe::proto::qp_attr::QpAttrs;
+use crate::rxe::proto::qp_state::{AttrMask, QpState};
+use crate::rxe::proto::resp_logic::{Request, Res, RespQp, RespState, Target, MAX_RESOURCES};
+use crate::rxe::proto::resp_run::{
+    self, Ack, AccessFault, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe, RecvError,
+    SendFailed,
+};
+use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
+use crate::rxe::proto::wire::Syndrome;
+use crate::rxe::qp::{self, Shared};
+use crate::rxe::recv::RxPacket;
+use crate::rxe::{mw, srq};
+
+/// The receive WQE the current message lands in, with its progress.
+struct HeldWqe {
+    wqe: RecvWqe,
+    cursor: Cursor,
+}
+
+/// Per-QP state of the responder, behind `Shared::resp`.
+pub(crate) struct State {
+    rs: KBox<RespState>,
+    /// The request being worked on: taken off `resp_pkts`, kept while a
+    /// read reply spans several runs.
+    head: Option<RxPacket>,
+    wqe: Option<HeldWqe>,
+    /// Owns the responder's skbs in flight; the responder never pauses.
+    flow: TxFlow<()>,
+    /// An SRQ QP in ERR reported its last WQE.
+    last_wqe_reported: bool,
+}
+
+/// The responder state (9 KiB, mostly the read/atomic resources), built in
+/// place on the heap: as a value it would not fit on a 16 KiB kernel stack
+/// beside the verbs call that creates the QP.
+fn resp_state_init() -> impl Init<RespState, Error> {
+    kernel::try_init!(RespState {
+        psn: 0,
+        ack_psn: 0,
+        msn: 0,
+        opcode: None,
+        drop_msg: false,
+        sent_psn_nak: false,
+        va: 0,
+        rkey: 0,
+        resid: 0,
+        length: 0,
+        res <- kernel::init::init_array_from_fn::<_, { MAX_RESOURCES }, Res, Error>(|_| Res::default()),
+        res_count: 0,
+        res_head: 0,
+        cur: None,
+    }? Error)
+}
+
+impl State {
+    /// Process context (creates the transmit socket).
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            rs: KBox::init(resp_state_init(), GFP_KERNEL)?,
+            head: None,
+            wqe: None,
+            flow: TxFlow::new(())?,
+            last_wqe_reported: false,
+        })
+    }
+
+    /// Drops the queued request and the held WQE (RESET, flush).
+    fn forget(&mut self) {
+        if let Some(p) = self.head.take() {
+            p.consume();
+        }
+        self.wqe = None;
+    }
+}
+
+/// `max_dest_rd_atomic` as rdma_rxe stores it: rounded up to a power of two.
+fn rounded_rd_atomic(n: u8) -> u32 {
+    if n == 0 {
+        0
+    } else {
+        u32::from(n).next_power_of_two()
+    }
+}
+
+impl Shared {
+    /// modify_qp stored new attributes: the responder takes the receive PSN
+    /// and its resource count, and starts over on RESET. Call without the
+    /// state lock held.
+    pub(crate) fn resp_modified(&self, mask: AttrMask, attrs: &QpAttrs) {
+        let mut st = self.resp.lock();
+        if attrs.state == QpState::Reset && mask.contains(AttrMask::STATE) {
+            st.rs.reset();
+            st.forget();
+            st.last_wqe_reported = false;
+            drop(st);
+            let mut q = self.resp_pkts.lock();
+            while let Some(p) = q.pop() {
+                p.consume();
+            }
+            return;
+        }
+        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC) {
+            st.rs.set_max_dest_rd_atomic(rounded_rd_atomic(attrs.max_dest_rd_atomic));
+        }
+        if mask.contains(AttrMask::RQ_PSN) {
+            st.rs.set_rq_psn(attrs.rq_psn);
+        }
+        if attrs.state != QpState::Err {
+            st.last_wqe_reported = false;
+        }
+    }
+
+    /// Moves the QP to ERR after a fatal receive error (`rxe_qp_error`).
+    fn resp_enter_error(self: &Arc<Self>) {
+        let changed = {
+            let mut s = self.state.lock();
+            let c = s.valid && s.attrs.state != QpState::Err;
+            if c {
+                s.attrs.state = QpState::Err;
+            }
+            c
+        };
+        if changed {
+            self.on_error();
+        }
+    }
+
+    /// Drops every queued request.
+    fn resp_drain_pkts(&self) {
+        loop {
+            let p = self.resp_pkts.lock().pop();
+            match p {
+                Some(p) => p.consume(),
+                None => break,
+            }
+        }
+    }
+
+    /// `flush_recv_queue()`: every posted receive WQE completes with
+    /// `WR_FLUSH_ERR` (`notify`) or is dropped.
+    fn resp_flush_recv(&self, st: &mut State, notify: bool) {
+        st.wqe = None;
+        if self.srq.is_some() {
+            if notify && !st.last_wqe_reported {
+                st.last_wqe_reported = true;
+                self.link.dispatch(QpEvent::LastWqeReached);
+            }
+            return;
+        }
+        let mut notify = notify;
+        let mut buf = [0u8; RECV_WQE_MAX];
+        loop {
+            let wr_id = {
+                let mut rq = self.rq.lock();
+                let Some(rq) = rq.as_mut() else {
+                    return;
+                };
+                let len = rq.queue.elem_size().min(RECV_WQE_MAX);
+                let Some(slot) = buf.get_mut(..len) else {
+                    return;
+                };
+                match rq.queue.peek(slot) {
+                    Ok(true) => {}
+                    _ => return,
+                }
+                rq.queue.advance();
+                slot.get(recv_wqe::WR_ID..recv_wqe::WR_ID + 8)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u64::from_ne_bytes)
+            };
+            if notify {
+                let cqe = Cqe::new(wr_id, WcStatus::WrFlushErr, self.qpn);
+                let Some(h) = self.link.handle() else {
+                    notify = false;
+                    continue;
+                };
+                if self.rcq.post(&cqe, h, false).is_err() {
+                    notify = false;
+                }
+            }
+        }
+    }
+}
+
+/// What the responder needs of the QP's attributes for one run.
+struct Facts {
+    qp: RespQp,
+    port_num: u8,
+    dest_qpn: u32,
+    /// The RC reply path (from the primary AV): (sgid index, dmac, tos, ttl).
+    path: Option<(u8, [u8; 6], u8, u8)>,
+    sport: u16,
+}
+
+fn facts(sh: &Shared, attrs: &QpAttrs, sport: u16) -> Facts {
+    let mtu = IbMtu::from_raw(attrs.path_mtu).map_or(256, |m| m.bytes());
+    Facts {
+        qp: RespQp {
+            qp_type: sh.qp_type,
+            mtu,
+            access: attrs.access_flags,
+            srq: sh.srq.is_some(),
+            min_rnr_timer: attrs.min_rnr_timer,
+        },
+        port_num: u8::try_from(attrs.port_num).unwrap_or(1),
+        dest_qpn: attrs.dest_qp_num,
+        path: attrs
+            .pri_av
+            .as_ref()
+            .map(|av| (av.grh.sgid_index, av.dmac, av.grh.traffic_class, av.grh.hop_limit)),
+        sport,
+    }
+}
+
+/// The kernel side of the responder for one run.
+struct Io<'a> {
+    sh: &'a Arc<Shared>,
+    f: &'a Facts,
+    head: &'a mut Option<RxPacket>,
+    wqe: &'a mut Option<HeldWqe>,
+    flow: &'a TxFlow<()>,
+    /// The region `lookup` resolved, until `release_mr`.
+    mr: Option<Arc<mr::Shared>>,
+}
+
+impl Io<'_> {
+    fn dev(&self) -> Option<&Device> {
+        self.head.as_ref().map(|p| p.device())
+    }
+
+    /// The reply AV: back to the request's source along the QP's path.
+    fn reply_av(&self) -> Option<Av> {
+        let p = self.head.as_ref()?;
+        let (sgid_index, dmac, tos, ttl) = self.f.path?;
+        Some(Av {
+            src: p.dst(),
+            dst: p.src(),
+            sgid_index,
+            dmac,
+            traffic_class: tos,
+            hop_limit: ttl,
+            flow_label: 0,
+            sport: self.f.sport,
+        })
+    }
+
+    fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::Shared>, AccessError> {
+        let dev = self.dev().ok_or(AccessError::Key)?;
+        mr::lookup(dev.state(), rkey, KeyKind::Remote { qp: QpId::of(self.sh) }, PdId(self.sh.pd), access)
+    }
+
+    /// Builds and sends a payload-less or payload-carrying reply; `fill`
+    /// writes the payload.
+    fn send_reply(
+        &self,
+        opcode: Opcode,
+        psn: u32,
+        aeth: Aeth,
+        orig: u64,
+        len: u32,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
+    ) -> Result<(), SendFailed> {
+        let dev = self.dev().ok_or(SendFailed::Send)?;
+        let av = self.reply_av().ok_or(SendFailed::Send)?;
+        let mut tx = net::alloc_packet(dev, &av, opcode, len as usize).map_err(|_| SendFailed::Send)?;
+        tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn)).map_err(|_| SendFailed::Send)?;
+        if opcode.has(Mask::AETH) {
+            tx.write_ext(&aeth).map_err(|_| SendFailed::Send)?;
+        }
+        if opcode.has(Mask::ATMACK) {
+            tx.write_ext(&AtmAck { orig }).map_err(|_| SendFailed::Send)?;
+        }
+        fill(tx.payload_mut())?;
+        net::send(tx, self.flow).map_err(|_| SendFailed::Send)
+    }
+}
+
+impl resp_run::Io for Io<'_> {
+    fn peek(&mut self) -> Option<Request> {
+        loop {
+            if self.head.is_none() {
+                *self.head = self.sh.resp_pkts.lock().pop();
+            }
+            let p = self.head.as_ref()?;
+            match Request::from_packet(p.info(), p.bytes()) {
+                Some(r) => return Some(r),
+                // Not possible for a parsed packet; drop it rather than stall.
+                None => {
+                    *self.head = None;
+                }
+            }
+        }
+    }
+
+    fn pop(&mut self) {
+        if let Some(p) = self.head.take() {
+            p.consume();
+        }
+    }
+
+    fn qp_in_error(&mut self) -> bool {
+        self.sh.is_in(QpState::Err)
+    }
+
+    fn take_recv(&mut self) -> Result<u32, RecvError> {
+        let wqe = if let Some(srq) = &self.sh.srq {
+            take_srq(srq)?
+        } else {
+            if let Some(h) = self.wqe.as_ref() {
+                // The RQ head stays ours until it completes.
+                return Ok(h.wqe.length);
+            }
+            let mut buf = [0u8; RECV_WQE_MAX];
+            let rq = self.sh.rq.lock();
+            let rq = rq.as_ref().ok_or(RecvError::Empty)?;
+            let len = rq.queue.elem_size().min(RECV_WQE_MAX);
+            let slot = buf.get_mut(..len).ok_or(RecvError::Empty)?;
+            match rq.queue.peek(slot) {
+                Ok(true) => {}
+                _ => return Err(RecvError::Empty),
+            }
+            RecvWqe::from_bytes(slot, self.sh.rq_caps.max_sge).map_err(|_| RecvError::Malformed)?
+        };
+        let length = wqe.length;
+        *self.wqe = Some(HeldWqe { wqe, cursor: Cursor::new(length) });
+        Ok(length)
+    }
+
+    fn has_recv(&self) -> bool {
+        self.wqe.is_some()
+    }
+
+    fn recv_data(&mut self, with_grh: bool) -> Result<(), RecvCopyError> {
+        let p = self.head.as_ref().ok_or(RecvCopyError::Fault)?;
+        let h = self.wqe.as_mut().ok_or(RecvCopyError::Fault)?;
+        let mem = LocalAccess::new(p.device().state(), PdId(self.sh.pd), Access::LOCAL_WRITE);
+        let map = |e: DmaError| match e {
+            DmaError::TooLong => RecvCopyError::TooLong,
+            DmaError::NoSpace => RecvCopyError::NoSpace,
+            _ => RecvCopyError::Fault,
+        };
+        if with_grh {
+            h.cursor.copy_to_mem(&mem, &h.wqe, p.network_hdr()).map_err(map)?;
+        }
+        h.cursor.copy_to_mem(&mem, &h.wqe, p.payload()).map_err(map)
+    }
+
+    fn recv_received(&self) -> u32 {
+        self.wqe.as_ref().map_or(0, |h| h.wqe.length.saturating_sub(h.cursor.resid()))
+    }
+
+    fn rewind_recv(&mut self) {
+        if let Some(h) = self.wqe.as_mut() {
+            h.cursor.reset(h.wqe.length);
+        }
+    }
+
+    fn complete(&mut self, c: &RecvCqe) -> Result<(), CqFull> {
+        let Some(h) = self.wqe.take() else {
+            return Ok(());
+        };
+        if self.sh.srq.is_none() {
+            if let Some(rq) = self.sh.rq.lock().as_mut() {
+                rq.queue.advance();
+            }
+        }
+        let mut cqe = Cqe::new(h.wqe.wr_id, c.status, self.sh.qpn);
+        if c.status == WcStatus::Success {
+            cqe.opcode = c.opcode;
+            cqe.byte_len = c.byte_len;
+            cqe.wc_flags = c.wc_flags;
+            cqe.ex = c.ex;
+            cqe.src_qp = c.src_qp;
+            cqe.port_num = self.f.port_num;
+        }
+        let net = RecvNet {
+            ipv6: self.head.as_ref().is_some_and(|p| p.network_type() == NetworkType::Ipv6),
+            vlan_id: self.head.as_ref().and_then(|p| p.vlan_id()),
+        };
+        let Some(handle) = self.sh.link.handle() else {
+            return Ok(());
+        };
+        match self.sh.rcq.post_recv(&cqe, handle, c.solicited, net) {
+            Ok(()) => Ok(()),
+            Err(e) if e == EBUSY => Err(CqFull),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn lookup(&mut self, t: &Target) -> Result<(), AccessFault> {
+        let mr = self.remote_lookup(t.rkey, t.access).map_err(|_| AccessFault)?;
+        if t.check_range {
+            mr.check_range(t.va, u64::from(t.len)).map_err(|_| AccessFault)?;
+        }
+        self.mr = Some(mr);
+        Ok(())
+    }
+
+    fn release_mr(&mut self) {
+        self.mr = None;
+    }
+
+    fn write_data(&mut self, va: u64) -> Result<(), AccessFault> {
+        let p = self.head.as_ref().ok_or(AccessFault)?;
+        let mr = self.mr.as_ref().ok_or(AccessFault)?;
+        mr.copy_in(va, p.payload()).map_err(|_| AccessFault)
+    }
+
+    fn atomic(&mut self, va: u64, op: AtomicOp) -> Result<u64, AtomicError> {
+        let mr = self.mr.as_ref().ok_or(AtomicError::Access)?;
+        mr.atomic_op(va, op).map_err(|e| match e {
+            AccessError::Misaligned => AtomicError::Misaligned,
+            _ => AtomicError::Access,
+        })
+    }
+
+    fn atomic_write(&mut self, va: u64) -> Result<(), AtomicError> {
+        let p = self.head.as_ref().ok_or(AtomicError::Access)?;
+        let mr = self.mr.as_ref().ok_or(AtomicError::Access)?;
+        let value = p
+            .payload()
+            .first_chunk::<8>()
+            .map(|b| u64::from_ne_bytes(*b))
+            .ok_or(AtomicError::Access)?;
+        mr.atomic_write(va, value).map_err(|e| match e {
+            AccessError::Misaligned => AtomicError::Misaligned,
+            _ => AtomicError::Access,
+        })
+    }
+
+    fn flush(&mut self, whole_mr: bool, va: u64, len: u32, persistent: bool) -> Result<(), AccessFault> {
+        let mr = self.mr.as_ref().ok_or(AccessFault)?;
+        let (start, length) = if whole_mr { mr.bounds() } else { (va, u64::from(len)) };
+        if persistent {
+            mr.flush(start, length).map_err(|_| AccessFault)?;
+        }
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessFault> {
+        let dev = self.dev().ok_or(AccessFault)?;
+        let res = if rkey_is_mw(rkey) {
+            mw::invalidate(dev.state(), rkey)
+        } else {
+            mr::invalidate_key(dev.state(), rkey)
+        };
+        res.map_err(|_| AccessFault)
+    }
+
+    fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed> {
+        let mr = match r.source {
+            ReadSource::Held => self.mr.clone(),
+            ReadSource::Recheck(rkey) => {
+                Some(self.remote_lookup(rkey, Access::REMOTE_READ).map_err(|_| SendFailed::Access)?)
+            }
+        };
+        let ack = Syndrome::ACK_UNLIMITED.encode();
+        self.send_reply(r.opcode, r.psn, Aeth { syndrome: ack, msn: r.msn }, 0, r.len, |out| {
+            if out.is_empty() {
+                return Ok(());
+            }
+            let mr = mr.as_ref().ok_or(SendFailed::Access)?;
+            mr.copy_out(r.va, out).map_err(|_| SendFailed::Access)
+        })
+    }
+
+    fn send_ack(&mut self, a: &Ack) {
+        let aeth = Aeth { syndrome: a.syndrome, msn: a.msn };
+        let _ = self.send_reply(a.opcode, a.psn, aeth, a.orig, 0, |_| Ok(()));
+    }
+}
+
+/// A consumed SRQ WQE as the responder's held WQE.
+fn take_srq(srq: &srq::Shared) -> Result<RecvWqe, RecvError> {
+    match srq.take() {
+        None => Err(RecvError::Empty),
+        Some(Err(_)) => Err(RecvError::Malformed),
+        Some(Ok(w)) => Ok(w),
+    }
+}
+
+impl TaskOwner<{ qp::RESP_TASK }> for Shared {
+    fn step(this: &Arc<Self>) -> Progress {
+        let (valid, attrs, sport) = {
+            let s = this.state.lock();
+            (s.valid, s.attrs, s.src_port)
+        };
+        if !valid || matches!(attrs.state, QpState::Err | QpState::Reset) {
+            let notify = valid && attrs.state == QpState::Err;
+            this.resp_drain_pkts();
+            let mut st = this.resp.lock();
+            st.forget();
+            this.resp_flush_recv(&mut st, notify);
+            return Progress::Done;
+        }
+        let f = facts(this, &attrs, sport);
+        let out = {
+            let mut guard = this.resp.lock();
+            let State { rs, head, wqe, flow, .. } = &mut *guard;
+            let mut io = Io { sh: this, f: &f, head, wqe, flow, mr: None };
+            resp_run::run(rs, &f.qp, &mut io)
+        };
+        if out.qp_error {
+            this.resp_enter_error();
+            return Progress::More;
+        }
+        if out.progress {
+            Progress::More
+        } else {
+            Progress::Done
+        }
+    }
+}
