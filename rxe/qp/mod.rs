@@ -22,6 +22,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
@@ -232,6 +233,7 @@ impl Shared {
             return;
         }
         if to_comp {
+            counters::inc(&self.dev, Counter::AckDeferred);
             self.comp_task.schedule(self);
         } else {
             self.resp_task.schedule(self);
