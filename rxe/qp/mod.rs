@@ -88,14 +88,15 @@ pub(crate) struct Sq {
     /// Kernel QPs build a slot here before it goes into the ring.
     slot: KVec<u8>,
     inline_buf: KVec<u8>,
-    sges: [Sge; MAX_SGE],
+    /// Kernel QPs convert a WR's SGEs here (`MAX_SGE` entries).
+    sges: KVec<Sge>,
 }
 
 /// The receive queue: `struct rxe_recv_wqe` slots.
 pub(crate) struct Rq {
     pub(crate) queue: Queue,
     slot: KVec<u8>,
-    sges: [Sge; MAX_SGE],
+    sges: KVec<Sge>,
 }
 
 /// State and attributes, changed by modify_qp and the datapath.
@@ -388,10 +389,10 @@ impl Drop for Undo<'_> {
 
 /// A slot-sized scratch buffer for kernel QPs; user QPs post nothing
 /// through the driver.
-fn scratch(len: usize, user: bool) -> Result<KVec<u8>> {
+fn scratch<T: Copy + Default>(len: usize, user: bool) -> Result<KVec<T>> {
     let mut v = KVec::new();
     if !user {
-        v.extend_with(len, 0u8, GFP_KERNEL)?;
+        v.extend_with(len, T::default(), GFP_KERNEL)?;
     }
     Ok(v)
 }
@@ -401,6 +402,9 @@ impl Qp {
     /// (mappable for user QPs, with their mmap info in the response) and
     /// makes it reachable by number. Returns the QP and the capabilities
     /// it got, which the core hands back to the caller.
+    // Out of line: its frame stays off the core's create path (and the
+    // QP's parts are heap-allocated so that frame stays small).
+    #[inline(never)]
     pub(crate) fn new(dev: &Device, args: CreateArgs<'_>) -> Result<(Self, Caps)> {
         let state = dev.state();
         let user = match (args.udata, args.ucontext) {
@@ -464,11 +468,11 @@ impl Qp {
             inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
             queue: sq_queue,
             ssn: 0,
-            sges: [Sge::default(); MAX_SGE],
+            sges: scratch(MAX_SGE, is_user)?,
         };
         let rq = match rq_queue {
             Some(queue) => {
-                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: [Sge::default(); MAX_SGE] })
+                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: scratch(MAX_SGE, is_user)? })
             }
             None => None,
         };
