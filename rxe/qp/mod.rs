@@ -182,8 +182,12 @@ pub(crate) const RESP_TASK: u64 = 2;
 pub(crate) const RETRANS_TIMER: u64 = 0;
 pub(crate) const RNR_TIMER: u64 = 1;
 
-/// Packets a QP queues per engine before it drops (the peer retransmits).
-const PKT_QUEUE_LEN: usize = 512;
+/// Packets a QP queues per engine: room to start with, and the most it
+/// grows to before it drops (RC peers retransmit; UC and UD lose the
+/// message). Bursts are real: a UC sender does not wait for anything, and
+/// one RDMA READ of 1 MiB brings 1024 responses.
+const PKT_QUEUE_INITIAL: usize = 64;
+const PKT_QUEUE_LIMIT: usize = 8192;
 
 impl_has_task! {
     impl HasTask<REQ_TASK> for Shared { self.req_task }
@@ -458,11 +462,11 @@ impl Qp {
 
         let is_user = user.is_some();
         let resp_state = crate::rxe::resp::State::new()?;
-        let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let comp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let req_state = req::State::new(sq_queue.capacity())?;
         let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
         let flow = TxFlow::new(req::NoWake)?;
-        let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
             inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
