@@ -32,11 +32,11 @@ MiB=$((1 << 20))
 io_limit=1500
 
 # The regions node 1 writes: "NAME OFFSET LENGTH BS", offsets and lengths
-# in bytes, each a multiple of its block size. 12k is a size that is no
-# power of two (three pages per MR).
+# in bytes, each a multiple of its block size (checked), none overlapping.
+# 12k is a size that is no power of two (three pages per MR).
 seq_regions=(
 	"seq4k $((0 * MiB)) $((4 * MiB)) 4096"
-	"seq12k $((4 * MiB)) $((3 * MiB)) 12288"
+	"seq12k $((4 * MiB + 8192)) $((3 * MiB)) 12288"
 	"seq128k $((8 * MiB)) $((8 * MiB)) 131072"
 	"seq1m $((16 * MiB)) $((16 * MiB)) 1048576"
 )
@@ -110,7 +110,9 @@ target_down() {
 	echo 0 >"$s/namespaces/1/enable"
 	rmdir "$s/namespaces/1"
 	rmdir "$s"
-	[ -z "$(ls "$cfg/subsystems" "$cfg/ports")" ] || fail "nvmet configfs not empty after teardown"
+	local left
+	left=$(find "$cfg/subsystems" "$cfg/ports" -mindepth 1 -maxdepth 1)
+	[ -z "$left" ] || fail "nvmet configfs not empty after teardown: $left"
 	note "target: torn down"
 }
 
@@ -172,6 +174,13 @@ host_disconnect() {
 write_region() { # NAME OFF LEN BS
 	local name=$1 off=$2 len=$3 bs=$4 src=/tmp/$1.src
 	head -c "$len" /dev/urandom >"$src"
+	write_src "$@"
+}
+
+# Writes /tmp/NAME.src over its region with O_DIRECT.
+write_src() { # NAME OFF LEN BS
+	local name=$1 off=$2 len=$3 bs=$4 src=/tmp/$1.src
+	((off % bs == 0 && len % bs == 0)) || fail "region $name: offset $off or length $len not a multiple of $bs"
 	dd if="$src" of="/dev/$dev" bs="$bs" seek=$((off / bs)) count=$((len / bs)) \
 		oflag=direct conv=notrunc,fsync status=none || fail "writing $name ($len bytes at $off, bs $bs)"
 }
@@ -183,7 +192,14 @@ read_region() { # NAME OFF LEN BS
 	want=$(sha256sum <"/tmp/$name.src" | cut -d' ' -f1)
 	got=$(dd if="/dev/$dev" bs="$bs" skip=$((off / bs)) count=$((len / bs)) iflag=direct status=none |
 		sha256sum | cut -d' ' -f1) || fail "reading $name"
-	[ "$got" = "$want" ] || fail "region $name ($len bytes at $off, bs $bs) reads back different data"
+	[ "$got" = "$want" ] && return 0
+	# Which 4 KiB blocks differ, for the report.
+	dd if="/dev/$dev" of="/tmp/$name.bad" bs="$bs" skip=$((off / bs)) count=$((len / bs)) iflag=direct status=none
+	echo "region $name: differing bytes (offset in region, octal values want/got), first 20:"
+	cmp -l "/tmp/$name.src" "/tmp/$name.bad" | head -n 20
+	echo "region $name: differing 4 KiB blocks: $(cmp -l "/tmp/$name.src" "/tmp/$name.bad" |
+		awk '{ b = int(($1 - 1) / 4096); if (!(b in s)) { s[b] = 1; printf "%d ", b } }' | head -c 2000)"
+	fail "region $name ($len bytes at $off, bs $bs) reads back different data"
 }
 
 record_region() { # NAME OFF LEN BS
@@ -216,10 +232,7 @@ host_io() {
 	for r in "${par_regions[@]}"; do
 		read -ra f <<<"$r"
 		set -- "${f[@]}"
-		(
-			dd if="/tmp/$1.src" of="/dev/$dev" bs="$4" seek=$(($2 / $4)) count=$(($3 / $4)) \
-				oflag=direct conv=notrunc,fsync status=none
-		) &
+		(write_src "$@") &
 		pids+=("$!:write $1")
 	done
 	for r in "${seq_regions[0]}" "${seq_regions[3]}"; do
@@ -258,29 +271,48 @@ host_io() {
 	note "host: final read of all regions matches"
 }
 
+# meet NAME [LIMIT]: like barrier, but a node that failed (its EXIT trap
+# left an abort mark) ends the wait on every other node at once, instead of
+# at the barrier's timeout.
+meet() {
+	local name=$1 limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
+	: >"$SHARED_DIR/nvme.meet.$name.node$NODE_INDEX"
+	for ((n = 1; n <= NODE_COUNT; n++)); do
+		until [ -e "$SHARED_DIR/nvme.meet.$name.node$n" ]; do
+			for f in "$SHARED_DIR"/nvme.abort.node*; do
+				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
+			done
+			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
+			sleep 0.2
+		done
+	done
+}
+on_exit() {
+	local rc=$?
+	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/nvme.abort.node$NODE_INDEX"
+}
+trap on_exit EXIT
+
 # --- the test -----------------------------------------------------------------
 kmemleak_clear
 if is_server; then
 	target_up
-	barrier target-up
-	barrier host-done "$io_limit"
-	barrier host-disconnected
+	meet target-up
+	meet host-disconnected "$io_limit"
 	target_verify
 	sleep 1
 	target_down
 elif is_client; then
-	barrier target-up
+	meet target-up
 	host_connect
 	host_io
-	barrier host-done "$io_limit"
 	host_disconnect
-	barrier host-disconnected
+	meet host-disconnected "$io_limit"
 else
-	barrier target-up
-	barrier host-done "$io_limit"
-	barrier host-disconnected
+	meet target-up
+	meet host-disconnected "$io_limit"
 fi
-barrier target-down
+meet target-down
 check_counters "NVMe I/O"
 check_dmesg
 
@@ -288,7 +320,7 @@ check_dmesg
 # core: deleting the device runs their remove callbacks against it.
 rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV"
 [ ! -e "/sys/class/infiniband/$RXE_DEV" ] || fail "$RXE_DEV still there after rdma link delete"
-barrier links-deleted
+meet links-deleted
 # kmemleak reports objects only once they are a few seconds old.
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	sleep 5
