@@ -24,6 +24,9 @@
 //! must therefore call `shutdown` on destroy (it cannot happen in the
 //! owner's `Drop`: the last reference may be the one a run drops).
 //!
+//! The workqueue is a reclaim queue (`WQ_MEM_RECLAIM`): storage ULPs
+//! destroy QPs, and so flush these tasks, from their own reclaim workers.
+//!
 //! `disable`, `enable` and `shutdown` sleep: call them from process context,
 //! serialized by the owner (the QP's modify path), never from the task's own
 //! step function and never while holding a lock that step function takes.
