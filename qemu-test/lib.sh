@@ -127,3 +127,34 @@ kmemleak_clear() {
 	[ -e "$k" ] || return 0
 	echo scan >"$k" && echo clear >"$k"
 }
+
+# roce_gid_index v4|v6 [TIMEOUT]: the GID table index of this node's
+# RoCE v2 GID for NODE_IP (v4, as an IPv4-mapped GID) or NODE_IP6 (v6).
+# The core fills the table shortly after `rdma link add` and an address
+# change, so this waits for the entry.
+roce_gid_index() {
+	local fam=${1:?roce_gid_index v4|v6} limit=${2:-30} want dir i gid start=$SECONDS
+	local port=/sys/class/infiniband/$RXE_DEV/ports/1
+	case "$fam" in
+	v4) want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${NODE_IP//./ }) ;;
+	v6) want=$(python3 -c 'import ipaddress,sys; e=ipaddress.IPv6Address(sys.argv[1]).exploded; print(":".join(e.split(":")))' "$NODE_IP6") ;;
+	*) fail "roce_gid_index: v4 or v6, not $fam" ;;
+	esac
+	while :; do
+		for dir in "$port"/gids/*; do
+			i=${dir##*/}
+			gid=$(cat "$dir" 2>/dev/null) || continue
+			[ "$gid" = "$want" ] || continue
+			[ "$(cat "$port/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+			echo "$i"
+			return 0
+		done
+		((SECONDS - start < limit)) || return 1
+		sleep 0.5
+	done
+}
+
+# hw_counter NAME: this device's port counter NAME (0 when absent).
+hw_counter() {
+	cat "/sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/${1:?hw_counter NAME}" 2>/dev/null || echo 0
+}

@@ -4,11 +4,13 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::rxe::counters::{self, Counter};
 use crate::rxe::dma::{Cursor, LocalAccess};
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::kernel::timer::Jiffies;
 use crate::rxe::mr::PdId;
 use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
+use crate::rxe::proto::events::Event;
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
@@ -161,7 +163,14 @@ impl cl::Sq for Io<'_> {
         let Some(sh) = self.track.shadow(slot).copied() else {
             return;
         };
+        if matches!(sh.info.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv) {
+            counters::inc(&self.qp.dev, Counter::RdmaSends);
+        }
         retire_head(self.qp, self.track, &sh.info, status, &mut self.cqes);
+    }
+
+    fn count(&mut self, ev: Event) {
+        counters::inc(&self.qp.dev, ev.into());
     }
 }
 

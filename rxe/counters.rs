@@ -5,6 +5,7 @@ use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::proto::events::Event;
 
 /// One counter. The order is rdma_rxe's, so `rdma statistic` prints the
 /// same list in the same order for both drivers.
@@ -24,7 +25,8 @@ pub(crate) enum Counter {
     SendRnrErr,
     /// Completer: a PSN sequence error NAK came in.
     RcvdSeqErr,
-    /// Completer: an ACK was queued for later processing.
+    /// An acknowledgement or read/atomic response was queued for the
+    /// completer.
     AckDeferred,
     RetryExceededErr,
     RetryRnrExceededErr,
@@ -116,4 +118,20 @@ impl Counters {
 /// Counts one event of kind `c` on `dev`.
 pub(crate) fn inc(dev: &Device, c: Counter) {
     dev.state().counters.inc(c);
+}
+
+impl From<Event> for Counter {
+    fn from(ev: Event) -> Counter {
+        match ev {
+            Event::DuplicateRequest => Counter::DuplicateRequest,
+            Event::OutOfSeqRequest => Counter::OutOfSeqRequest,
+            Event::SentRnrNak => Counter::SendRnrErr,
+            Event::RecvCompleted => Counter::RdmaRecvs,
+            Event::RcvdRnrNak => Counter::RcvdRnrErr,
+            Event::RcvdSeqNak => Counter::RcvdSeqErr,
+            Event::Retry => Counter::CompleterRetryErr,
+            Event::RetryExceeded => Counter::RetryExceededErr,
+            Event::RnrRetryExceeded => Counter::RetryRnrExceededErr,
+        }
+    }
 }

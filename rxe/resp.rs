@@ -10,6 +10,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::rxe::counters;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
@@ -17,6 +18,7 @@ use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, QpId};
 use crate::rxe::net::{self, Av, TxFlow};
 use crate::rxe::proto::cq_srq::{RecvNet, RECV_WQE_MAX};
+use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
 use crate::rxe::proto::mr_logic::{rkey_is_mw, Access, AtomicOp};
@@ -492,6 +494,10 @@ impl resp_run::Io for Io<'_> {
     fn send_ack(&mut self, a: &Ack) {
         let aeth = Aeth { syndrome: a.syndrome, msn: a.msn };
         let _ = self.send_reply(a.opcode, a.psn, aeth, a.orig, 0, |_| Ok(()));
+    }
+
+    fn count(&mut self, ev: Event) {
+        counters::inc(&self.sh.dev, ev.into());
     }
 }
 

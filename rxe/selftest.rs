@@ -269,15 +269,17 @@ fn timers() -> Result {
 }
 
 fn fifo() -> Result {
-    let mut f = Fifo::new(3, GFP_KERNEL)?;
-    check!(f.capacity() == 3 && f.is_empty(), "fifo starts empty");
-    for i in 0..3u32 {
-        check!(f.push(KBox::new(i, GFP_KERNEL)?).is_ok(), "fifo takes its capacity");
+    let mut f = Fifo::new(2, 8, GFP_KERNEL)?;
+    check!(f.capacity() == 2 && f.len() == 0, "fifo starts empty");
+    check!(f.push(KBox::new(0u32, GFP_KERNEL)?).is_ok(), "fifo takes an item");
+    check!(f.pop().map(|b| *b) == Some(0), "fifo pops it");
+    for i in 1..9u32 {
+        check!(f.push(KBox::new(i, GFP_KERNEL)?).is_ok(), "fifo grows to its limit");
     }
-    check!(f.is_full() && f.push(KBox::new(9, GFP_KERNEL)?).is_err(), "full fifo refuses");
-    check!(f.pop().map(|b| *b) == Some(0), "fifo pops the oldest");
-    check!(f.push(KBox::new(3, GFP_KERNEL)?).is_ok(), "fifo wraps");
-    check!(f.peek().map(|b| **b) == Some(1) && f.len() == 3, "fifo peeks the oldest");
+    check!(f.capacity() == 8 && f.push(KBox::new(9, GFP_KERNEL)?).is_err(), "full fifo refuses");
+    check!(f.pop().map(|b| *b) == Some(1), "growth keeps the order");
+    check!(f.push(KBox::new(9, GFP_KERNEL)?).is_ok(), "fifo wraps");
+    check!(f.len() == 8, "fifo counts its items");
     f.clear();
     check!(f.pop().is_none(), "cleared fifo is empty");
     Ok(())

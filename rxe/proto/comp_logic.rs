@@ -40,6 +40,7 @@
 //!   makes `req_retry()` resend it as a bogus packet; see
 //!   `req_logic::Step::Skip`).
 
+use super::events::Event;
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_after, psn_before, psn_diff};
 use super::req_logic::{Progress, ReqState, WqeInfo};
@@ -163,6 +164,8 @@ pub(crate) trait Sq {
     /// posts a CQE when [`must_post`] says so (see [`send_cqe`]), advances
     /// the consumer index.
     fn retire(&mut self, status: WcStatus);
+    /// Reports `ev` for the port counters.
+    fn count(&mut self, _ev: Event) {}
 }
 
 /// What the engine does after [`run`].
@@ -289,7 +292,7 @@ fn is_ack(syndrome: u8) -> bool {
     matches!(Syndrome::try_from(syndrome), Ok(Syndrome::Ack { .. }))
 }
 
-fn check_ack(comp: &mut CompState, req: &mut ReqState, h: &Head, pkt: &Response) -> St {
+fn check_ack(comp: &mut CompState, req: &mut ReqState, h: &Head, pkt: &Response, sq: &mut impl Sq) -> St {
     use Opcode::*;
     let mask = pkt.opcode.mask();
     let wr = h.info.opcode;
@@ -345,10 +348,14 @@ fn check_ack(comp: &mut CompState, req: &mut ReqState, h: &Head, pkt: &Response)
                 comp.reset_retry_counters();
                 St::WriteSend
             }
-            Ok(Syndrome::RnrNak { .. }) => St::RnrRetry,
+            Ok(Syndrome::RnrNak { .. }) => {
+                sq.count(Event::RcvdRnrNak);
+                St::RnrRetry
+            }
             Ok(Syndrome::Nak(NakCode::PsnSeqError)) => {
                 // A sequence NAK implicitly acknowledges every earlier PSN.
                 if psn_after(pkt.psn, comp.psn) {
+                    sq.count(Event::RcvdSeqNak);
                     comp.psn = pkt.psn;
                     if req.wait_psn {
                         req.wait_psn = false;
@@ -413,7 +420,7 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
                 get_wqe(comp, head.as_ref(), pkt.as_ref())
             }
             (St::CheckPsn, Some(h), Some(p)) => check_psn(comp, h, p),
-            (St::CheckAck, Some(h), Some(p)) => check_ack(comp, req, h, p),
+            (St::CheckAck, Some(h), Some(p)) => check_ack(comp, req, h, p, sq),
             (St::Read, Some(_), Some(p)) => match sq.read_data() {
                 Ok(0) if p.opcode.has(Mask::END) => St::CompAck,
                 Ok(_) => St::UpdateComp,
@@ -491,12 +498,14 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
                     }
                     // Nothing to resend once everything sent was acked.
                     if psn_after(req.psn, comp.psn) {
+                        sq.count(Event::Retry);
                         req.need_retry = true;
                         comp.started_retry = true;
                         req.again = true;
                     }
                     St::Done
                 } else {
+                    sq.count(Event::RetryExceeded);
                     St::Error(WcStatus::RetryExcErr)
                 }
             }
@@ -509,6 +518,7 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
                     out.rnr_timer = Some(p.syndrome & 0x1f);
                     return;
                 }
+                sq.count(Event::RnrRetryExceeded);
                 St::Error(WcStatus::RnrRetryExcErr)
             }
             (St::Error(status), Some(_), _) => {

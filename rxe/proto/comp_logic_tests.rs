@@ -17,6 +17,7 @@ struct Model {
     current: Option<(Response, u32)>,
     retired: Vec<(WrOpcode, WcStatus)>,
     fault: bool,
+    events: Vec<Event>,
 }
 
 impl Sq for Model {
@@ -50,6 +51,10 @@ impl Sq for Model {
     fn retire(&mut self, status: WcStatus) {
         let h = self.wqes.pop_front().expect("retire without a head");
         self.retired.push((h.info.opcode, status));
+    }
+
+    fn count(&mut self, ev: Event) {
+        self.events.push(ev);
     }
 }
 
@@ -312,6 +317,7 @@ fn psn_sequence_nak_retries_from_its_psn() {
     assert!(o.progress && o.again);
     assert_eq!(f.comp.psn, 14);
     assert!(f.req.need_retry && f.comp.started_retry && !f.req.wait_psn);
+    assert_eq!(f.sq.events, [Event::RcvdSeqNak, Event::Retry]);
     assert_eq!(f.comp.retry_cnt, 2);
     // While need_retry is pending the completer leaves packets queued.
     f.resp(nak(15, Syndrome::Nak(NakCode::PsnSeqError)), 0);
@@ -346,6 +352,7 @@ fn rnr_naks_count_and_time() {
     let o = f.run();
     assert!(o.qp_error && o.rnr_timer.is_none());
     assert_eq!(f.retired(), [WcStatus::RnrRetryExcErr]);
+    assert_eq!(f.sq.events, [Event::RcvdRnrNak, Event::RcvdRnrNak, Event::RcvdRnrNak, Event::RnrRetryExceeded]);
     // 7 retries forever.
     let mut f = Fixture::new(0, 1);
     f.comp.set_rnr_retry(7);

@@ -24,6 +24,7 @@
 //! answered (C drops it for its rkey, and the requester retries it until
 //! it gives up).
 
+use super::events::Event;
 use super::mr_logic::AtomicOp;
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_before, psn_sub};
@@ -174,6 +175,8 @@ pub(crate) trait Io {
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed>;
     /// Builds and sends an ACK-type packet; failures are not reported (C logs them).
     fn send_ack(&mut self, a: &Ack);
+    /// Reports `ev` for the port counters.
+    fn count(&mut self, _ev: Event) {}
 }
 
 /// What the engine does after [`run`].
@@ -282,8 +285,16 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
             },
             (St::ChkPsn, Some(p)) => match check_request(r.st, r.qp, &p) {
                 Check::Drop => St::Cleanup,
-                Check::Duplicate => St::Duplicate,
-                Check::Error(e) => St::Err(e),
+                Check::Duplicate => {
+                    r.io.count(Event::DuplicateRequest);
+                    St::Duplicate
+                }
+                Check::Error(e) => {
+                    if e == RespError::PsnOutOfSeq {
+                        r.io.count(Event::OutOfSeqRequest);
+                    }
+                    St::Err(e)
+                }
                 Check::Valid => St::ChkResource,
             },
             (St::ChkResource, Some(p)) => r.check_resource(&p),
@@ -427,6 +438,9 @@ impl<I: Io> Run<'_, I> {
             let cqe = recv_cqe(self.st, p, self.status, self.io.recv_received());
             if self.io.complete(&cqe).is_err() {
                 return St::Err(RespError::CqOverflow);
+            }
+            if cqe.status == WcStatus::Success {
+                self.io.count(Event::RecvCompleted);
             }
         }
         // Executed and completed before the QP failed: consume it once.
@@ -678,6 +692,7 @@ impl<I: Io> Run<'_, I> {
             }
             RespError::Rnr => {
                 if rc {
+                    self.io.count(Event::SentRnrNak);
                     let syn = Syndrome::RnrNak { timer: self.qp.min_rnr_timer }.encode();
                     self.send_ack(Opcode::RcAck, syn, p.psn, 0);
                 } else {

@@ -140,6 +140,7 @@ fn rnr_and_receive_errors() {
     let o = t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
     assert!(!o.qp_error);
     assert_eq!(t.last_ack(), Ack { opcode: Opcode::RcAck, psn: 100, syndrome: 0x20 | 14, msn: 0, orig: 0 });
+    assert_eq!(t.io.events, [Event::SentRnrNak]);
     assert_eq!(t.st.psn, 100);
     assert!(t.io.reqs.is_empty());
     // UC: dropped, and the rest of the message with it.
@@ -355,6 +356,8 @@ fn duplicates_and_sequence_errors() {
     t.send(rq(Opcode::RcSendOnly, 105, 8), bytes(8, 0));
     t.send(rq(Opcode::RcSendOnly, 106, 8), bytes(8, 0));
     assert_eq!(t.io.acks(), [Ack { opcode: Opcode::RcAck, psn: 102, syndrome: 0x60, msn: 2, orig: 0 }]);
+    use Event::*;
+    assert_eq!(t.io.events, [RecvCompleted, RecvCompleted, DuplicateRequest, OutOfSeqRequest]);
     // Missing first / last: class C.
     let mut t = T::new(QpType::Rc);
     assert!(t.send(rq(Opcode::RcSendMiddle, 100, 1024), bytes(1024, 0)).qp_error);

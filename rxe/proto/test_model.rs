@@ -1,6 +1,7 @@
 //! In-memory models of the engines' primitives, for the state machine tests:
 //! a responder [`Io`] with receive buffers, memory regions and a wire log.
 
+use super::events::Event;
 use super::mr_logic::{Access, AtomicOp};
 use super::resp_logic::{Request, Target, GRH_LEN};
 use super::resp_run::{
@@ -56,6 +57,7 @@ pub(crate) struct RespModel {
     pub(crate) cqes: Vec<(RecvCqe, Vec<u8>)>,
     pub(crate) flushes: Vec<(bool, u64, u32, bool)>,
     pub(crate) lookups: u32,
+    pub(crate) events: Vec<Event>,
 }
 
 impl RespModel {
@@ -227,5 +229,9 @@ impl Io for RespModel {
 
     fn send_ack(&mut self, a: &Ack) {
         self.out.push(Out::Ack(*a));
+    }
+
+    fn count(&mut self, ev: Event) {
+        self.events.push(ev);
     }
 }

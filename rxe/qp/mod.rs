@@ -22,6 +22,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
@@ -87,14 +88,15 @@ pub(crate) struct Sq {
     /// Kernel QPs build a slot here before it goes into the ring.
     slot: KVec<u8>,
     inline_buf: KVec<u8>,
-    sges: [Sge; MAX_SGE],
+    /// Kernel QPs convert a WR's SGEs here (`MAX_SGE` entries).
+    sges: KVec<Sge>,
 }
 
 /// The receive queue: `struct rxe_recv_wqe` slots.
 pub(crate) struct Rq {
     pub(crate) queue: Queue,
     slot: KVec<u8>,
-    sges: [Sge; MAX_SGE],
+    sges: KVec<Sge>,
 }
 
 /// State and attributes, changed by modify_qp and the datapath.
@@ -180,8 +182,12 @@ pub(crate) const RESP_TASK: u64 = 2;
 pub(crate) const RETRANS_TIMER: u64 = 0;
 pub(crate) const RNR_TIMER: u64 = 1;
 
-/// Packets a QP queues per engine before it drops (the peer retransmits).
-const PKT_QUEUE_LEN: usize = 512;
+/// Packets a QP queues per engine: room to start with, and the most it
+/// grows to before it drops (RC peers retransmit; UC and UD lose the
+/// message). Bursts are real: a UC sender does not wait for anything, and
+/// one RDMA READ of 1 MiB brings 1024 responses.
+const PKT_QUEUE_INITIAL: usize = 64;
+const PKT_QUEUE_LIMIT: usize = 8192;
 
 impl_has_task! {
     impl HasTask<REQ_TASK> for Shared { self.req_task }
@@ -232,6 +238,7 @@ impl Shared {
             return;
         }
         if to_comp {
+            counters::inc(&self.dev, Counter::AckDeferred);
             self.comp_task.schedule(self);
         } else {
             self.resp_task.schedule(self);
@@ -386,10 +393,10 @@ impl Drop for Undo<'_> {
 
 /// A slot-sized scratch buffer for kernel QPs; user QPs post nothing
 /// through the driver.
-fn scratch(len: usize, user: bool) -> Result<KVec<u8>> {
+fn scratch<T: Copy + Default>(len: usize, user: bool) -> Result<KVec<T>> {
     let mut v = KVec::new();
     if !user {
-        v.extend_with(len, 0u8, GFP_KERNEL)?;
+        v.extend_with(len, T::default(), GFP_KERNEL)?;
     }
     Ok(v)
 }
@@ -399,6 +406,9 @@ impl Qp {
     /// (mappable for user QPs, with their mmap info in the response) and
     /// makes it reachable by number. Returns the QP and the capabilities
     /// it got, which the core hands back to the caller.
+    // Out of line: its frame stays off the core's create path (and the
+    // QP's parts are heap-allocated so that frame stays small).
+    #[inline(never)]
     pub(crate) fn new(dev: &Device, args: CreateArgs<'_>) -> Result<(Self, Caps)> {
         let state = dev.state();
         let user = match (args.udata, args.ucontext) {
@@ -452,21 +462,21 @@ impl Qp {
 
         let is_user = user.is_some();
         let resp_state = crate::rxe::resp::State::new()?;
-        let comp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let comp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let req_state = req::State::new(sq_queue.capacity())?;
         let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
         let flow = TxFlow::new(req::NoWake)?;
-        let resp_fifo = Fifo::new(PKT_QUEUE_LEN, GFP_KERNEL)?;
+        let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
             inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
             queue: sq_queue,
             ssn: 0,
-            sges: [Sge::default(); MAX_SGE],
+            sges: scratch(MAX_SGE, is_user)?,
         };
         let rq = match rq_queue {
             Some(queue) => {
-                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: [Sge::default(); MAX_SGE] })
+                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: scratch(MAX_SGE, is_user)? })
             }
             None => None,
         };
