@@ -598,13 +598,20 @@ impl Mr {
 
     /// `alloc_mr(IB_MR_TYPE_MEM_REG)`: a fast-reg MR of up to `max_sg`
     /// pages, free until a REG_MR makes it valid.
+    ///
+    /// Both block lists (the one in use and the one the next `map_mr_sg`
+    /// fills) are allocated here: kernel users map in atomic context
+    /// (nvme-rdma from `queue_rq`, under RCU), where only small atomic
+    /// allocations are allowed, as C preallocates its page list here too.
     pub(crate) fn fast(dev: &Device, pd: PdId, max_sg: u32) -> Result<Self> {
         let max_sg = usize::try_from(max_sg).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let pages = PageList::with_capacity(max_sg)?;
+        let pages = PageList::with_capacity(max_sg, GFP_KERNEL)?;
+        let staging = PageList::with_capacity(max_sg, GFP_KERNEL)?;
         // Fast-reg MRs always allow remote access until a REG_MR says
         // otherwise, as in C.
-        let inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
+        let mut inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
+        inner.staging = Some(staging);
         let shared = Arc::pin_init(Shared::new(MrType::MemReg, None, inner), GFP_KERNEL)?;
         Self::publish(dev, shared, slot, None, max_sg, State::Free)
     }
@@ -638,7 +645,9 @@ impl Mr {
     }
 
     /// Starts a `map_mr_sg` with MR pages of `page_size` bytes: readies an
-    /// empty block list the `set_page` callbacks fill.
+    /// empty block list the `set_page` callbacks fill. May run in atomic
+    /// context: the list allocated at `alloc_mr` is reused, and only MR
+    /// pages larger than a system page need it to grow (atomically).
     pub(crate) fn begin_map(&self, page_size: u32) -> Result {
         if self.shared.mr_type != MrType::MemReg || !page_size.is_power_of_two() {
             return Err(EINVAL);
@@ -647,14 +656,12 @@ impl Mr {
         // Widening u32 -> usize.
         let per_page = if page_size > sys { (page_size / sys) as usize } else { 1 };
         let blocks = per_page.checked_mul(self.max_sg).ok_or(ENOMEM)?;
-        let old = self.shared.inner.lock().staging.take();
-        let mut list = match old {
-            Some(l) => l,
-            None => PageList::with_capacity(blocks)?,
-        };
-        list.reset(blocks)?;
         let mut i = self.shared.inner.lock();
-        i.staging = Some(list);
+        let list = match &mut i.staging {
+            Some(l) => l,
+            None => i.staging.insert(PageList::with_capacity(blocks, GFP_ATOMIC)?),
+        };
+        list.reset(blocks, GFP_ATOMIC)?;
         i.staging_shift = page_size.trailing_zeros();
         Ok(())
     }
