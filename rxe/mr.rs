@@ -21,9 +21,8 @@
 //!   for BIND_MW. They return `EINVAL`/`EOPNOTSUPP` as the C driver does; the
 //!   requester turns any error into the C work-completion status
 //!   (LOCAL_INV/REG_MR: `IB_WC_LOC_QP_OP_ERR`, BIND_MW: `IB_WC_MW_BIND_ERR`).
-//!   A kernel REG_MR names its MR by `ib_mr`: `kernel::ops::mr::fast_reg_target`
-//!   gives its [`Shared`] with the `iova`/`length` to pass to
-//!   [`Shared::fast_reg`].
+//!   A kernel REG_MR names its MR by the lkey its `ib_mr` had when posted
+//!   and carries the `ib_mr`'s iova and length of that moment ([`FastReg`]).
 //!
 //! Rights are [`Access`] (`ib_access_flags`); atomics are [`AtomicOp`].
 //!
@@ -423,17 +422,17 @@ impl Shared {
 
     /// Executes a REG_MR work request: a free fast-reg MR of the QP's PD
     /// takes the new key byte, rights and range (`iova`/`length` are the
-    /// `ib_mr` fields the kernel user set up through `ib_map_mr_sg`).
-    #[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
-    pub(crate) fn fast_reg(&self, qp_pd: PdId, key: u32, access: Access, iova: u64, length: u64) -> Result {
+    /// `ib_mr` fields the kernel user set up through `ib_map_mr_sg`, and
+    /// bound every later access through the new key).
+    fn fast_reg(&self, qp_pd: PdId, reg: &FastReg) -> Result {
         let mut i = self.inner.lock();
         let facts = i.facts(self.mr_type, self.bound_mws.load(Ordering::Relaxed));
-        rules::check_fast_reg(&facts, i.pd == qp_pd, key).map_err(rule_errno)?;
-        i.access = access;
-        i.lkey = key;
-        i.rkey = key;
-        i.iova = iova;
-        i.length = length;
+        rules::check_fast_reg(&facts, i.pd == qp_pd, reg.key).map_err(rule_errno)?;
+        i.access = reg.access;
+        i.lkey = reg.key;
+        i.rkey = reg.key;
+        i.iova = reg.iova;
+        i.length = reg.length;
         i.state = State::Valid;
         Ok(())
     }
@@ -503,13 +502,25 @@ pub(crate) fn lookup(
     Ok(mr)
 }
 
-/// Executes a REG_MR work request on the MR named by `key`'s index. The
-/// index of a REG_MR key is always its MR's (only the byte may change), so
-/// this finds the same MR C reaches through the request's `ib_mr`.
-#[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
-pub(crate) fn fast_reg(dev: &DeviceState, qp_pd: PdId, key: u32, access: Access, iova: u64, length: u64) -> Result {
-    let mr = dev.mrs.get(rules::key_index(key)).ok_or(EINVAL)?;
-    mr.fast_reg(qp_pd, key, access, iova, length)
+/// A REG_MR work request as a kernel user posted it.
+pub(crate) struct FastReg {
+    /// The lkey of the request's `ib_mr` when it was posted: its index is
+    /// the MR's pool index (a REG_MR changes only the key byte).
+    pub(crate) mr_lkey: u32,
+    /// The new lkey and rkey; its index must be the MR's.
+    pub(crate) key: u32,
+    pub(crate) access: Access,
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+}
+
+/// Executes a REG_MR work request on the MR its `ib_mr` names (found by
+/// the index of that MR's lkey, as C follows the request's `ib_mr`). The new
+/// key must keep the MR's index; `EINVAL` as in C otherwise, or when there
+/// is no such MR any more.
+pub(crate) fn fast_reg(dev: &DeviceState, qp_pd: PdId, reg: &FastReg) -> Result {
+    let mr = dev.mrs.get(rules::key_index(reg.mr_lkey)).ok_or(EINVAL)?;
+    mr.fast_reg(qp_pd, reg)
 }
 
 /// LOCAL_INV and send with invalidate: invalidates the MR or window `key`
@@ -540,11 +551,6 @@ pub(crate) struct Keys {
 }
 
 impl Mr {
-    #[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
     /// Puts a new MR into the device's pool under a fresh key.
     fn publish(
         dev: &Device,
@@ -592,13 +598,20 @@ impl Mr {
 
     /// `alloc_mr(IB_MR_TYPE_MEM_REG)`: a fast-reg MR of up to `max_sg`
     /// pages, free until a REG_MR makes it valid.
+    ///
+    /// Both block lists (the one in use and the one the next `map_mr_sg`
+    /// fills) are allocated here: kernel users map in atomic context
+    /// (nvme-rdma from `queue_rq`, under RCU), where only small atomic
+    /// allocations are allowed, as C preallocates its page list here too.
     pub(crate) fn fast(dev: &Device, pd: PdId, max_sg: u32) -> Result<Self> {
         let max_sg = usize::try_from(max_sg).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let pages = PageList::with_capacity(max_sg)?;
+        let pages = PageList::with_capacity(max_sg, GFP_KERNEL)?;
+        let staging = PageList::with_capacity(max_sg, GFP_KERNEL)?;
         // Fast-reg MRs always allow remote access until a REG_MR says
         // otherwise, as in C.
-        let inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
+        let mut inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
+        inner.staging = Some(staging);
         let shared = Arc::pin_init(Shared::new(MrType::MemReg, None, inner), GFP_KERNEL)?;
         Self::publish(dev, shared, slot, None, max_sg, State::Free)
     }
@@ -632,7 +645,9 @@ impl Mr {
     }
 
     /// Starts a `map_mr_sg` with MR pages of `page_size` bytes: readies an
-    /// empty block list the `set_page` callbacks fill.
+    /// empty block list the `set_page` callbacks fill. May run in atomic
+    /// context: the list allocated at `alloc_mr` is reused, and only MR
+    /// pages larger than a system page need it to grow (atomically).
     pub(crate) fn begin_map(&self, page_size: u32) -> Result {
         if self.shared.mr_type != MrType::MemReg || !page_size.is_power_of_two() {
             return Err(EINVAL);
@@ -641,14 +656,12 @@ impl Mr {
         // Widening u32 -> usize.
         let per_page = if page_size > sys { (page_size / sys) as usize } else { 1 };
         let blocks = per_page.checked_mul(self.max_sg).ok_or(ENOMEM)?;
-        let old = self.shared.inner.lock().staging.take();
-        let mut list = match old {
-            Some(l) => l,
-            None => PageList::with_capacity(blocks)?,
-        };
-        list.reset(blocks)?;
         let mut i = self.shared.inner.lock();
-        i.staging = Some(list);
+        let list = match &mut i.staging {
+            Some(l) => l,
+            None => i.staging.insert(PageList::with_capacity(blocks, GFP_ATOMIC)?),
+        };
+        list.reset(blocks, GFP_ATOMIC)?;
         i.staging_shift = page_size.trailing_zeros();
         Ok(())
     }

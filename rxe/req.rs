@@ -128,7 +128,13 @@ pub(crate) fn read_wqe(qp: &Shared, track: &mut Track, off: u32) -> Option<u32> 
 
 /// Validates the copy in `track.buf`.
 pub(crate) fn parse_wqe(qp: &Shared, track: &Track) -> Result<SendWqe, uapi::WqeError> {
-    let limits = SqLimits { qp_type: qp.qp_type, max_sge: qp.sq_caps.max_sge, max_inline: qp.sq_caps.max_inline };
+    let limits = SqLimits {
+        qp_type: qp.qp_type,
+        max_sge: qp.sq_caps.max_sge,
+        max_inline: qp.sq_caps.max_inline,
+        // A kernel QP's ring is written only by `post_send`.
+        kernel: !qp.is_user,
+    };
     let len = qp.sq.lock().queue.elem_size().min(track.buf.len());
     SendWqe::from_bytes(track.buf.get(..len).unwrap_or(&[]), &limits)
 }
@@ -258,8 +264,11 @@ fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
             let wr = mw::BindWr { mw_rkey, mr_lkey, rkey, addr, length, access };
             mw::bind(dev, qp, pd, &wr).map_err(|_| status)
         }
-        // REG_MR is posted by kernel users only, with the MR in the WR;
-        // the slot copy does not carry it (and `SendWqe` refuses it).
+        // Parsed only from kernel rings (`SqLimits::kernel`).
+        (WrOpcode::RegMr, WrParams::Reg { mr_lkey, key, access, iova, length }) => {
+            let reg = mr::FastReg { mr_lkey, key, access: Access::from_raw(access), iova, length };
+            mr::fast_reg(dev, pd, &reg).map_err(|_| status)
+        }
         _ => Err(status),
     }
 }

@@ -12,7 +12,7 @@ use core::{
     sync::atomic::{AtomicU64, Ordering},
 };
 
-use kernel::{page::PAGE_SIZE, prelude::*};
+use kernel::{alloc::Flags, page::PAGE_SIZE, prelude::*};
 
 use crate::rxe::proto::mr_logic::{atomic_aligned, len64, AtomicOp};
 use crate::rxe::sys as b;
@@ -150,10 +150,11 @@ pub(crate) struct PageList {
 }
 
 impl PageList {
-    /// An empty list for a fast-reg mapping, with room for `n` blocks.
-    pub(crate) fn with_capacity(n: usize) -> Result<Self> {
+    /// An empty list for a fast-reg mapping, with room for `n` blocks,
+    /// allocated with `flags`.
+    pub(crate) fn with_capacity(n: usize, flags: Flags) -> Result<Self> {
         Ok(Self {
-            entries: KVec::with_capacity(n, GFP_KERNEL)?,
+            entries: KVec::with_capacity(n, flags)?,
             holds_refs: false,
         })
     }
@@ -177,14 +178,14 @@ impl PageList {
 
     /// Empties a fast-reg list, keeping its room, and makes sure it has room
     /// for `n` blocks.
-    pub(crate) fn reset(&mut self, n: usize) -> Result {
+    pub(crate) fn reset(&mut self, n: usize, flags: Flags) -> Result {
         if self.holds_refs {
             return Err(EINVAL);
         }
         // SAFETY: `PageRef` is `Copy`: dropping the entries is a no-op.
         unsafe { self.entries.set_len(0) };
         if self.entries.capacity() < n {
-            self.entries.reserve(n, GFP_KERNEL)?;
+            self.entries.reserve(n, flags)?;
         }
         Ok(())
     }

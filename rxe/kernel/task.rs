@@ -3,8 +3,8 @@
 //!
 //! A [`Task`] lives inside its owner `T`, which is always held in an
 //! [`Arc`] (the QP's shared part). [`Task::schedule`] may be called from any
-//! process or softirq context; the task then runs `T::step` on the driver's
-//! workqueue soon. The guarantees:
+//! process or softirq context, with interrupts on or off; the task then runs
+//! `T::step` on the driver's workqueue soon. The guarantees:
 //!
 //! - a task never runs concurrently with itself;
 //! - a `schedule` while the task runs makes it run once more afterwards, so
@@ -23,6 +23,9 @@
 //! away under a pending run; `shutdown` waits for the last one. The owner
 //! must therefore call `shutdown` on destroy (it cannot happen in the
 //! owner's `Drop`: the last reference may be the one a run drops).
+//!
+//! The workqueue is a reclaim queue (`WQ_MEM_RECLAIM`): storage ULPs
+//! destroy QPs, and so flush these tasks, from their own reclaim workers.
 //!
 //! `disable`, `enable` and `shutdown` sleep: call them from process context,
 //! serialized by the owner (the QP's modify path), never from the task's own
@@ -86,7 +89,7 @@ use kernel::{
     workqueue::{HasWork, Queue, Work, WorkItem},
 };
 
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::sys as b;
 
 /// Calls of the step function in one go before the task yields its worker
@@ -136,8 +139,11 @@ enum State {
 pub(crate) struct Task<T, const ID: u64> {
     #[pin]
     work: Work<T, ID>,
+    /// Taken with interrupts off: `schedule` is reached from `post_send`
+    /// and `post_recv`, which kernel users call under their own
+    /// `spin_lock_irqsave` (the MAD layer does, for every CM message).
     #[pin]
-    state: SpinLockBh<State>,
+    state: SpinLockIrq<State>,
 }
 
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
@@ -210,7 +216,7 @@ where
     pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
         pin_init!(Self {
             work <- Work::new(name, key),
-            state <- new_spinlock_bh!(State::Idle, "rxe_task"),
+            state <- new_spinlock_irq!(State::Idle, "rxe_task"),
         })
     }
 

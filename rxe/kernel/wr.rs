@@ -122,9 +122,14 @@ impl<'a> SendWr<'a> {
                 let r = unsafe { &*base.cast::<b::ib_reg_wr>() };
                 // SAFETY: A non-null MR of a WR posted to an rxe QP is an MR
                 // of the same device, live for the call.
-                let mr_lkey = unsafe { r.mr.as_ref() }.map_or(0, |mr| mr.lkey);
+                let mr = unsafe { r.mr.as_ref() };
+                // The range is read now, not when the requester runs: the
+                // user may have moved the iova since `ib_map_mr_sg` and
+                // owns the `ib_mr` again once this call returns. A null MR
+                // gives lkey 0, which names no MR, so the WQE fails.
+                let (mr_lkey, iova, length) = mr.map_or((0, 0, 0), |mr| (mr.lkey, mr.iova, mr.length));
                 // Access bits are a bit set the C side keeps in an int.
-                Target::Reg { mr_lkey, key: r.key, access: r.access as u32 }
+                Target::Reg { mr_lkey, key: r.key, access: r.access as u32, iova, length }
             }
             _ => Target::None,
         }

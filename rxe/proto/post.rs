@@ -26,10 +26,12 @@ pub(crate) enum Target {
     Rdma { remote_addr: u64, rkey: u32 },
     /// Compare-and-swap and fetch-and-add.
     Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
-    /// Fast registration. `mr_lkey` names the MR: the kernel ABI keeps an
-    /// `ib_mr` pointer in that slot, the driver keeps the MR's current lkey,
-    /// whose index finds the MR.
-    Reg { mr_lkey: u32, key: u32, access: u32 },
+    /// Fast registration. `mr_lkey` names the MR: C keeps an `ib_mr`
+    /// pointer in that slot, the driver keeps the MR's lkey, whose index
+    /// finds the MR. `iova` and `length` are the `ib_mr`'s when the WR is
+    /// posted: users may change the iova after `ib_map_mr_sg` (xprtrdma
+    /// does), and the registration takes what they set.
+    Reg { mr_lkey: u32, key: u32, access: u32, iova: u64, length: u64 },
     /// Nothing beyond the common fields.
     None,
 }
@@ -177,10 +179,13 @@ pub(crate) fn encode_send_wqe(
             put32(out, send_wr::ATOMIC_RKEY, rkey)?;
             iova = remote_addr;
         }
-        Target::Reg { mr_lkey, key, access } => {
-            put64(out, reg::MR, u64::from(mr_lkey))?;
-            put32(out, reg::KEY, key)?;
-            put32(out, reg::ACCESS, access)?;
+        Target::Reg { mr_lkey, key, access, iova, length } => {
+            // The upper half of C's pointer slot stays zero.
+            put32(out, send_wr::REG_MR_LKEY, mr_lkey)?;
+            put32(out, send_wr::REG_KEY, key)?;
+            put32(out, send_wr::REG_ACCESS, access)?;
+            put64(out, send_wr::REG_IOVA, iova)?;
+            put64(out, send_wr::REG_LENGTH, length)?;
         }
         Target::None => {}
     }
@@ -201,14 +206,6 @@ pub(crate) fn encode_send_wqe(
     put32(out, send_wqe::DMA + dma::NUM_SGE, wr.sges.len() as u32)?;
     put32(out, send_wqe::SSN, ssn)?;
     Some(true)
-}
-
-/// The `reg` member of the `wr` union, which only kernel WQEs use.
-mod reg {
-    use super::send_wr;
-    pub(super) const MR: usize = send_wr::WR;
-    pub(super) const KEY: usize = send_wr::WR + 8;
-    pub(super) const ACCESS: usize = send_wr::WR + 12;
 }
 
 /// `post_one_recv()`'s checks (after the full-ring test): returns the total
@@ -238,7 +235,7 @@ pub(crate) fn encode_recv_wqe(out: &mut [u8], wr_id: u64, sges: &[Sge], length: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::uapi::{RecvWqe, SendWqe, SqLimits as ParseLimits, WrParams};
+    use super::super::uapi::{Payload, RecvWqe, SendWqe, SqLimits as ParseLimits, WcOpcode, WqeError, WrParams};
     use super::*;
 
     const SQ: SqLimits = SqLimits { max_sge: 4, max_inline: 64 };
@@ -321,7 +318,7 @@ mod tests {
         let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
         let mut slot = [0xeeu8; 512];
         assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 9), Some(true));
-        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64 }).unwrap();
+        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64, kernel: true }).unwrap();
         assert_eq!(p.wr_id, 0xabcd);
         assert_eq!(p.opcode, WrOpcode::RdmaWriteWithImm);
         assert_eq!(p.ex, 0x0102_0304);
@@ -354,29 +351,88 @@ mod tests {
         encode_send_wqe(&mut slot, QpType::Ud, &w, &c, b"abc", 1).unwrap();
         assert_eq!(slot[send_wr::UD_PKEY_INDEX], 0);
         assert_eq!(slot[send_wr::EX], 0);
-        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64 }).unwrap();
+        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64, kernel: true }).unwrap();
         assert_eq!(p.inline_data(), b"abc");
     }
 
+    const REG: Target =
+        Target::Reg { mr_lkey: 0x1234_5600, key: 0x1234_5601, access: 7, iova: 0xffff_0000_0001_0200, length: 0x2_0000 };
+
+    fn reg_wr() -> SendWr<'static> {
+        SendWr { wr_id: 1, opcode: WrOpcode::RegMr.as_raw(), send_flags: 2, ex: 0, target: REG, sges: &[] }
+    }
+
+    const KERNEL_RC: ParseLimits = ParseLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64, kernel: true };
+
     #[test]
     fn local_ops_skip_dma_and_ssn() {
-        let w = SendWr {
-            wr_id: 1,
-            opcode: WrOpcode::RegMr.as_raw(),
-            send_flags: 0,
-            ex: 0,
-            target: Target::Reg { mr_lkey: 0x1234_5600, key: 0x1234_5601, access: 3 },
-            sges: &[],
-        };
+        let w = reg_wr();
         let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
         let mut slot = [0u8; 256];
         assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7), Some(false));
         assert_eq!(slot[send_wqe::SSN], 0);
-        assert_eq!(&slot[reg::KEY..reg::KEY + 4], &0x1234_5601u32.to_ne_bytes());
-        assert_eq!(&slot[reg::MR..reg::MR + 8], &0x1234_5600u64.to_ne_bytes());
+        let at = |off: usize, n: usize| &slot[off..off + n];
+        assert_eq!(at(send_wr::REG_KEY, 4), &0x1234_5601u32.to_ne_bytes());
+        // The lkey in the low half of C's pointer slot, the high half zero.
+        assert_eq!(at(send_wr::REG_MR_LKEY, 8), &0x1234_5600u64.to_ne_bytes());
+        assert_eq!(at(send_wr::REG_ACCESS, 4), &7u32.to_ne_bytes());
+        assert_eq!(at(send_wr::REG_IOVA, 8), &0xffff_0000_0001_0200u64.to_ne_bytes());
+        assert_eq!(at(send_wr::REG_LENGTH, 8), &0x2_0000u64.to_ne_bytes());
         assert_eq!(slot[send_wqe::MASK], WrMask::LOCAL_OP.0 as u8);
+        // No DMA part: the iova of the WQE itself stays zero.
+        assert_eq!(at(send_wqe::IOVA, 8), &[0; 8]);
         // REG_MR is for RC only.
         assert_eq!(check_send_wr(QpType::Uc, SQ, &w), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(QpType::Ud, SQ, &w), Err(PostError::Invalid));
+    }
+
+    /// A REG_MR the driver wrote reads back from a kernel ring with every
+    /// field, and is refused from a user ring.
+    #[test]
+    fn reg_mr_round_trip_kernel_ring_only() {
+        let w = reg_wr();
+        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let mut slot = [0xeeu8; 512];
+        encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7).unwrap();
+        let p = SendWqe::from_bytes(&slot, &KERNEL_RC).unwrap();
+        assert_eq!(p.opcode, WrOpcode::RegMr);
+        assert_eq!(p.mask, WrMask::LOCAL_OP);
+        assert_eq!(
+            p.wr,
+            WrParams::Reg {
+                mr_lkey: 0x1234_5600,
+                key: 0x1234_5601,
+                access: 7,
+                iova: 0xffff_0000_0001_0200,
+                length: 0x2_0000
+            }
+        );
+        assert_eq!(p.send_flags.0, 2);
+        assert_eq!(p.payload, Payload::None);
+        assert_eq!(p.opcode.wc_opcode(), WcOpcode::RegMr);
+        let user = ParseLimits { kernel: false, ..KERNEL_RC };
+        assert_eq!(
+            SendWqe::from_bytes(&slot, &user).unwrap_err(),
+            WqeError::BadOpcode(WrOpcode::RegMr.as_raw())
+        );
+        // Not on a kernel UC ring either: the opcode table says RC only.
+        let uc = ParseLimits { qp_type: QpType::Uc, ..KERNEL_RC };
+        assert!(SendWqe::from_bytes(&slot, &uc).is_err());
+    }
+
+    /// LOCAL_INV, the other local operation kernel users post around
+    /// REG_MR, carries its key in `ex` and reads back from either ring.
+    #[test]
+    fn local_inv_round_trip() {
+        let w = SendWr { opcode: WrOpcode::LocalInv.as_raw(), ex: 0x1234_5601, target: Target::None, ..reg_wr() };
+        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let mut slot = [0u8; 512];
+        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7), Some(false));
+        for kernel in [true, false] {
+            let p = SendWqe::from_bytes(&slot, &ParseLimits { kernel, ..KERNEL_RC }).unwrap();
+            assert_eq!((p.opcode, p.ex, p.wr), (WrOpcode::LocalInv, 0x1234_5601, WrParams::None));
+            assert_eq!(p.opcode.wc_opcode(), WcOpcode::LocalInv);
+        }
     }
 
     #[test]

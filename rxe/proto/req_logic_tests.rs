@@ -599,7 +599,7 @@ fn from_wqe_reads_the_retry_address() {
     put32(&mut slot, send_wqe::DMA, 8);
     put32(&mut slot, send_wqe::DMA + 12, 1);
     put32(&mut slot, send_wqe::DATA + 8, 8);
-    let sq = SqLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 0 };
+    let sq = SqLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 0, kernel: false };
     let wqe = SendWqe::from_bytes(&slot, &sq).unwrap();
     let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
     assert_eq!((i.retry_iova, i.length, i.mask), (0xabcd, 8, WrMask::ATOMIC));

@@ -175,10 +175,18 @@ void rxe_rs_wb_cache_pmem(void *addr, size_t len)
 	arch_wb_cache_pmem(addr, len);
 }
 
-/* The task workqueue: unbound and with C rdma_rxe's flags. */
+/*
+ * The task workqueue: unbound like rdma_rxe's, and a reclaim queue. Storage
+ * ULPs (nvme-rdma, nvmet-rdma, iSER, SRP) destroy QPs from their own
+ * WQ_MEM_RECLAIM workers, and QP destroy flushes the QP's tasks: flushing
+ * work of a non-reclaim queue from there is a reclaim deadlock the
+ * workqueue code warns about. (C rdma_rxe polls for its tasks instead of
+ * flushing.) The rescuer also keeps block I/O completing under memory
+ * pressure.
+ */
 struct workqueue_struct *rxe_rs_alloc_wq(void)
 {
-	return alloc_workqueue("rxe_rs_wq", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	return alloc_workqueue("rxe_rs_wq", WQ_UNBOUND | WQ_MEM_RECLAIM, WQ_MAX_ACTIVE);
 }
 
 unsigned long rxe_rs_jiffies(void)

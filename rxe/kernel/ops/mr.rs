@@ -16,7 +16,7 @@ use crate::rxe::kernel::{
     object::Handle,
     page::{DmaSpace, PageRef},
 };
-use crate::rxe::mr::{Mr, PdId, Shared};
+use crate::rxe::mr::{Mr, PdId};
 use crate::rxe::sys as b;
 
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
@@ -250,18 +250,4 @@ unsafe extern "C" fn map_mr_sg(
     let n = unsafe { b::ib_sg_to_pages(ib, sg, sg_nents, sg_offset, Some(set_page)) };
     o.mr.end_map();
     n
-}
-
-/// The `Shared` part of the MR behind a kernel `ib_mr` (a REG_MR work
-/// request names its MR so), with the `iova` and `length` its user set.
-///
-/// # Safety
-///
-/// `ib` is an `ib_mr` of this driver that the caller keeps registered for
-/// the duration of the call (kernel users hold REG_MR MRs until completion).
-#[allow(dead_code)] // REG_MR from kernel users: the requester does not execute it yet.
-pub(crate) unsafe fn fast_reg_target(ib: *mut b::ib_mr) -> (kernel::sync::Arc<Shared>, u64, u64) {
-    // SAFETY: Per the contract.
-    let o = unsafe { obj(ib) };
-    (o.mr.shared().clone(), o.ib.iova, o.ib.length)
 }

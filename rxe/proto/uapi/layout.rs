@@ -92,6 +92,15 @@ pub(crate) mod send_wr {
     pub(crate) const MW_MW_RKEY: usize = 44;
     pub(crate) const MW_RKEY: usize = 48;
     pub(crate) const MW_ACCESS: usize = 52;
+    /// `reg`, which only kernel rings carry (REG_MR). C keeps the `ib_mr`
+    /// pointer in its first 8 bytes; the driver keeps the MR's lkey there
+    /// (the rest zero), and after `key`/`access` the iova and length the
+    /// `ib_mr` had when the work request was posted.
+    pub(crate) const REG_MR_LKEY: usize = 24;
+    pub(crate) const REG_KEY: usize = 32;
+    pub(crate) const REG_ACCESS: usize = 36;
+    pub(crate) const REG_IOVA: usize = 40;
+    pub(crate) const REG_LENGTH: usize = 48;
     pub(crate) const LEN: usize = 144;
 }
 

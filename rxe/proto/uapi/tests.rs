@@ -64,6 +64,9 @@ fn layout_matches_compiled_c() {
         ("rxe_send_wr.wr.mw.mw_rkey", send_wr::MW_MW_RKEY, 44),
         ("rxe_send_wr.wr.mw.rkey", send_wr::MW_RKEY, 48),
         ("rxe_send_wr.wr.mw.access", send_wr::MW_ACCESS, 52),
+        ("rxe_send_wr.wr.reg.mr", send_wr::REG_MR_LKEY, 24),
+        ("rxe_send_wr.wr.reg.key", send_wr::REG_KEY, 32),
+        ("rxe_send_wr.wr.reg.access", send_wr::REG_ACCESS, 36),
         ("sizeof rxe_sge", sge::LEN, 16),
         ("rxe_sge.addr", sge::ADDR, 0),
         ("rxe_sge.length", sge::LENGTH, 8),
@@ -255,8 +258,8 @@ impl SendImage {
     }
 }
 
-const RC: SqLimits = SqLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64 };
-const UD: SqLimits = SqLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64 };
+const RC: SqLimits = SqLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64, kernel: false };
+const UD: SqLimits = SqLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64, kernel: false };
 
 fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
     Sge { addr, length, lkey }
@@ -417,6 +420,41 @@ fn local_ops_and_flush() {
     let w = SendWqe::from_bytes(&img.buf, &RC).unwrap();
     assert_eq!(w.wr, WrParams::Flush { remote_addr: 0x9000, length: 64, rkey: 6, kind: 1, level: 2 });
     assert_eq!((w.payload, w.length), (Payload::None, 64));
+}
+
+/// REG_MR: a user ring may never carry it, whatever else the slot says; a
+/// kernel ring gives back the `reg` member and the range after it.
+#[test]
+fn reg_mr_only_from_kernel_rings() {
+    let mut img = SendImage::new(256, WrOpcode::RegMr.as_raw(), SendFlags::SIGNALED);
+    img.u32(send_wr::REG_MR_LKEY, 0x0000_3300)
+        .u32(send_wr::REG_KEY, 0x0000_3301)
+        .u32(send_wr::REG_ACCESS, access::REMOTE_READ)
+        .u64(send_wr::REG_IOVA, 0xdead_0000_0000_1000)
+        .u64(send_wr::REG_LENGTH, 1 << 20)
+        // Garbage in the DMA part is not read for a local operation.
+        .dma_len(12345);
+    for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
+        let user = SqLimits { qp_type, ..RC };
+        assert_eq!(SendWqe::from_bytes(&img.buf, &user), Err(WqeError::BadOpcode(0x20)));
+    }
+    assert_eq!(WqeError::BadOpcode(0x20).wc_status(), WcStatus::LocQpOpErr);
+    let kernel = SqLimits { kernel: true, ..RC };
+    let w = SendWqe::from_bytes(&img.buf, &kernel).unwrap();
+    assert_eq!(
+        w.wr,
+        WrParams::Reg { mr_lkey: 0x3300, key: 0x3301, access: 4, iova: 0xdead_0000_0000_1000, length: 1 << 20 }
+    );
+    assert_eq!((w.payload, w.mask), (Payload::None, WrMask::LOCAL_OP));
+    assert!(w.send_flags.has(SendFlags::SIGNALED));
+    // The opcode table still rules on kernel rings: RC only.
+    for qp_type in [QpType::Uc, QpType::Ud, QpType::Gsi] {
+        assert_eq!(SendWqe::from_bytes(&img.buf, &SqLimits { qp_type, ..kernel }), Err(WqeError::BadOpcode(0x20)));
+    }
+    // The driver's fields fit the union, after C's `reg` member.
+    assert!(send_wr::REG_IOVA >= send_wr::REG_ACCESS + 4);
+    assert!(send_wr::REG_LENGTH >= send_wr::REG_IOVA + 8);
+    assert!(send_wr::REG_LENGTH + 8 <= send_wr::LEN);
 }
 
 #[test]
@@ -620,7 +658,9 @@ impl Rng {
 
 /// Every property an accepted send WQE must have, checked against the bytes it came from.
 fn check_send(w: &SendWqe, buf: &[u8], sq: &SqLimits) {
-    assert_ne!(w.opcode, WrOpcode::RegMr);
+    if !sq.kernel {
+        assert_ne!(w.opcode, WrOpcode::RegMr);
+    }
     assert_eq!(w.mask, w.opcode.mask(sq.qp_type));
     assert!(!w.mask.is_empty());
     assert!(w.num_sge <= sq.max_sge.min(limits::MAX_SGE));
@@ -697,10 +737,11 @@ fn fuzz_wqe_parsers() {
             qp_type: types[to_usize(rng.below(types.len() as u64) as u32)],
             max_sge: rng.below(40) as u32,
             max_inline: rng.below(600) as u32,
+            kernel: rng.below(4) == 0,
         };
         if shaped {
             let n = rng.below(6) as u32;
-            let opcode = rng.below(17) as u32;
+            let opcode = if rng.below(8) == 0 { WrOpcode::RegMr.as_raw() } else { rng.below(17) as u32 };
             let mut put32 = |off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
             put32(send_wr::OPCODE, opcode);
             put32(send_wr::SEND_FLAGS, (rng.next() as u32) & 0xf);

@@ -9,7 +9,8 @@ use super::*;
 pub(crate) enum WqeError {
     /// The slot copy is shorter than the fixed part of the WQE.
     Truncated,
-    /// Not a user-space opcode, or not one rxe supports on this QP type.
+    /// Not an opcode of this ring (REG_MR in a user ring), or not one rxe
+    /// supports on this QP type.
     BadOpcode(u32),
     /// `num_sge` above what the queue was created for.
     TooManySge(u32),
@@ -158,6 +159,9 @@ pub(crate) enum WrParams {
     /// AV embedded in the WQE is the destination (old providers).
     Ud { remote_qpn: u32, remote_qkey: u32, pkey_index: u16, ah_num: u32, av: Option<Av> },
     Mw { addr: u64, length: u64, mr_lkey: u32, mw_rkey: u32, rkey: u32, access: u32 },
+    /// REG_MR, kernel rings only: the MR (by its lkey at post time), the
+    /// new key and rights, and the range the `ib_mr` described at post time.
+    Reg { mr_lkey: u32, key: u32, access: u32, iova: u64, length: u64 },
     /// The RETH length of a flush comes from `dma.length`, as in C; the
     /// union's own `length` is kept for completeness.
     Flush { remote_addr: u64, length: u32, rkey: u32, kind: u8, level: u8 },
@@ -182,6 +186,10 @@ pub(crate) struct SqLimits {
     pub(crate) qp_type: QpType,
     pub(crate) max_sge: u32,
     pub(crate) max_inline: u32,
+    /// The ring belongs to a kernel user: the driver wrote every WQE in it
+    /// and user space cannot reach it. Only such rings may carry REG_MR,
+    /// whose MR and range user space must never choose.
+    pub(crate) kernel: bool,
 }
 
 /// A validated copy of a `struct rxe_send_wqe`.
@@ -221,7 +229,7 @@ impl SendWqe {
         let raw_opcode = rd32(send_wr::OPCODE)?;
         let opcode = WrOpcode::try_from(raw_opcode).map_err(WqeError::BadOpcode)?;
         let mask = opcode.mask(sq.qp_type);
-        if opcode == WrOpcode::RegMr || mask.is_empty() {
+        if (opcode == WrOpcode::RegMr && !sq.kernel) || mask.is_empty() {
             return Err(WqeError::BadOpcode(raw_opcode));
         }
 
@@ -317,6 +325,14 @@ impl SendWqe {
                     rkey: rd32(send_wr::FLUSH_RKEY)?,
                     kind: u8_at(buf, send_wr::FLUSH_TYPE).ok_or(WqeError::Truncated)?,
                     level: u8_at(buf, send_wr::FLUSH_LEVEL).ok_or(WqeError::Truncated)?,
+                },
+                // Only reached on kernel rings (checked above).
+                WrOpcode::RegMr => WrParams::Reg {
+                    mr_lkey: rd32(send_wr::REG_MR_LKEY)?,
+                    key: rd32(send_wr::REG_KEY)?,
+                    access: rd32(send_wr::REG_ACCESS)?,
+                    iova: rd64(send_wr::REG_IOVA)?,
+                    length: rd64(send_wr::REG_LENGTH)?,
                 },
                 _ => WrParams::None,
             }
