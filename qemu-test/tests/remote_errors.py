@@ -1,0 +1,387 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""Remote access errors over RC between two nodes (node 2 serves, node 1
+is the client), over the IPv4 RoCE v2 GID:
+
+  qemu-test/run --drivers rs,c qemu-test/tests/remote_errors.py
+
+Each case gets a new QP pair. The client posts one bad request (bad rkey,
+outside the MR, an MR without the access right, a misaligned atomic, a
+send longer than the receive) followed by a good RDMA WRITE and a SEND,
+and one more SEND once the error completion is in. Expected, as rdma_rxe
+does it: the bad request completes with the status in CASES, the
+requester QP is in ERR, every later request completes with WR_FLUSH_ERR;
+the responder QP is in ERR too and its posted receive flushes (or, for
+the too-long send, completes with the status in CASES). The responder's
+memory, including the unregistered pages around each MR, is unchanged.
+Zero-length reads and writes need no valid rkey and must succeed.
+After every case a fresh QP pair on the same devices must move data
+correctly (write, read back, send).
+
+Exits non-zero on any failure; prints "remote_errors: N cases ok".
+"""
+
+import ctypes
+import errno
+import mmap
+import random
+import sys
+import time
+
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsRDMAError
+from pyverbs.wr import RecvWR, SendWR, SGE
+import pyverbs.enums as e
+
+import rc_lib as rl
+from rc_lib import TestFailure, log
+
+PAGE = 4096
+MR_SIZE = 4 * PAGE
+GUARD = PAGE
+
+W, R, A = e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_READ, e.IBV_WR_ATOMIC_FETCH_AND_ADD
+CAS, SEND, WIMM = e.IBV_WR_ATOMIC_CMP_AND_SWP, e.IBV_WR_SEND, e.IBV_WR_RDMA_WRITE_WITH_IMM
+
+ACC = rl.ACC_ALL
+ACC_WO = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+ACC_RO = e.IBV_ACCESS_REMOTE_READ
+ACC_NOATOMIC = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+MRS = {"all": ACC, "wo": ACC_WO, "ro": ACC_RO, "noatomic": ACC_NOATOMIC}
+
+ACCESS_ERR = "REM_ACCESS_ERR"
+INV_REQ = "REM_INV_REQ_ERR"
+
+# name: (opcode, target MR, offset from the MR's start, length, rkey
+# change, requester status, responder receive status)
+# The statuses are rdma_rxe's (runs with --drivers c,c).
+CASES = {
+    "write-bad-rkey":        (W, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "read-bad-rkey":         (R, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "fetch-add-bad-rkey":    (A, "all", 0, 8, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "cas-bad-rkey":          (CAS, "all", 0, 8, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-imm-bad-rkey":    (WIMM, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-unknown-index":   (W, "all", 0, 64, "index", ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-past-end":        (W, "all", MR_SIZE - 32, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-past-end-multi":  (W, "all", MR_SIZE - 2048, 4096, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-one-past-end":    (W, "all", 0, MR_SIZE + 1, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-at-end":          (W, "all", MR_SIZE, 1, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-before-start":    (W, "all", -8, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "read-past-end":         (R, "all", MR_SIZE - 32, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "read-past-end-multi":   (R, "all", MR_SIZE - 2048, 4096, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "read-before-start":     (R, "all", -8, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "fetch-add-past-end":    (A, "all", MR_SIZE, 8, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "fetch-add-before-start": (A, "all", -8, 8, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "read-write-only-mr":    (R, "wo", 0, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-read-only-mr":    (W, "ro", 0, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "fetch-add-no-atomic-mr": (A, "noatomic", 0, 8, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "cas-read-only-mr":      (CAS, "ro", 0, 8, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "fetch-add-misaligned":  (A, "all", 4, 8, 0, INV_REQ, "WR_FLUSH_ERR"),
+    "cas-misaligned":        (CAS, "all", 8 + 2, 8, 0, INV_REQ, "WR_FLUSH_ERR"),
+    "send-too-long":         (SEND, None, 0, 256, 0, INV_REQ, "LOC_LEN_ERR"),
+    # Zero-length requests need no valid rkey or address (C9-88).
+    "write-0-bad-rkey":      (W, "all", 0, 0, 0x80, "SUCCESS", "SUCCESS"),
+    "read-0-bad-rkey":       (R, "all", 0, 0, 0x80, "SUCCESS", "SUCCESS"),
+}
+
+RECV_LEN = 64        # the responder's posted receive
+GOOD_SEND = 16
+
+
+class Region:
+    """A registered MR with an unregistered guard page on each side, all
+    in one private mapping."""
+
+    def __init__(self, pd, access, fill):
+        self.map = mmap.mmap(-1, GUARD + MR_SIZE + GUARD)
+        self.base = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
+        self.addr = self.base + GUARD
+        self.fill = fill
+        self.map[:] = fill
+        self.mr = MR(pd, MR_SIZE, access, address=self.addr)
+
+    def check(self):
+        """Problems with the mapping's content (MR and guards)."""
+        got = bytes(self.map)
+        i = rl.first_diff(got, self.fill)
+        if i is None:
+            return []
+        part = "MR" if GUARD <= i < GUARD + MR_SIZE else "guard page"
+        return [f"MISMATCH at MR offset {i - GUARD} ({part}): expected {self.fill[i]:#04x}, "
+                f"got {got[i]:#04x}; {rl.count_diff(got, self.fill)} bytes differ"]
+
+    def restore(self):
+        self.map[:] = self.fill
+
+
+def fresh_data(name):
+    return bytes((i * 31 + len(name)) & 0xFF for i in range(MR_SIZE))
+
+
+def fill_pattern(n, seed):
+    base = bytes((i * 13 + seed) & 0xFF for i in range(251))
+    return (base * (n // 251 + 1))[:n]
+
+
+class Env:
+    def __init__(self):
+        self.ctx = Context(name=rl.DEV)
+        self.pd = PD(self.ctx)
+        self.local = MR(self.pd, 2 * MR_SIZE, ACC)
+        self.regions = {}
+        self.gidx, self.gid = rl.gid_index(rl.NODE_IP)
+
+    def server_regions(self):
+        size = GUARD + MR_SIZE + GUARD
+        for i, (name, acc) in enumerate(MRS.items()):
+            self.regions[name] = Region(self.pd, acc, fill_pattern(size, 17 * i + 1))
+
+    def new_pair_side(self, ctl, recv=False):
+        """A QP with its own CQ, connected through the control channel."""
+        cq = CQ(self.ctx, 64)
+        qp = rl.make_qp(self.pd, cq, cq, wr=16, sge=1, inline=0)
+        psn = random.getrandbits(24)
+        me = {"qpn": qp.qp_num, "psn": psn, "gid": self.gid}
+        if rl.is_server():
+            me["mrs"] = {n: [r.addr, r.mr.rkey] for n, r in self.regions.items()}
+        ctl.send(me)
+        peer = ctl.recv()
+        rl.connect(qp, ACC, self.gidx, peer["gid"], peer["qpn"], rq_psn=peer["psn"],
+                   sq_psn=psn, timeout=14, retry=7)
+        if recv:
+            qp.post_recv(RecvWR(wr_id=0x5E, num_sge=1,
+                                sg=[SGE(self.local.buf, RECV_LEN, self.local.lkey)]))
+        ctl.send({"rts": True})
+        ctl.recv()
+        return qp, cq, peer
+
+
+def wait_state(qp, want, limit=5.0):
+    deadline = time.monotonic() + limit
+    while True:
+        st = rl.qp_state(qp)
+        if st == want or time.monotonic() > deadline:
+            return st
+        time.sleep(0.02)
+
+
+def post(qp, wr_id, opcode, sge, raddr=0, rkey=0, imm=None):
+    wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[sge])
+    if opcode in (A, CAS):
+        wr.set_wr_atomic(rkey, raddr, 1, 0)
+    elif opcode in (W, R, WIMM):
+        wr.set_wr_rdma(rkey, raddr)
+    if imm is not None:
+        wr.imm_data = imm
+    qp.post_send(wr)
+
+
+def bad_rkey(rkey, change):
+    if change == "index":
+        # An MR index nobody has (the key byte kept).
+        return ((rkey >> 8) ^ 0x7FFF) << 8 | (rkey & 0xFF)
+    return rkey ^ change
+
+
+# ---------------------------------------------------------------------------
+# Client (node 1).
+
+def client_case(env, ctl, name):
+    opcode, target, off, length, change, want_status, _ = CASES[name]
+    ctl.send({"case": name})
+    qp, cq, peer = env.new_pair_side(ctl)
+    lk = env.local
+    probs = []
+    try:
+        if opcode == SEND:
+            post(qp, 1, SEND, SGE(lk.buf, length, lk.lkey))
+        else:
+            addr, rkey = peer["mrs"][target]
+            if change:
+                rkey = bad_rkey(rkey, change)
+            post(qp, 1, opcode, SGE(lk.buf, length, lk.lkey), addr + off, rkey,
+                 imm=0x1234 if opcode == WIMM else None)
+    except PyverbsRDMAError as err:
+        # Refused at post time: nothing went out.
+        first = f"post:{errno.errorcode.get(err.error_code, err.error_code)}"
+        ctl.send({"client": [], "first": first})
+        reply = ctl.recv()
+        qp.close()
+        cq.close()
+        probs = [] if first == want_status else [f"posting the request failed ({first}), want {want_status}"]
+        return first, reply["responder"], probs + client_fresh_pair(env, ctl, name)
+    good_addr, good_rkey = peer["mrs"]["all"]
+    post(qp, 2, W, SGE(lk.buf, 32, lk.lkey), good_addr + 64, good_rkey)
+    post(qp, 3, SEND, SGE(lk.buf, GOOD_SEND, lk.lkey))
+    wcs = rl.poll(cq, 3, timeout=30, what=f"{name}: completions")
+    if want_status == "SUCCESS":
+        want = [(1, "SUCCESS"), (2, "SUCCESS"), (3, "SUCCESS")]
+        want_state = rl.RTS
+    else:
+        st = wait_state(qp, rl.ERR, 1)
+        if st != rl.ERR:
+            probs.append(f"requester QP in {rl.QP_STATE.get(st, st)} after the error, want ERR")
+        post(qp, 4, SEND, SGE(lk.buf, GOOD_SEND, lk.lkey))
+        wcs += rl.poll(cq, 1, timeout=10, what=f"{name}: flush of a send posted in ERR")
+        want = [(1, want_status), (2, "WR_FLUSH_ERR"), (3, "WR_FLUSH_ERR"), (4, "WR_FLUSH_ERR")]
+        want_state = rl.ERR
+    got = [(wc.wr_id, rl.status_name(wc.status)) for wc in wcs]
+    if got != want:
+        probs.append(f"requester completions {got}, want {want}")
+    extra = rl.poll_none(cq, 0.2)
+    if extra:
+        probs.append(f"extra requester completions {[(w.wr_id, rl.status_name(w.status)) for w in extra]}")
+    st = rl.qp_state(qp)
+    if st != want_state:
+        probs.append(f"requester QP in {rl.QP_STATE.get(st, st)}, want {rl.QP_STATE[want_state]}")
+    ctl.send({"client": probs, "first": got[0][1] if got else None})
+    reply = ctl.recv()
+    probs += [f"responder: {p}" for p in reply["server"]]
+    qp.close()
+    cq.close()
+    probs += client_fresh_pair(env, ctl, name)
+    return got[0][1] if got else "none", reply["responder"], probs
+
+
+def client_fresh_pair(env, ctl, name):
+    """A new QP pair moves data correctly: write, read back, send."""
+    qp, cq, peer = env.new_pair_side(ctl)
+    lk = env.local
+    addr, rkey = peer["mrs"]["all"]
+    data = fresh_data(name)
+    rl.put(lk, 0, data)
+    rl.put(lk, MR_SIZE, b"\0" * MR_SIZE)
+    post(qp, 11, W, SGE(lk.buf, MR_SIZE, lk.lkey), addr, rkey)
+    post(qp, 12, R, SGE(lk.buf + MR_SIZE, MR_SIZE, lk.lkey), addr, rkey)
+    post(qp, 13, SEND, SGE(lk.buf, RECV_LEN, lk.lkey))
+    wcs = rl.poll(cq, 3, timeout=30, what=f"{name}: fresh pair completions")
+    probs = []
+    got = [(wc.wr_id, rl.status_name(wc.status)) for wc in wcs]
+    if got != [(11, "SUCCESS"), (12, "SUCCESS"), (13, "SUCCESS")]:
+        probs.append(f"fresh pair: completions {got}")
+    back = rl.get(lk, MR_SIZE, MR_SIZE)
+    i = rl.first_diff(back, data)
+    if i is not None:
+        probs.append(f"fresh pair: read back MISMATCH at offset {i}: expected {data[i]:#04x}, got {back[i]:#04x}")
+    ctl.send({"fresh": probs, "name": name})
+    probs += [f"fresh pair, responder: {p}" for p in ctl.recv()["server"]]
+    qp.close()
+    cq.close()
+    return probs
+
+
+def client(ctl, env):
+    failed = []
+    log(f"{'case':24} {'requester':16} {'responder recv':16} result")
+    for name in CASES:
+        first, resp, probs = client_case(env, ctl, name)
+        print(f"  {name:24} {first:16} {resp:16} {'ok' if not probs else 'FAIL'}", flush=True)
+        for p in probs:
+            print(f"      {p}", flush=True)
+        if probs:
+            failed.append(name)
+    ctl.send({"end": True})
+    ctl.recv()
+    if failed:
+        raise TestFailure(f"{len(failed)} of {len(CASES)} cases failed: {' '.join(failed)}")
+    print(f"remote_errors: {len(CASES)} cases ok", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Server (node 2).
+
+def server_case(env, ctl, name):
+    _, _, _, _, _, want_status, want_recv = CASES[name]
+    qp, cq, _ = env.new_pair_side(ctl, recv=True)
+    rl.put(env.local, 0, b"\xcc" * RECV_LEN)
+    msg = ctl.recv()
+    probs = []
+    ok = want_status == "SUCCESS"
+    refused = str(msg["first"]).startswith("post:")
+    want_state = rl.RTS if ok or refused else rl.ERR
+    st = wait_state(qp, want_state, 5)
+    if st != want_state:
+        probs.append(f"QP in {rl.QP_STATE.get(st, st)}, want {rl.QP_STATE[want_state]}")
+    if ok:
+        wcs = rl.poll(cq, 1, timeout=10, what=f"{name}: receive completion")
+    elif st == rl.ERR:
+        wcs = rl.poll(cq, 1, timeout=10, what=f"{name}: flushed receive")
+    else:
+        wcs = rl.poll_none(cq, 0.3)
+    got = [(wc.wr_id, rl.status_name(wc.status)) for wc in wcs]
+    resp = got[0][1] if got else "none"
+    want = [] if refused else [(0x5E, want_recv)]
+    if got != want:
+        probs.append(f"receive completions {got}, want {want}")
+    extra = rl.poll_none(cq, 0.1)
+    if extra:
+        probs.append(f"extra completions {[(w.wr_id, rl.status_name(w.status)) for w in extra]}")
+    # Memory is unchanged, but for the good write (32 bytes at offset 64)
+    # when the bad request was harmless.
+    for rname, reg in env.regions.items():
+        if ok and rname == "all":
+            reg.map[GUARD + 64:GUARD + 96] = reg.fill[GUARD + 64:GUARD + 96]
+        probs += [f"MR {rname}: {p}" for p in reg.check()]
+        reg.restore()
+    ctl.send({"server": probs, "responder": resp})
+    qp.close()
+    cq.close()
+    server_fresh_pair(env, ctl)
+
+
+def server_fresh_pair(env, ctl):
+    qp, cq, _ = env.new_pair_side(ctl, recv=True)
+    msg = ctl.recv()
+    probs = []
+    wcs = rl.poll(cq, 1, timeout=10, what="fresh pair: receive")
+    got = [(wc.wr_id, rl.status_name(wc.status), wc.byte_len) for wc in wcs]
+    if got != [(0x5E, "SUCCESS", RECV_LEN)]:
+        probs.append(f"receive completions {got}")
+    data = fresh_data(msg["name"])
+    recvd = rl.get(env.local, 0, RECV_LEN)
+    if recvd != data[:RECV_LEN]:
+        probs.append(f"received {recvd.hex()}, sent {data[:RECV_LEN].hex()}")
+    reg = env.regions["all"]
+    want = bytearray(reg.fill)
+    want[GUARD:GUARD + MR_SIZE] = data
+    got = bytes(reg.map)
+    i = rl.first_diff(got, want)
+    if i is not None:
+        probs.append(f"MR 'all' after the write: MISMATCH at MR offset {i - GUARD}: "
+                     f"expected {want[i]:#04x}, got {got[i]:#04x}")
+    for rname, other in env.regions.items():
+        if rname != "all":
+            probs += [f"MR {rname}: {p}" for p in other.check()]
+    reg.restore()
+    st = rl.qp_state(qp)
+    if st != rl.RTS:
+        probs.append(f"QP in {rl.QP_STATE.get(st, st)}")
+    ctl.send({"server": probs})
+    qp.close()
+    cq.close()
+
+
+def server(ctl, env):
+    env.server_regions()
+    while True:
+        msg = ctl.recv()
+        if "end" in msg:
+            ctl.send({"ok": True})
+            break
+        server_case(env, ctl, msg["case"])
+
+
+def body(ctl):
+    env = Env()
+    log(f"remote_errors on {rl.DEV} ({rl.DRIVER}), GID index {env.gidx}")
+    if rl.is_client():
+        client(ctl, env)
+    else:
+        server(ctl, env)
+
+
+if __name__ == "__main__":
+    sys.exit(rl.run_main(body))
