@@ -25,6 +25,8 @@ import ctypes
 import errno
 import mmap
 import random
+import socket
+import struct
 import sys
 import time
 
@@ -54,6 +56,10 @@ MRS = {"all": ACC, "wo": ACC_WO, "ro": ACC_RO, "noatomic": ACC_NOATOMIC}
 
 ACCESS_ERR = "REM_ACCESS_ERR"
 INV_REQ = "REM_INV_REQ_ERR"
+RAW_FA, RAW_CAS = "raw fetch-add", "raw cas"
+# RC opcodes and AETH syndromes of hand-made packets.
+OP_RC_ACK, OP_RC_ATOMIC_ACK, OP_RC_CAS, OP_RC_FA = 0x11, 0x12, 0x13, 0x14
+NAK_NAME = {0x60: "NAK:PSN_SEQ", 0x61: "NAK:INV_REQ", 0x62: "NAK:REM_ACCESS", 0x63: "NAK:REM_OP"}
 
 # name: (opcode, target MR, offset from the MR's start, length, rkey
 # change, requester status, responder receive status)
@@ -63,7 +69,7 @@ CASES = {
     "read-bad-rkey":         (R, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
     "fetch-add-bad-rkey":    (A, "all", 0, 8, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
     "cas-bad-rkey":          (CAS, "all", 0, 8, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
-    "write-imm-bad-rkey":    (WIMM, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-imm-bad-rkey":    (WIMM, "all", 0, 64, 0x80, ACCESS_ERR, ACCESS_ERR),
     "write-unknown-index":   (W, "all", 0, 64, "index", ACCESS_ERR, "WR_FLUSH_ERR"),
     "write-past-end":        (W, "all", MR_SIZE - 32, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
     "write-past-end-multi":  (W, "all", MR_SIZE - 2048, 4096, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
@@ -79,9 +85,16 @@ CASES = {
     "write-read-only-mr":    (W, "ro", 0, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
     "fetch-add-no-atomic-mr": (A, "noatomic", 0, 8, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
     "cas-read-only-mr":      (CAS, "ro", 0, 8, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
-    "fetch-add-misaligned":  (A, "all", 4, 8, 0, INV_REQ, "WR_FLUSH_ERR"),
-    "cas-misaligned":        (CAS, "all", 8 + 2, 8, 0, INV_REQ, "WR_FLUSH_ERR"),
-    "send-too-long":         (SEND, None, 0, 256, 0, INV_REQ, "LOC_LEN_ERR"),
+    # The rxe provider refuses misaligned atomics at post time...
+    "fetch-add-misaligned":  (A, "all", 4, 8, 0, "post:EINVAL", None),
+    "cas-misaligned":        (CAS, "all", 8 + 2, 8, 0, "post:EINVAL", None),
+    # ... so hand-made requests take them to the responder, which answers
+    # with an Invalid Request NAK.
+    "raw-fetch-add-misaligned": (RAW_FA, "all", 4, 8, 0, "NAK:INV_REQ", "WR_FLUSH_ERR"),
+    "raw-cas-misaligned":    (RAW_CAS, "all", 8 + 2, 8, 0, "NAK:INV_REQ", "WR_FLUSH_ERR"),
+    # And a hand-made aligned one is executed (the path works).
+    "raw-fetch-add-aligned": (RAW_FA, "all", 8, 8, 0, "ACK", None),
+    "send-too-long":         (SEND, None, 0, 256, 0, "REM_OP_ERR", "LOC_QP_OP_ERR"),
     # Zero-length requests need no valid rkey or address (C9-88).
     "write-0-bad-rkey":      (W, "all", 0, 0, 0x80, "SUCCESS", "SUCCESS"),
     "read-0-bad-rkey":       (R, "all", 0, 0, 0x80, "SUCCESS", "SUCCESS"),
@@ -144,6 +157,7 @@ class Env:
         cq = CQ(self.ctx, 64)
         qp = rl.make_qp(self.pd, cq, cq, wr=16, sge=1, inline=0)
         psn = random.getrandbits(24)
+        self.last_psn = psn
         me = {"qpn": qp.qp_num, "psn": psn, "gid": self.gid}
         if rl.is_server():
             me["mrs"] = {n: [r.addr, r.mr.rkey] for n, r in self.regions.items()}
@@ -189,10 +203,98 @@ def bad_rkey(rkey, change):
 # ---------------------------------------------------------------------------
 # Client (node 1).
 
+def sniff_ack(sock, src_ip, dqpn, limit=5.0):
+    """The first RC ACK (or atomic ACK) from src_ip to dqpn seen on the
+    packet socket: (opcode, syndrome, msn, psn, original value), or None."""
+    deadline = time.monotonic() + limit
+    src = socket.inet_aton(src_ip)
+    while time.monotonic() < deadline:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            frame = sock.recv(65535)
+        except socket.timeout:
+            return None
+        if len(frame) < 14 + 20 + 8 + 12 + 4 or frame[12:14] != b"\x08\x00":
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 0xF) * 4
+        if ip[9] != 17 or ip[12:16] != src:
+            continue
+        udp = ip[ihl:]
+        if struct.unpack(">H", udp[2:4])[0] != 4791:
+            continue
+        ib = udp[8:]
+        opcode = ib[0]
+        qpn = struct.unpack(">I", ib[4:8])[0] & 0xFFFFFF
+        psn = struct.unpack(">I", ib[8:12])[0] & 0xFFFFFF
+        if qpn != dqpn or opcode not in (OP_RC_ACK, OP_RC_ATOMIC_ACK):
+            continue
+        aeth = struct.unpack(">I", ib[12:16])[0]
+        orig = struct.unpack(">Q", ib[16:24])[0] if opcode == OP_RC_ATOMIC_ACK else None
+        return opcode, aeth >> 24, aeth & 0xFFFFFF, psn, orig
+    return None
+
+
+def raw_atomic(env, peer, opcode, target, off, client_qpn):
+    """Sends node 2's QP a hand-made atomic request with the PSN it
+    expects, and returns what its ACK says ("ACK", "NAK:...", "none")."""
+    from net_raw import Path, bth
+    addr, rkey = peer["mrs"][target]
+    path = Path(False, rl.NODE_IP, rl.server_ip())
+    sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    sniff.bind(("eth0", 0))
+    op = OP_RC_FA if opcode == RAW_FA else OP_RC_CAS
+    # BTH with AckReq, AtomicETH (VA, rkey, swap or add, compare), ICRC.
+    pkt = (bth(op, peer["qpn"], 0) [:8] + struct.pack(">I", (1 << 31) | env.last_psn)
+           + struct.pack(">QIQQ", addr + off, rkey, 1, 0) + bytes(4))
+    path.send(path.icrc(pkt))
+    got = sniff_ack(sniff, rl.server_ip(), client_qpn)
+    sniff.close()
+    path.sock.close()
+    if got is None:
+        return "none", None
+    opc, syn, _, psn, orig = got
+    if psn != env.last_psn:
+        return f"ACK for PSN {psn:#x}, sent {env.last_psn:#x}", None
+    if syn >> 5 == 0 and opc == OP_RC_ATOMIC_ACK:
+        return "ACK", orig
+    return NAK_NAME.get(syn, f"syndrome {syn:#x}"), None
+
+
+def client_raw_case(env, ctl, name, qp, cq, peer):
+    opcode, target, off, _, _, want_status, _ = CASES[name]
+    probs = []
+    first, orig = raw_atomic(env, peer, opcode, target, off, qp.qp_num)
+    if first != want_status:
+        probs.append(f"the responder answered {first}, want {want_status}")
+    if first == "ACK":
+        # The region's fill is known: the word at off, little-endian.
+        reg_fill = fill_pattern(GUARD + MR_SIZE + GUARD, 17 * list(MRS).index(target) + 1)
+        want = struct.unpack("<Q", reg_fill[GUARD + off:GUARD + off + 8])[0]
+        if orig != want:
+            probs.append(f"fetched {orig:#x}, the word held {want:#x}")
+    # The requester never sent that PSN: it must be unaffected.
+    st = rl.qp_state(qp)
+    if st != rl.RTS:
+        probs.append(f"requester QP in {rl.QP_STATE.get(st, st)} after the foreign ACK, want RTS")
+    extra = rl.poll_none(cq, 0.2)
+    if extra:
+        probs.append(f"requester completions {[(w.wr_id, rl.status_name(w.status)) for w in extra]}")
+    ctl.send({"client": probs, "first": first})
+    reply = ctl.recv()
+    probs += [f"responder: {p}" for p in reply["server"]]
+    qp.close()
+    cq.close()
+    probs += client_fresh_pair(env, ctl, name)
+    return first, reply["responder"], probs
+
+
 def client_case(env, ctl, name):
     opcode, target, off, length, change, want_status, _ = CASES[name]
     ctl.send({"case": name})
     qp, cq, peer = env.new_pair_side(ctl)
+    if opcode in (RAW_FA, RAW_CAS):
+        return client_raw_case(env, ctl, name, qp, cq, peer)
     lk = env.local
     probs = []
     try:
@@ -300,7 +402,7 @@ def server_case(env, ctl, name):
     msg = ctl.recv()
     probs = []
     ok = want_status == "SUCCESS"
-    refused = str(msg["first"]).startswith("post:")
+    refused = want_recv is None
     want_state = rl.RTS if ok or refused else rl.ERR
     st = wait_state(qp, want_state, 5)
     if st != want_state:
@@ -314,6 +416,15 @@ def server_case(env, ctl, name):
     got = [(wc.wr_id, rl.status_name(wc.status)) for wc in wcs]
     resp = got[0][1] if got else "none"
     want = [] if refused else [(0x5E, want_recv)]
+    if CASES[name][0] == RAW_FA and want_status == "ACK":
+        # The fetch-and-add of 1 on the word at its offset.
+        reg = env.regions[CASES[name][1]]
+        o = GUARD + CASES[name][2]
+        old = struct.unpack("<Q", reg.fill[o:o + 8])[0]
+        now = struct.unpack("<Q", bytes(reg.map[o:o + 8]))[0]
+        if now != (old + 1) & ((1 << 64) - 1):
+            probs.append(f"the word after the fetch-and-add: {now:#x}, want {old + 1:#x}")
+        reg.map[o:o + 8] = reg.fill[o:o + 8]
     if got != want:
         probs.append(f"receive completions {got}, want {want}")
     extra = rl.poll_none(cq, 0.1)
