@@ -6,14 +6,17 @@ client), once over the IPv4 RoCE v2 GID and once over the IPv6 one:
   qemu-test/run --drivers rs,c qemu-test/tests/integrity.py [OPS [SEED]]
 
 For OPS data operations per address family (default 200) a seeded RNG
-(the seed is printed; pass it back to replay a run) draws batches of
-RDMA WRITE, RDMA READ, SEND (1-4 SGEs on each side, some inline, some
-with immediate data) and RDMA WRITE WITH IMMEDIATE, with sizes from 0 up
-to 256 KiB (MTU 1024 and its neighbours among them) at random offsets of
-the registered buffers. Every byte is checked: each side compares its
-whole buffer with what it must hold (so stray writes show too), the
-checksums of what was written are exchanged, completions are checked for
-status, opcode, order, length and immediate data.
+(the seed is printed; pass it back to replay a run) draws batches of up
+to 8 requests in flight: RDMA WRITE and READ (1-4 local SGEs), SEND (1-4
+SGEs on each side, zero-length ones among them, some inline, some with
+immediate data) and RDMA WRITE WITH IMMEDIATE, some unsignaled, with
+sizes from 0 up to 256 KiB (MTU 1024 and its neighbours among them) at
+random offsets of the registered buffers. The IPv4 QPs start just below
+the PSN wrap. Every byte is checked: each side compares what it must
+hold with the buffer around a batch's regions, and with the whole buffer
+every 8 batches (so stray writes show too); the checksums of what was
+written are exchanged; completions are checked for status, opcode,
+order, length and immediate data.
 
 Atomics: node 2 hosts the counters. Node 1 issues fetch-and-adds over
 the wire while node 2 issues its own through a loopback QP pair (two QPs
@@ -237,16 +240,20 @@ def client_batch(rng, seed, k0, budget):
         t = rng.choices(["w", "r", "s", "wi"], weights=[30, 30, 25, 15])[0]
         n = pick_size(rng)
         op = {"t": t, "k": k, "n": n}
-        if t in ("w", "wi"):
-            loff, roff = pl["S"].alloc(n), pl["W"].alloc(n)
-            if loff is None or roff is None:
+        if t in ("w", "wi", "r"):
+            # The local side: 1-4 SGEs, gathered or scattered.
+            lsg = []
+            for part in split(rng, n, rng.choice([1, 1, 2, 3, 4])):
+                o = pl["S" if t != "r" else "D"].alloc(part)
+                if o is None:
+                    break
+                lsg.append([o, part])
+            if sum(p for _, p in lsg) != n:
                 break
-            op.update(loff=loff, roff=roff)
-        elif t == "r":
-            loff = pl["D"].alloc(n)
-            if loff is None:
+            roff = pl["W"].alloc(n) if t != "r" else rng.randint(0, BUF - n)
+            if roff is None:
                 break
-            op.update(loff=loff, roff=rng.randint(0, BUF - n))
+            op.update(lsg=lsg, roff=roff)
         if t == "s":
             ssg = []
             for part in split(rng, n, rng.randint(1, 4)):
@@ -276,7 +283,10 @@ def client_batch(rng, seed, k0, budget):
             op["imm"] = rng.getrandbits(32) if (t == "wi" or rng.random() < 0.4) else None
         if t in ("w", "s") and n <= INLINE and rng.random() < 0.5:
             op["inline"] = True
+        op["sig"] = rng.random() < 0.75
         ops.append(op)
+    if ops:
+        ops[-1]["sig"] = True   # the last completion covers the others
     return ops
 
 
@@ -295,20 +305,25 @@ def client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full):
     sums = {}
     for op in ops:
         k, n, t = op["k"], op["n"], op["t"]
-        flags = e.IBV_SEND_SIGNALED | (e.IBV_SEND_INLINE if op.get("inline") else 0)
+        flags = ((e.IBV_SEND_SIGNALED if op["sig"] else 0)
+                 | (e.IBV_SEND_INLINE if op.get("inline") else 0))
         if t in ("w", "wi"):
             data = op_data(seed, k, n)
-            rl.put(S, op["loff"], data)
             sums[k] = sha(data)
+            sges, pos = [], 0
+            for o, ln in op["lsg"]:
+                rl.put(S, o, data[pos:pos + ln])
+                pos += ln
+                sges.append(SGE(S.buf + o, ln, S.lkey))
             opcode = e.IBV_WR_RDMA_WRITE if t == "w" else e.IBV_WR_RDMA_WRITE_WITH_IMM
-            wr = SendWR(wr_id=k, opcode=opcode, num_sge=1,
-                        sg=[SGE(S.buf + op["loff"], n, S.lkey)], send_flags=flags)
+            wr = SendWR(wr_id=k, opcode=opcode, num_sge=len(sges), sg=sges, send_flags=flags)
             if t == "wi":
                 wr.imm_data = op["imm"]
             wr.set_wr_rdma(wkey, wbuf + op["roff"])
         elif t == "r":
-            wr = SendWR(wr_id=k, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
-                        sg=[SGE(D.buf + op["loff"], n, D.lkey)], send_flags=flags)
+            sges = [SGE(D.buf + o, ln, D.lkey) for o, ln in op["lsg"]]
+            wr = SendWR(wr_id=k, opcode=e.IBV_WR_RDMA_READ, num_sge=len(sges), sg=sges,
+                        send_flags=flags)
             wr.set_wr_rdma(rkey, rbuf + op["roff"])
         else:
             data = op_data(seed, k, n)
@@ -326,9 +341,11 @@ def client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full):
         stats["bytes"] += n
     errs = []
     t2 = time.monotonic()
-    wcs = rl.poll(env.scq, len(ops), timeout=60, what=f"send completions of ops {ops[0]['k']}..")
+    signaled = [op for op in ops if op["sig"]]
+    wcs = rl.poll(env.scq, len(signaled), timeout=60,
+                  what=f"send completions of ops {ops[0]['k']}..")
     t3 = time.monotonic()
-    for op, wc in zip(ops, wcs):
+    for op, wc in zip(signaled, wcs):
         if wc.status != e.IBV_WC_SUCCESS or wc.wr_id != op["k"] or wc.opcode != WC_OF[op["t"]]:
             errs.append(f"op {op['k']} ({op['t']}, {op['n']} B): completion wr_id {wc.wr_id} "
                         f"status {rl.status_name(wc.status)} opcode {wc.opcode}, want wr_id "
@@ -339,9 +356,11 @@ def client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full):
     fills = []
     for op in ops:
         if op["t"] == "r":
-            o, n = op["loff"], op["n"]
-            fills.append((f"op {op['k']} (read of {n} B from server offset {op['roff']})",
-                          o, rsrc[op["roff"]:op["roff"] + n], n))
+            pos, n, roff = 0, op["n"], op["roff"]
+            for o, ln in op["lsg"]:
+                fills.append((f"op {op['k']} (read of {n} B from server offset {roff}, "
+                              f"sge at {o} len {ln})", o, rsrc[roff + pos:roff + pos + ln], ln))
+                pos += ln
     errs += verify("client read buffer", D, BG_D, fills, full)[0]
     for _, o, _, n in fills:
         rl.put(D, o, BG_D[o:o + n])

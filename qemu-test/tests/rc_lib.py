@@ -151,7 +151,9 @@ class Ctl:
 def make_qp(pd, scq, rcq, wr=32, sge=4, inline=64):
     cap = QPCap(max_send_wr=wr, max_recv_wr=wr, max_send_sge=sge,
                 max_recv_sge=sge, max_inline_data=inline)
-    return QP(pd, QPInitAttr(qp_type=RC, scq=scq, rcq=rcq, cap=cap))
+    # Only requests flagged IBV_SEND_SIGNALED complete (pyverbs' WRs are,
+    # unless told otherwise).
+    return QP(pd, QPInitAttr(qp_type=RC, scq=scq, rcq=rcq, cap=cap, sq_sig_all=0))
 
 
 def _attr(state, **kw):
