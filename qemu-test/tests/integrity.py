@@ -50,6 +50,9 @@ BUF = 1 << 20           # each data buffer
 MAXSZ = 256 * 1024      # largest message
 MTU = 1024
 INLINE = 64
+# Reads and atomics in flight per QP, both ways: fewer than a batch or
+# an atomic run has outstanding on IPv6, so the requester must wait.
+RD_ATOMIC = {"ipv4": 8, "ipv6": 2}
 ATOMIC_N = 128          # fetch-adds from each side
 CAS_K = 24              # successful CAS increments from each side
 ATOM_BUF = 4096
@@ -218,10 +221,10 @@ def connect_pair(env, ctl, fam, rng_psn):
           "mrs": {n: env.desc(n) for n in env.mr}}
     ctl.send(me)
     peer = ctl.recv()
-    log(f"{fam}: GID index {gidx} ({gid}), qpn {qp.qp_num} psn {psn:#x} -> "
+    log(f"{fam}: GID index {gidx} ({gid}), rd_atomic {RD_ATOMIC[fam]}, qpn {qp.qp_num} psn {psn:#x} -> "
         f"peer qpn {peer['qpn']} psn {peer['psn']:#x} gid {peer['gid']}")
     rl.connect(qp, rl.ACC_ALL, gidx, peer["gid"], peer["qpn"],
-               rq_psn=peer["psn"], sq_psn=psn)
+               rq_psn=peer["psn"], sq_psn=psn, rd_atomic=RD_ATOMIC[fam])
     ctl.send({"rts": fam})
     ctl.recv()
     return qp, peer, gidx, gid
@@ -588,18 +591,18 @@ def server_batch(env, qp, ctl, seed, msg):
                           f"{ops[0]['k']}..{ops[-1]['k']}")
 
 
-def loopback_pair(env, gidx, gid):
+def loopback_pair(env, gidx, gid, rd):
     """Two QPs of this device connected to each other through its own GID."""
     a = rl.make_qp(env.pd, env.lcq, env.lcq, wr=16, sge=1, inline=0)
     b = rl.make_qp(env.pd, env.lcq, env.lcq, wr=16, sge=1, inline=0)
-    rl.connect(a, rl.ACC_ALL, gidx, gid, b.qp_num, rq_psn=0x100, sq_psn=0x200)
-    rl.connect(b, rl.ACC_ALL, gidx, gid, a.qp_num, rq_psn=0x200, sq_psn=0x100)
+    rl.connect(a, rl.ACC_ALL, gidx, gid, b.qp_num, rq_psn=0x100, sq_psn=0x200, rd_atomic=rd)
+    rl.connect(b, rl.ACC_ALL, gidx, gid, a.qp_num, rq_psn=0x200, sq_psn=0x100, rd_atomic=rd)
     return a, b
 
 
-def server_atomics(env, ctl, rng, gidx, gid, stats):
+def server_atomics(env, ctl, rng, gidx, gid, stats, fam):
     A, res = env.mr["A"], env.mr["res"]
-    la, lb = loopback_pair(env, gidx, gid)
+    la, lb = loopback_pair(env, gidx, gid, RD_ATOMIC[fam])
     errs = []
 
     # Fetch-and-add from both sides on one counter; the carry out of the
@@ -690,7 +693,7 @@ def server(ctl, fam, env, seed, rng, stats):
             server_batch(env, qp, ctl, seed, msg)
             stats["data"] += len(msg["batch"])
         elif "atomics" in msg:
-            server_atomics(env, ctl, rng, gidx, gid, stats)
+            server_atomics(env, ctl, rng, gidx, gid, stats, fam)
         elif "end" in msg:
             break
     # The read source must be untouched.
