@@ -71,6 +71,15 @@ LATER = {
     "send-with-inv-user-mr": "RETRY_EXC_ERR",
     "send-with-inv-bad-rkey": "RETRY_EXC_ERR",
 }
+# A good request (opcode, length) posted before the bad one, at LEAD_OFF
+# of MR "all": it must complete successfully, with its data.
+LEAD = {
+    "read-then-bad-write": (R, 8192),
+    "write-then-bad-read": (W, 8192),
+    "read-then-read-past-end": (R, 8192),
+    "fetch-add-then-bad-fetch-add": (A, 8),
+}
+LEAD_OFF = 4096
 # The responder QP's access flags where a case needs other than ACC.
 QP_ACCESS = {
     "write-qp-no-remote-write": ACC & ~e.IBV_ACCESS_REMOTE_WRITE,
@@ -126,6 +135,11 @@ CASES = {
     "send-with-inv-user-mr": (SINV, "all", 0, 16, 0, "SUCCESS", INV_REQ),
     "send-with-inv-bad-rkey": (SINV, "all", 0, 16, 0x80, "SUCCESS", INV_REQ),
     # Zero-length requests need no valid rkey or address (C9-88).
+    # A good request still in flight when the bad one fails (LEAD).
+    "read-then-bad-write":   (W, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "write-then-bad-read":   (R, "all", 0, 64, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "read-then-read-past-end": (R, "all", MR_SIZE - 32, 64, 0, ACCESS_ERR, "WR_FLUSH_ERR"),
+    "fetch-add-then-bad-fetch-add": (A, "all", 0, 8, 0x80, ACCESS_ERR, "WR_FLUSH_ERR"),
     "write-0-bad-rkey":      (W, "all", 0, 0, 0x80, "SUCCESS", "SUCCESS"),
     "read-0-bad-rkey":       (R, "all", 0, 0, 0x80, "SUCCESS", "SUCCESS"),
 }
@@ -172,6 +186,30 @@ def fresh_data(name):
     seed = sum(name.encode())
     period = bytes((i * 31 + seed) & 0xFF for i in range(253))
     return (period * (MR_SIZE // 253 + 1))[:MR_SIZE]
+
+
+def lead_data(n):
+    period = bytes((i * 101 + 7) & 0xFF for i in range(241))
+    return (period * (n // 241 + 1))[:n]
+
+
+def all_fill():
+    """The content of the server's MR "all" (its fill, without the guards)."""
+    return fill_pattern(GUARD + MR_SIZE + GUARD, 1)[GUARD:GUARD + MR_SIZE]
+
+
+def check_lead(lk, lead):
+    """What a leading read or fetch-and-add brought back."""
+    lop, llen = lead
+    if lop == W:
+        return []
+    got = rl.get(lk, MR_SIZE, llen)
+    want = all_fill()[LEAD_OFF:LEAD_OFF + llen]
+    i = rl.first_diff(got, want)
+    if i is None:
+        return []
+    return [f"leading {'read' if lop == R else 'fetch-and-add'}: MISMATCH at offset {i}: "
+            f"expected {want[i]:#04x}, got {got[i]:#04x}"]
 
 
 def fill_pattern(n, seed):
@@ -356,6 +394,14 @@ def client_case(env, ctl, name):
         return client_raw_case(env, ctl, name, pairs)
     lk = env.local
     probs = []
+    lead = LEAD.get(name)
+    if lead:
+        lop, llen = lead
+        addr, rkey = peer["mrs"]["all"]
+        rl.put(lk, 0, lead_data(llen))
+        rl.put(lk, MR_SIZE, b"\0" * llen)
+        src = lk.buf if lop == W else lk.buf + MR_SIZE
+        post(qp, 0, lop, SGE(src, llen, lk.lkey), addr + LEAD_OFF, rkey)
     try:
         if opcode == SEND:
             post(qp, 1, SEND, SGE(lk.buf, length, lk.lkey))
@@ -380,7 +426,9 @@ def client_case(env, ctl, name):
     good_addr, good_rkey = peer["mrs"]["all"]
     post(qp, 2, W, SGE(lk.buf, 32, lk.lkey), good_addr + 64, good_rkey)
     post(qp, 3, SEND, SGE(lk.buf, GOOD_SEND, lk.lkey))
-    wcs = rl.poll_upto(cq, 3, timeout=20)
+    wcs = rl.poll_upto(cq, 4 if lead else 3, timeout=20)
+    if lead:
+        probs += check_lead(lk, lead)
     after = LATER.get(name, "SUCCESS" if want_status == "SUCCESS" else "WR_FLUSH_ERR")
     if after == "SUCCESS":
         want = [(1, want_status), (2, "SUCCESS"), (3, "SUCCESS")]
@@ -393,6 +441,8 @@ def client_case(env, ctl, name):
         wcs += rl.poll_upto(cq, 1, timeout=10)
         want = [(1, want_status), (2, after), (3, "WR_FLUSH_ERR"), (4, "WR_FLUSH_ERR")]
         want_state = rl.ERR
+    if lead:
+        want = [(0, "SUCCESS")] + want
     got = [(wc.wr_id, rl.status_name(wc.status)) for wc in wcs]
     if got != want:
         probs.append(f"requester completions {got}, want {want}")
@@ -402,12 +452,13 @@ def client_case(env, ctl, name):
     st = rl.qp_state(qp)
     if st != want_state:
         probs.append(f"requester QP in {rl.QP_STATE.get(st, st)}, want {rl.QP_STATE[want_state]}")
-    ctl.send({"client": probs, "first": got[0][1] if got else None})
+    first = next((st for wr_id, st in got if wr_id == 1), "none")
+    ctl.send({"client": probs, "first": first})
     reply = ctl.recv()
     probs += [f"responder: {p}" for p in reply["server"]]
     probs += client_fresh_pair(env, ctl, name, pairs[1])
     close_pairs(pairs)
-    return got[0][1] if got else "none", reply["responder"], probs
+    return first, reply["responder"], probs
 
 
 def client_fresh_pair(env, ctl, name, pair):
@@ -503,6 +554,20 @@ def server_case(env, ctl, name):
         probs.append(f"extra completions {[(w.wr_id, rl.status_name(w.status)) for w in extra]}")
     # Memory is unchanged, but for the good write (32 bytes at offset 64)
     # when the bad request was harmless.
+    lead = LEAD.get(name)
+    if lead and lead[0] in (W, A):
+        reg, o, n = env.regions["all"], GUARD + LEAD_OFF, lead[1]
+        if lead[0] == W:
+            want_b = lead_data(n)
+        else:
+            old = struct.unpack("<Q", reg.fill[o:o + 8])[0]
+            want_b = struct.pack("<Q", (old + 1) & ((1 << 64) - 1))
+        got_b = bytes(reg.map[o:o + n])
+        i = rl.first_diff(got_b, want_b)
+        if i is not None:
+            probs.append(f"the leading request's target: MISMATCH at offset {i}: "
+                         f"expected {want_b[i]:#04x}, got {got_b[i]:#04x}")
+        reg.map[o:o + n] = reg.fill[o:o + n]
     for rname, reg in env.regions.items():
         if ok and rname == "all":
             reg.map[GUARD + 64:GUARD + 96] = reg.fill[GUARD + 64:GUARD + 96]
