@@ -735,6 +735,7 @@ def body(ctl):
     extra = f", {stats['bytes'] / 1e6:.1f} MB sent" if rl.is_client() else ""
     log(f"{stats['data']} data ops, {stats['atomics']} atomics from this node{extra}, "
         f"{time.monotonic() - t0:.1f}s")
+    env.ctx.close()
     print(f"integrity: {n} ops ok", flush=True)
 
 

@@ -11,6 +11,7 @@ with that reason instead of waiting for its timeout.
 """
 
 import ctypes
+import gc
 import ipaddress
 import json
 import os
@@ -255,16 +256,55 @@ def count_diff(got, want):
     return sum(1 for a, b in zip(got, want) if a != b) + abs(len(got) - len(want))
 
 
+KMEMLEAK = "/sys/kernel/debug/kmemleak"
+
+
+def kmemleak(cmd):
+    with open(KMEMLEAK, "w") as f:
+        f.write(cmd)
+
+
+def kmemleak_check():
+    """On a kernel with kmemleak (the debug one): the RDMA stack's
+    suspected leaks since the start, as report lines (empty when none)."""
+    if not os.path.exists(KMEMLEAK):
+        return []
+    # Objects are reported once a few seconds old; two scans catch those
+    # the first one saw as too young.
+    time.sleep(6)
+    kmemleak("scan")
+    kmemleak("scan")
+    with open(KMEMLEAK) as f:
+        report = f.read()
+    if any(w in report for w in ("rxe", "ib_", "uverbs", "rdma")):
+        return report.splitlines()
+    return []
+
+
 def run_main(body):
     """Runs body(ctl) on nodes 1 and 2; other nodes have nothing to do.
+    Then, on a kernel with kmemleak, nothing of the RDMA stack may leak.
     Exits 1 on a failure, after telling the peer."""
     if NODE not in (1, 2):
         log("not part of this two-node test")
         return 0
+    if os.path.exists(KMEMLEAK):
+        kmemleak("scan")
+        kmemleak("clear")
     ctl = None
     try:
         ctl = Ctl.open()
         body(ctl)
+        # Both sides have destroyed their objects when the peer's last
+        # message arrives; the channel's end says so.
+        ctl.send({"bye": True})
+        ctl.recv()
+        gc.collect()
+        leaks = kmemleak_check()
+        if leaks:
+            print("\n".join(leaks), flush=True)
+            log("FAIL: kmemleak reports leaks from the RDMA stack")
+            return 1
         return 0
     except Exception as err:  # noqa: BLE001 - every failure ends the test
         log(f"FAIL: {type(err).__name__}: {err}")

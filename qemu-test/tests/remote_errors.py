@@ -630,6 +630,7 @@ def body(ctl):
         client(ctl, env)
     else:
         server(ctl, env)
+    env.ctx.close()
 
 
 if __name__ == "__main__":
