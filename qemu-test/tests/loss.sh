@@ -58,7 +58,7 @@ perf ib_read_bw -s 1048576 -n $(((mib + 1) / 2))
 # Every byte checked: the data-integrity test on the same link.
 integrity=$REPO/qemu-test/tests/integrity.py
 if [ -x "$integrity" ]; then
-	"$integrity" ${LOSS_INTEGRITY_ARGS:-} || fail "integrity.py on the lossy link"
+	"$integrity" "${LOSS_INTEGRITY_OPS:-60}" || fail "integrity.py on the lossy link"
 fi
 
 if is_client; then
