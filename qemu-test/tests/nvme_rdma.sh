@@ -79,12 +79,28 @@ check_counters() { # WHEN
 # The NVMe and RDMA lines of the kernel log; fails on the ones that mean
 # an I/O failed or a queue had to be recovered.
 check_dmesg() {
-	local lines bad
+	local lines bad rest
 	lines=$(dmesg | grep -E 'nvme|nvmet|rdma|rxe' || true)
 	echo "--- kernel log (nvme/rdma lines)"
 	echo "$lines"
 	bad=$(grep -E -i 'I/O error|error recovery|reconnect|timeout|abort|failed|Buffer I/O|blk_update_request|resetting|QP event|fatal|expired' <<<"$lines" || true)
-	[ -z "$bad" ] || fail "kernel log reports NVMe/RDMA trouble: $bad"
+	[ -n "$bad" ] || return 0
+	# rdma_rxe (6.12) as the host: its retransmission rewinds the send
+	# queue and runs the REG_MRs between the resent sends again; the
+	# second registration finds the MR valid and fails the QP without an
+	# error completion of its own, so nvme-rdma sees its sends flushed,
+	# recovers and reconnects. The data checks above still hold. Accepted
+	# only in exactly that shape: a C host that retransmitted, flushed
+	# sends, one recovery, a successful reconnect.
+	if is_client && [ "$RXE_DRIVER" = c ] && [ "$(cat "$counters_dir/completer_retry_err")" -gt 0 ] &&
+		grep -q 'Successfully reconnected' <<<"$bad"; then
+		rest=$(grep -v -E 'SEND for CQE .* failed with status WR flushed|starting error recovery|Reconnecting in [0-9]+ seconds|Successfully reconnected' <<<"$bad" || true)
+		if [ -z "$rest" ]; then
+			note "host (rdma_rxe): a retransmission failed the queue and nvme-rdma reconnected (rdma_rxe re-runs completed REG_MRs on retry); data verified, not counted as a failure"
+			return 0
+		fi
+	fi
+	fail "kernel log reports NVMe/RDMA trouble: $bad"
 }
 
 # --- target (node 2) ----------------------------------------------------------
