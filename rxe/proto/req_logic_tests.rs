@@ -565,6 +565,29 @@ fn retry_walk() {
     assert_eq!((pr.first_psn, pr.last_psn, req.psn), (PSN_MASK, 0, 1));
 }
 
+/// A retry leaves REG_MRs that already ran alone: between the sends kernel
+/// users post (REG_MR, SEND, REG_MR, SEND...) they stay done, so the
+/// requester passes over them and never registers an MR twice (the second
+/// registration would find the MR valid, not free, and fail the QP; C 6.12
+/// rdma_rxe re-runs them, which kills a nvme-rdma host's queue on its first
+/// retransmission).
+#[test]
+fn retry_never_reruns_a_done_reg_mr() {
+    let qp = rc(1024);
+    let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 64, 0);
+    let reg = WqeInfo::new(WrOpcode::RegMr, QpType::Rc, SendFlags(0), 0, 0);
+    assert!(reg.mask.intersects(WrMask::LOCAL_OP));
+    let sent = |psn| Progress { state: WqeState::Pending, first_psn: psn, last_psn: psn, resid: 0, iova: 0, has_rd_atomic: false, status: WcStatus::Success };
+    let mut chain = [(send, sent(10)), (reg, Progress { state: WqeState::Done, ..Progress::posted(0, 0) }), (send, sent(11))];
+    let mut req = ReqState::new(12, 4);
+    begin_retry(&mut req, 10);
+    let mut first = true;
+    for (info, p) in chain.iter_mut() {
+        assert!(retry_wqe(&mut req, &qp, info, p, &mut first, 10));
+    }
+    assert_eq!(chain.map(|(_, p)| p.state), [WqeState::Posted, WqeState::Done, WqeState::Posted]);
+}
+
 #[test]
 fn retry_skips_a_fully_acknowledged_first_wqe() {
     let qp = rc(1024);
