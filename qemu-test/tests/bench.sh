@@ -153,19 +153,27 @@ listening() {
 perf_pid=
 perf_start() { # ROW
 	[ -n "$profile" ] || return 0
-	perf record -a -g -e cpu-clock -o "$logs/$1.perf.data" >"$logs/$1.perf-record.log" 2>&1 &
+	perf record -a -g -e cpu-clock -F 999 -m 1024 -o "$logs/$1.perf.data" >"$logs/$1.perf-record.log" 2>&1 &
 	perf_pid=$!
 	nap 3 # perf's own start-up is slow under TCG; do not profile it
 }
+# The reports: per object, then the kernel's and the driver's symbols (the
+# percentages are of all samples), then their call graphs.
 perf_stop() { # ROW
 	[ -n "$perf_pid" ] || return 0
 	kill -INT "$perf_pid" 2>/dev/null || true
 	wait "$perf_pid" || true
 	perf_pid=
-	perf report -i "$logs/$1.perf.data" --stdio --no-children --sort dso,sym \
-		--percent-limit 0.3 >"$profile/$1-node$NODE_INDEX.txt" 2>"$logs/$1.perf-report.log" || true
-	perf report -i "$logs/$1.perf.data" --stdio --no-children --sort sym -g caller,0.5,callee \
-		--percent-limit 2 >"$profile/$1-node$NODE_INDEX-callers.txt" 2>/dev/null || true
+	local data=$logs/$1.perf.data role=client dsos='[kernel.kallsyms],[rdma_rxe_rs],[rdma_rxe]'
+	is_server && role=server
+	{
+		echo "### $1, node$NODE_INDEX ($role), driver $RXE_DRIVER: samples per object"
+		perf report -i "$data" --stdio --no-children -g none --sort dso --percent-limit 0.5 2>&1
+		echo "### $1, node$NODE_INDEX ($role), driver $RXE_DRIVER: kernel and driver symbols"
+		perf report -i "$data" --stdio --no-children -g none --sort dso,sym --dsos "$dsos" --percent-limit 0.2 2>&1
+	} >"$profile/$1-node$NODE_INDEX.txt"
+	perf report -i "$data" --stdio --no-children -g graph,1 --sort dso,sym --dsos "$dsos" \
+		--percent-limit 2 >"$profile/$1-node$NODE_INDEX-callgraph.txt" 2>&1 || true
 }
 
 server_addr=$(server_ip)
@@ -303,6 +311,10 @@ emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_T
 	if [ "$rc" != 0 ] || [ "$srv_rc" != 0 ] || [ -z "$fig" ]; then
 		ok=false
 		err="client exit $rc, server exit $srv_rc: client: $(tail -n 4 "${10}" | jstr) | server: ${11}"
+	elif grep -q 'Correlation coefficient' "${10}"; then
+		# perftest could not calibrate its cycle counter: its figures are 0 or junk
+		ok=false
+		err="perftest clock calibration failed (guest clocksource $clocksource): $(grep -m1 'Correlation' "${10}" | jstr)"
 	fi
 	case "$id" in tcp_*) drv=tcp ;; esac
 	secs c1 "$5"
@@ -312,8 +324,8 @@ emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_T
 	printf -v el '%d.%02d' $(($9 / 100)) $(($9 % 100))
 	cmd=${12//\"/}
 	{
-		printf '{"driver": "%s", "boot": "%s", "rep": %s, "row": "%s", "kind": "%s", "ok": %s' \
-			"$drv" "$RXE_DRIVER" "$rep" "$id" "$kind" "$ok"
+		printf '{"driver": "%s", "boot": "%s", "rep": %s, "row": "%s", "kind": "%s", "ok": %s, "clocksource": "%s"' \
+			"$drv" "$RXE_DRIVER" "$rep" "$id" "$kind" "$ok" "$clocksource"
 		[ -z "$fig" ] || printf ', %s' "$fig"
 		printf ', "cli_cpu_s": %s, "cli_kcpu_s": %s, "srv_cpu_s": %s, "srv_kcpu_s": %s, "seconds": %s' \
 			"$c1" "$c2" "$s1" "$s2" "$el"
@@ -334,11 +346,16 @@ perftest() {
 	local id=$1 kind=$2 n
 	scaled n "$3"
 	shift 3
-	local base=("$1" -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n "$n" "${@:2}")
+	# Line-buffered, so a program killed by the row timeout leaves its output.
+	local base=(stdbuf -oL "$1" -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n "$n" "${@:2}")
 	row "$id" "$kind" "${base[@]}" -- "${base[@]}" @SERVER@
 }
 
-say "bench: driver $RXE_DRIVER, rep $rep, GID index $gidx, scale $scale, results $results"
+# perftest times with the cycle counter, calibrated against gettimeofday:
+# that needs the TSC as the clocksource (qemu-test/run passes tsc=reliable).
+read -r clocksource </sys/devices/system/clocksource/clocksource0/current_clocksource
+say "bench: driver $RXE_DRIVER, rep $rep, GID index $gidx, scale $scale, clocksource $clocksource, results $results"
+[ "$clocksource" = tsc ] || say "bench: WARNING: clocksource $clocksource, not tsc: perftest's figures will be wrong"
 
 # Warm-up, not recorded: binaries and libraries into the page cache.
 if [ -z "$profile" ]; then
@@ -358,22 +375,22 @@ for s in 64 4096 65536 1048576; do
 done
 perftest msgrate_64_q4 bw 20000 ib_write_bw -s 64 -q 4
 for s in 2 4096; do
-	perftest "send_lat_$s" lat 2000 ib_send_lat -s "$s"
-	perftest "write_lat_$s" lat 2000 ib_write_lat -s "$s"
-	perftest "read_lat_$s" lat 2000 ib_read_lat -s "$s"
+	perftest "send_lat_$s" lat 5000 ib_send_lat -s "$s"
+	perftest "write_lat_$s" lat 5000 ib_write_lat -s "$s"
+	perftest "read_lat_$s" lat 5000 ib_read_lat -s "$s"
 done
 perftest atomic_bw bw 20000 ib_atomic_bw
-perftest atomic_lat lat 2000 ib_atomic_lat
+perftest atomic_lat lat 5000 ib_atomic_lat
 # UD loses what the receiver has no buffer for, and perftest's server waits
 # for every message of -n: UD bandwidth runs for a duration instead (-D,
 # measured after a -f margin at each end), and the figure is the receiver's.
 ud_d=$(((5 * scale_milli + 500) / 1000))
 ((ud_d >= 3)) || ud_d=3
-row ud_send_bw_64 bw_rx ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 64 -- \
-	ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 64 @SERVER@
-row ud_send_bw_1024 bw_rx ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 1024 -- \
-	ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 1024 @SERVER@
-perftest ud_send_lat_2 lat 2000 ib_send_lat -c UD -s 2
+row ud_send_bw_64 bw_rx stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 64 -- \
+	stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 64 @SERVER@
+row ud_send_bw_1024 bw_rx stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 1024 -- \
+	stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 1024 @SERVER@
+perftest ud_send_lat_2 lat 5000 ib_send_lat -c UD -s 2
 
 if ((tcp)); then
 	t=$(((3 * scale_milli + 500) / 1000))
