@@ -29,26 +29,9 @@ esac
 opts=("${args[@]:1}")
 port=18515
 
-# The GID table index of this node's IPv4 address as a RoCE v2 GID.
-ipv4_gid_index() {
-	local want gid i
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${NODE_IP//./ })
-	for ((i = 0; i < 16; i++)); do
-		gid=$(cat "/sys/class/infiniband/$RXE_DEV/ports/1/gids/$i" 2>/dev/null) || continue
-		[ "$gid" = "$want" ] || continue
-		[ "$(cat "/sys/class/infiniband/$RXE_DEV/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
-
-gidx=
-for _ in $(seq 20); do
-	gidx=$(ipv4_gid_index) && break
-	sleep 0.5
-done
-[ -n "$gidx" ] || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
+# perftest's default GID 0 is the link-local IPv6 one: use the RoCE v2 GID
+# of this node's IPv4 address.
+gidx=$(roce_gid_index v4) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
 note "$prog: GID index $gidx, options: ${opts[*]:-}"
 
 cmd=("$prog" -d "$RXE_DEV" -F -x "$gidx" -p "$port" "${opts[@]}")

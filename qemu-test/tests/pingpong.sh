@@ -16,21 +16,7 @@ shift
 [ $# -gt 0 ] || fail "no sizes given"
 iters=${PINGPONG_ITERS:-100}
 
-# The GID table index of our RoCE v2 IPv4-mapped GID.
-gid_index() {
-	local dir=/sys/class/infiniband/$RXE_DEV/ports/1 f i gid type
-	for f in "$dir"/gids/*; do
-		i=${f##*/}
-		gid=$(cat "$f" 2>/dev/null) || continue
-		type=$(cat "$dir/gid_attrs/types/$i" 2>/dev/null) || continue
-		case "$gid" in
-		0000:0000:0000:0000:0000:ffff:*)
-			[ "$type" = "RoCE v2" ] && { echo "$i"; return 0; } ;;
-		esac
-	done
-	return 1
-}
-gidx=$(gid_index) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
+gidx=$(roce_gid_index v4) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
 note "$prog: gid index $gidx"
 
 port=18515
