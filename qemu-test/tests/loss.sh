@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# RC recovery on a lossy link: node 1 drops 1% of what it sends and
+# RC recovery on a lossy link: one node drops 1% of what it sends and
 # reorders some of it (tc netem), then MIB MiB (default 100) each of RC
 # SEND, RDMA WRITE and RDMA READ must come through, and the data-integrity
 # test (every byte checked) must pass on the same link. Afterwards the
 # retry and sequence-error counters must show that recovery happened, and
 # both devices must still work on the clean link.
 #
-#   qemu-test/run --drivers rs,c qemu-test/tests/loss.sh [MIB]
+#   qemu-test/run --drivers rs,c qemu-test/tests/loss.sh [MIB [TIMEOUT [LOSSY]]]
+#
+# TIMEOUT is the local ACK timeout exponent given to perftest (-u; the
+# timeout is 4.096 us << TIMEOUT), 10 by default. LOSSY is the node whose
+# egress is lossy: 1 (the default) spoils the requests of the perftest
+# client (node 1), 2 spoils the ACKs and read responses of the server.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
 
 mib=${1:-100}
+ack_timeout=${2:-10}
+lossy=${3:-1}
 gidx=$(roce_gid_index v4) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
 counters=(sent_pkts rcvd_pkts completer_retry_err rcvd_seq_err out_of_seq_request duplicate_request retry_exceeded_err)
 snap() { local c; for c in "${counters[@]}"; do printf '%s=%s ' "$c" "$(hw_counter "$c")"; done; }
 before=$(snap)
 
-if is_client; then
+if [ "$NODE_INDEX" = "$lossy" ]; then
 	# Every packet waits 1 ms except 2% that go at once, ahead of the
-	# others; 1% are lost. Node 1 is the requester below: its requests
-	# suffer while node 2's ACKs and read responses come back clean, so a
-	# program's last exchange is always recovered before its peer exits.
+	# others; 1% are lost. Node 1 is the requester below. Each program
+	# ends with a handshake on its TCP connection, so a peer never leaves
+	# while the other still recovers its last exchange.
 	tc qdisc add dev eth0 root netem delay 1ms reorder 2% loss 1%
 	tc qdisc show dev eth0
 fi
@@ -32,9 +39,10 @@ port=18600
 # perf PROGRAM OPTIONS...: one perftest program, node 2 serving.
 perf() {
 	local log=$OUT_DIR/$1-$port.log rc=0
-	# A 4 ms local ACK timeout (-u 10) instead of 67 ms: on a LAN that is
-	# plenty, and every loss of a retransmission costs one timeout.
-	local cmd=("$@" -d "$RXE_DEV" -F -x "$gidx" -u 10 -p "$port")
+	# A 4 ms local ACK timeout (-u 10) instead of 67 ms by default: on a
+	# LAN that is plenty, and every loss of a retransmission costs one
+	# timeout.
+	local cmd=("$@" -d "$RXE_DEV" -F -x "$gidx" -u "$ack_timeout" -p "$port")
 	if is_server; then
 		timeout 900 "${cmd[@]}" >"$log" 2>&1 &
 		local srv=$!
@@ -62,7 +70,7 @@ if [ -x "$integrity" ]; then
 	"$integrity" "${LOSS_INTEGRITY_OPS:-60}" || fail "integrity.py on the lossy link"
 fi
 
-if is_client; then
+if [ "$NODE_INDEX" = "$lossy" ]; then
 	tc qdisc del dev eth0 root
 fi
 after=$(snap)
