@@ -14,7 +14,7 @@
 //! Each sending QP owns a [`TxFlow`]: the socket its skbs belong to while in
 //! flight, and the count of them (`rdma_rxe` pauses a requester above
 //! [`INFLIGHT_HIGH`] and wakes it below [`INFLIGHT_LOW`]; see
-//! [`TxFlow::over_limit`]).
+//! [`TxFlow::pause`]).
 //!
 //! # The address vector
 //!
@@ -157,7 +157,7 @@ impl TxPacket<'_> {
     }
 }
 
-/// Wakes a sender paused by [`TxFlow::over_limit`].
+/// Wakes a sender paused by [`TxFlow::pause`].
 pub(crate) trait TxWake: Send + Sync + 'static {
     /// Runs in the context that frees an skb (up to softirq): schedule, do
     /// not send from here.
@@ -182,8 +182,8 @@ struct Inflight<W: TxWake> {
 
 impl<W: TxWake> SkbOwner for Inflight<W> {
     fn skb_released(&self) {
-        let left = self.count.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
-        if left < INFLIGHT_LOW && self.waiting.swap(false, Ordering::AcqRel) {
+        let left = self.count.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+        if left < INFLIGHT_LOW && self.waiting.swap(false, Ordering::SeqCst) {
             self.wake.wake();
         }
     }
@@ -233,6 +233,22 @@ impl<W: TxWake> TxFlow<W> {
     /// Skbs sent and not yet freed.
     pub(crate) fn inflight(&self) -> u32 {
         self.inflight.count.load(Ordering::Acquire)
+    }
+
+    /// The waker given to [`TxFlow::new`].
+    pub(crate) fn waker(&self) -> &W {
+        &self.inflight.wake
+    }
+
+    /// The sender stops above [`INFLIGHT_HIGH`]: `true` when a call of the
+    /// waker is now promised (the count was still at or above
+    /// [`INFLIGHT_LOW`] after the request was registered); `false` when
+    /// the skbs drained meanwhile and the sender should look again itself.
+    pub(crate) fn pause(&self) -> bool {
+        // Pairs with `skb_released`: either that side sees `waiting`, or
+        // this side sees the count it left.
+        self.inflight.waiting.store(true, Ordering::SeqCst);
+        self.inflight.count.load(Ordering::SeqCst) >= INFLIGHT_LOW
     }
 
 }

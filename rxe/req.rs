@@ -13,6 +13,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, LocalAccess};
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::task::{Progress as TaskProgress, TaskOwner};
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
 use crate::rxe::mr::{self, PdId};
@@ -29,14 +30,44 @@ use crate::rxe::proto::uapi::{self, Payload, SendFlags, SendWqe, SqLimits, WcSta
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Shared};
 
-/// The transmit flow's waker. The requester polls instead of sleeping
-/// above the in-flight limit. Aligned to 8: the socket's user-data pointer
-/// to the flow state must keep its low bits clear.
-#[repr(align(8))]
-pub(crate) struct NoWake;
+/// The transmit flow's waker: schedules the requester once its skbs in
+/// flight have drained below the low mark.
+///
+/// It holds the QP only while the requester is paused on its skbs (a
+/// reference cycle QP -> flow -> waker -> QP), and [`ReqWake::disarm`] on
+/// destroy breaks the cycle after the tasks have stopped.
+pub(crate) struct ReqWake {
+    qp: Pin<KBox<SpinLockIrq<Option<Arc<Shared>>>>>,
+}
 
-impl net::TxWake for NoWake {
-    fn wake(&self) {}
+impl ReqWake {
+    /// Process context.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self { qp: KBox::pin_init(new_spinlock_irq!(None, "rxe_req_wake"), GFP_KERNEL)? })
+    }
+
+    /// The requester of `qp` is about to pause on its skbs.
+    fn arm(&self, qp: &Arc<Shared>) {
+        let mut g = self.qp.lock();
+        if g.is_none() {
+            *g = Some(qp.clone());
+        }
+    }
+
+    /// Drops the QP reference; called once the QP's tasks are shut down, so
+    /// no requester run can arm it again.
+    pub(crate) fn disarm(&self) {
+        let qp = self.qp.lock().take();
+        drop(qp);
+    }
+}
+
+impl net::TxWake for ReqWake {
+    fn wake(&self) {
+        if let Some(qp) = self.qp.lock().as_ref() {
+            qp.req_task.schedule(qp);
+        }
+    }
 }
 
 /// What the engines know about one SQ slot.
@@ -63,6 +94,14 @@ pub(crate) struct Track {
     shadow: KVec<Shadow>,
     /// Scratch copy of one SQ slot.
     pub(crate) buf: KVec<u8>,
+    /// The requester's validated copy of the WQE it works on, parsed when
+    /// it first met that WQE, so the packets after the first of a message
+    /// neither copy nor parse the slot again (and all of them agree with
+    /// the shadow entry, whatever user space writes to the ring meanwhile).
+    /// `None` only while `run_once` holds it.
+    cur: Option<KBox<SendWqe>>,
+    /// The slot `cur` was parsed from, while it is still that WQE's copy.
+    cur_slot: Option<u32>,
 }
 
 impl Track {
@@ -102,7 +141,14 @@ impl State {
         Ok(Self {
             req: ReqState::new(0, 0),
             comp: CompState::new(0, 0, 0),
-            sq: Track { off: 0, touched: 0, shadow, buf },
+            sq: Track {
+                off: 0,
+                touched: 0,
+                shadow,
+                buf,
+                cur: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
+                cur_slot: None,
+            },
         })
     }
 }
@@ -110,6 +156,16 @@ impl State {
 /// The largest SGE/inline area after a send WQE's fixed part.
 fn limits_area() -> usize {
     crate::rxe::proto::params::limits::MAX_INLINE_DATA as usize
+}
+
+/// The slot of the WQE `off` entries past the SQ consumer, `None` when the
+/// SQ holds no such WQE.
+fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
+    let sq = qp.sq.lock();
+    if off >= sq.queue.count() {
+        return None;
+    }
+    Some(sq.queue.own_index().wrapping_add(off) % (sq.queue.capacity() + 1))
 }
 
 /// Copies the WQE `off` entries past the SQ consumer into `track.buf`;
@@ -239,6 +295,7 @@ pub(crate) fn reset(qp: &Arc<Shared>) {
     st.comp.reset();
     st.sq.off = 0;
     st.sq.touched = 0;
+    st.sq.cur_slot = None;
 }
 
 /// What one requester decision leaves for the task.
@@ -247,6 +304,8 @@ enum Outcome {
     Idle,
     /// Look again now.
     Again,
+    /// Too many skbs in flight: sleep until they drain.
+    Paused,
     /// A packet or local operation went out.
     Sent,
     /// A WQE failed: the QP goes to ERR.
@@ -390,24 +449,57 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
     }
 
     let off = st.sq.off;
-    let Some(slot) = read_wqe(qp, &mut st.sq, off) else {
+    let Some(slot) = slot_at(qp, off) else {
         return (Outcome::Idle, None);
     };
-    let parsed = parse_wqe(qp, &st.sq);
     let fresh = off >= st.sq.touched;
-    let wqe = match parsed {
-        Ok(w) => w,
-        Err(e) => {
-            if let Some(sh) = st.sq.shadow(slot) {
-                *sh = Shadow::EMPTY;
-                rl::fail(&mut sh.progress, e.wc_status());
-            }
-            st.sq.touched = st.sq.touched.max(off + 1);
-            st.sq.off = off + 1;
-            return (Outcome::Failed, None);
-        }
+    let Some(mut wqe) = st.sq.cur.take() else {
+        return (Outcome::Idle, None);
     };
-    let info = WqeInfo::from_wqe(&wqe, qp.qp_type);
+    // A WQE met for the first time is read from the ring; one met again
+    // (the next packet, or a retry) reuses its copy while that is cached.
+    if fresh || st.sq.cur_slot != Some(slot) {
+        st.sq.cur_slot = None;
+        let parsed = match read_wqe(qp, &mut st.sq, off) {
+            Some(s) if s == slot => parse_wqe(qp, &st.sq),
+            _ => {
+                st.sq.cur = Some(wqe);
+                return (Outcome::Idle, None);
+            }
+        };
+        match parsed {
+            Ok(w) => {
+                *wqe = w;
+                st.sq.cur_slot = Some(slot);
+            }
+            Err(e) => {
+                st.sq.cur = Some(wqe);
+                if let Some(sh) = st.sq.shadow(slot) {
+                    *sh = Shadow::EMPTY;
+                    rl::fail(&mut sh.progress, e.wc_status());
+                }
+                st.sq.touched = st.sq.touched.max(off + 1);
+                st.sq.off = off + 1;
+                return (Outcome::Failed, None);
+            }
+        }
+    }
+    let r = run_wqe(qp, snap, st, off, slot, fresh, &wqe);
+    st.sq.cur = Some(wqe);
+    r
+}
+
+/// The part of [`run_once`] that acts on the parsed WQE `wqe` of `slot`.
+fn run_wqe<'a>(
+    qp: &'a Arc<Shared>,
+    snap: &Snap,
+    st: &mut State,
+    off: u32,
+    slot: u32,
+    fresh: bool,
+    wqe: &SendWqe,
+) -> (Outcome, Option<net::TxPacket<'a>>) {
+    let info = WqeInfo::from_wqe(wqe, qp.qp_type);
     if fresh {
         if let Some(sh) = st.sq.shadow(slot) {
             *sh = Shadow { info, progress: rl::Progress::posted(info.length, info.retry_iova) };
@@ -424,12 +516,12 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
     let gates = Gates { prior_done: off == 0, comp_psn: st.comp.psn, inflight: qp.flow.inflight() };
     let step = rl::plan(&mut st.req, &snap.rq, &sh.info, &mut sh.progress, &gates);
     let (outcome, tx) = match step {
-        // The flow has no waker: yield and look again (the task requeues
-        // itself once its budget is spent).
-        Step::Wait(Wait::Skb) => (Outcome::Again, None),
+        // Sleep until the skbs in flight drain; look again at once if they
+        // drained meanwhile.
+        Step::Wait(Wait::Skb) => (Outcome::Paused, None),
         Step::Wait(_) => (Outcome::Idle, None),
         Step::Local => {
-            match local_op(qp, &wqe) {
+            match local_op(qp, wqe) {
                 Ok(()) => rl::finish_local(&mut sh.progress),
                 Err(status) => rl::fail(&mut sh.progress, status),
             }
@@ -455,7 +547,7 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            match build(qp, snap, &wqe, &p, done) {
+            match build(qp, snap, wqe, &p, done) {
                 Ok(tx) => {
                     if rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p) {
                         st.sq.off = off + 1;
@@ -507,6 +599,14 @@ fn step(qp: &Arc<Shared>) -> TaskProgress {
     match outcome {
         Outcome::Idle => TaskProgress::Done,
         Outcome::Again => TaskProgress::More,
+        Outcome::Paused => {
+            qp.flow.waker().arm(qp);
+            if qp.flow.pause() {
+                TaskProgress::Done
+            } else {
+                TaskProgress::More
+            }
+        }
         Outcome::Sent => {
             // The completer retires what is done (all of UC/UD, local ops).
             if qp.qp_type != QpType::Rc || qp.req.lock().sq.off > 0 {

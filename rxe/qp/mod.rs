@@ -145,7 +145,7 @@ pub(crate) struct Shared {
     /// device is released, which drops this reference.
     pub(crate) dev: DeviceRef,
     /// The engines' transmit socket and skb count.
-    pub(crate) flow: TxFlow<req::NoWake>,
+    pub(crate) flow: TxFlow<req::ReqWake>,
 
     // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs): each
     // owns its state, behind its own lock, and runs as its own task.
@@ -289,6 +289,8 @@ impl Shared {
         self.resp_task.shutdown();
         self.retrans_timer.shutdown(self);
         self.rnr_timer.shutdown(self);
+        // No requester runs any more to arm it: break the QP -> waker cycle.
+        self.flow.waker().disarm();
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
     }
@@ -465,7 +467,7 @@ impl Qp {
         let comp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let req_state = req::State::new(sq_queue.capacity())?;
         let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
-        let flow = TxFlow::new(req::NoWake)?;
+        let flow = TxFlow::new(req::ReqWake::new()?)?;
         let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,

@@ -217,6 +217,25 @@ pub(crate) struct SendWqe {
 }
 
 impl SendWqe {
+    /// A placeholder that moves no data (a local invalidate of key 0), for
+    /// storage that a parse overwrites before use.
+    pub(crate) fn empty() -> SendWqe {
+        SendWqe {
+            wr_id: 0,
+            opcode: WrOpcode::LocalInv,
+            send_flags: SendFlags(0),
+            ex: 0,
+            wr: WrParams::None,
+            iova: 0,
+            ssn: 0,
+            mask: WrMask(0),
+            length: 0,
+            num_sge: 0,
+            payload: Payload::None,
+            area: [0; SEND_DATA_AREA],
+        }
+    }
+
     /// Parses and validates the slot copy `buf` (the whole slot, so that the
     /// SGE/inline area can be bounded by it).
     pub(crate) fn from_bytes(buf: &[u8], sq: &SqLimits) -> Result<SendWqe, WqeError> {
