@@ -14,7 +14,7 @@ use crate::rxe::proto::events::Event;
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
-use crate::rxe::proto::uapi::{Cqe, SendFlags, WcStatus, WqeState, WrOpcode};
+use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
 use crate::rxe::proto::wire::rnr_timer_us;
 use crate::rxe::qp::{self, Shared};
 use crate::rxe::recv::RxPacket;
@@ -69,20 +69,15 @@ impl Cqes {
     }
 }
 
-/// The wr_id of the slot copy in `track.buf`.
-fn wr_id(track: &Track) -> u64 {
-    track.buf.first_chunk::<8>().map_or(0, |b| u64::from_ne_bytes(*b))
-}
-
 /// Retires the head WQE: its CQE (if due) goes to `cqes`, the consumer
 /// index moves on.
 fn retire_head(qp: &Shared, track: &mut Track, info: &WqeInfo, status: WcStatus, cqes: &mut Cqes) {
-    if req::read_wqe(qp, track, 0).is_none() {
+    let Some(wr_id) = req::head_wr_id(qp) else {
         return;
-    }
+    };
     if cl::must_post(qp.sig_all, info.flags, status) {
         let c = cl::send_cqe(info, status);
-        let mut cqe = Cqe::new(wr_id(track), status, qp.qpn);
+        let mut cqe = Cqe::new(wr_id, status, qp.qpn);
         cqe.opcode = c.opcode;
         cqe.wc_flags = c.wc_flags;
         cqe.byte_len = c.byte_len;
@@ -103,6 +98,25 @@ struct Io<'a> {
 impl Io<'_> {
     fn head_slot(&self) -> u32 {
         self.qp.sq.lock().queue.own_index()
+    }
+}
+
+impl Io<'_> {
+    /// Writes the read response payload into the head WQE `wqe` of `slot`
+    /// where its bytes left begin; the bytes left after it.
+    fn read_into(&mut self, slot: u32, wqe: &SendWqe) -> Result<u32, CopyFault> {
+        let sh = self.track.shadow(slot).ok_or(CopyFault)?;
+        let data = self.pkt.as_ref().ok_or(CopyFault)?.payload();
+        let len = u32::try_from(data.len()).map_err(|_| CopyFault)?;
+        if len > sh.progress.resid || wqe.length != sh.info.length {
+            return Err(CopyFault);
+        }
+        let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
+        let mut cur = Cursor::new(wqe.length);
+        cur.advance(wqe, wqe.length - sh.progress.resid).map_err(|_| CopyFault)?;
+        cur.copy_to_mem(&mem, wqe, data).map_err(|_| CopyFault)?;
+        sh.progress.resid -= len;
+        Ok(sh.progress.resid)
     }
 }
 
@@ -133,29 +147,23 @@ impl cl::Sq for Io<'_> {
 
     fn read_data(&mut self) -> Result<u32, CopyFault> {
         let slot = self.head_slot();
-        req::read_wqe(self.qp, self.track, 0).ok_or(CopyFault)?;
-        let wqe = req::parse_wqe(self.qp, self.track).map_err(|_| CopyFault)?;
-        let sh = self.track.shadow(slot).ok_or(CopyFault)?;
-        let data = self.pkt.as_ref().ok_or(CopyFault)?.payload();
-        let len = u32::try_from(data.len()).map_err(|_| CopyFault)?;
-        if len > sh.progress.resid || wqe.length != sh.info.length {
-            return Err(CopyFault);
-        }
-        let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
-        let mut cur = Cursor::new(wqe.length);
-        cur.advance(&wqe, wqe.length - sh.progress.resid).map_err(|_| CopyFault)?;
-        cur.copy_to_mem(&mem, &wqe, data).map_err(|_| CopyFault)?;
-        sh.progress.resid -= len;
-        Ok(sh.progress.resid)
+        let wqe = self.track.take_head(self.qp, slot).ok_or(CopyFault)?;
+        let r = self.read_into(slot, &wqe);
+        self.track.put_head(wqe);
+        r
     }
 
     fn atomic_data(&mut self) -> Result<(), CopyFault> {
-        req::read_wqe(self.qp, self.track, 0).ok_or(CopyFault)?;
-        let wqe = req::parse_wqe(self.qp, self.track).map_err(|_| CopyFault)?;
-        let orig = self.pkt.as_ref().and_then(|p| p.atmack()).ok_or(CopyFault)?.orig;
-        let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
-        let mut cur = Cursor::new(wqe.length);
-        cur.copy_to_mem(&mem, &wqe, &orig.to_ne_bytes()).map_err(|_| CopyFault)
+        let slot = self.head_slot();
+        let wqe = self.track.take_head(self.qp, slot).ok_or(CopyFault)?;
+        let orig = self.pkt.as_ref().and_then(|p| p.atmack()).map(|a| a.orig);
+        let r = orig.ok_or(CopyFault).and_then(|orig| {
+            let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
+            let mut cur = Cursor::new(wqe.length);
+            cur.copy_to_mem(&mem, &*wqe, &orig.to_ne_bytes()).map_err(|_| CopyFault)
+        });
+        self.track.put_head(wqe);
+        r
     }
 
     fn retire(&mut self, status: WcStatus) {

@@ -24,6 +24,7 @@ use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
+use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, Gates, ReqQp, ReqState, Step, Wait, WqeInfo};
 use crate::rxe::proto::uapi::{self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams};
@@ -102,6 +103,11 @@ pub(crate) struct Track {
     cur: Option<KBox<SendWqe>>,
     /// The slot `cur` was parsed from, while it is still that WQE's copy.
     cur_slot: Option<u32>,
+    /// The completer's validated copy of the head WQE, which read responses
+    /// and atomic replies write into; valid until the head is retired.
+    head: Option<KBox<SendWqe>>,
+    /// The slot `head` was parsed from.
+    head_slot: Option<u32>,
 }
 
 impl Track {
@@ -118,6 +124,33 @@ impl Track {
     pub(crate) fn retired(&mut self) {
         self.off = self.off.saturating_sub(1);
         self.touched = self.touched.saturating_sub(1);
+        self.head_slot = None;
+    }
+
+    /// The parsed head WQE, in slot `slot`: the cached copy, or a fresh one
+    /// from the ring. `None` if the head cannot be read or is malformed.
+    /// Give it back with [`Track::put_head`].
+    pub(crate) fn take_head(&mut self, qp: &Shared, slot: u32) -> Option<KBox<SendWqe>> {
+        let mut wqe = self.head.take()?;
+        if self.head_slot != Some(slot) {
+            self.head_slot = None;
+            let parsed = match read_wqe(qp, self, 0) {
+                Some(s) if s == slot => parse_wqe(qp, self).ok(),
+                _ => None,
+            };
+            let Some(w) = parsed else {
+                self.head = Some(wqe);
+                return None;
+            };
+            *wqe = w;
+            self.head_slot = Some(slot);
+        }
+        Some(wqe)
+    }
+
+    /// Returns the box [`Track::take_head`] lent.
+    pub(crate) fn put_head(&mut self, wqe: KBox<SendWqe>) {
+        self.head = Some(wqe);
     }
 }
 
@@ -148,6 +181,8 @@ impl State {
                 buf,
                 cur: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
                 cur_slot: None,
+                head: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
+                head_slot: None,
             },
         })
     }
@@ -168,9 +203,20 @@ fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
     Some(sq.queue.own_index().wrapping_add(off) % (sq.queue.capacity() + 1))
 }
 
+/// The wr_id of the head WQE, read from the ring.
+pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
+    let sq = qp.sq.lock();
+    if sq.queue.count() == 0 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    sq.queue.read_slot(sq.queue.own_index(), &mut b).ok()?;
+    Some(u64::from_ne_bytes(b))
+}
+
 /// Copies the WQE `off` entries past the SQ consumer into `track.buf`;
 /// returns its slot, `None` when the SQ holds no such WQE.
-pub(crate) fn read_wqe(qp: &Shared, track: &mut Track, off: u32) -> Option<u32> {
+fn read_wqe(qp: &Shared, track: &mut Track, off: u32) -> Option<u32> {
     let sq = qp.sq.lock();
     if off >= sq.queue.count() {
         return None;
@@ -183,7 +229,7 @@ pub(crate) fn read_wqe(qp: &Shared, track: &mut Track, off: u32) -> Option<u32> 
 }
 
 /// Validates the copy in `track.buf`.
-pub(crate) fn parse_wqe(qp: &Shared, track: &Track) -> Result<SendWqe, uapi::WqeError> {
+fn parse_wqe(qp: &Shared, track: &Track) -> Result<SendWqe, uapi::WqeError> {
     let limits = SqLimits {
         qp_type: qp.qp_type,
         max_sge: qp.sq_caps.max_sge,
@@ -296,6 +342,7 @@ pub(crate) fn reset(qp: &Arc<Shared>) {
     st.sq.off = 0;
     st.sq.touched = 0;
     st.sq.cur_slot = None;
+    st.sq.head_slot = None;
 }
 
 /// What one requester decision leaves for the task.
@@ -306,8 +353,9 @@ enum Outcome {
     Again,
     /// Too many skbs in flight: sleep until they drain.
     Paused,
-    /// A packet or local operation went out.
-    Sent,
+    /// A packet or local operation went out; `retire`: a WQE is done
+    /// without waiting for a response, for the completer to retire.
+    Sent { retire: bool },
     /// A WQE failed: the QP goes to ERR.
     Failed,
 }
@@ -460,6 +508,7 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
     // (the next packet, or a retry) reuses its copy while that is cached.
     if fresh || st.sq.cur_slot != Some(slot) {
         st.sq.cur_slot = None;
+    st.sq.head_slot = None;
         let parsed = match read_wqe(qp, &mut st.sq, off) {
             Some(s) if s == slot => parse_wqe(qp, &st.sq),
             _ => {
@@ -527,18 +576,18 @@ fn run_wqe<'a>(
             }
             st.sq.off = off + 1;
             let failed = sh.progress.state == WqeState::Error;
-            (if failed { Outcome::Failed } else { Outcome::Sent }, None)
+            (if failed { Outcome::Failed } else { Outcome::Sent { retire: true } }, None)
         }
         // Fully sent and acknowledged already (found again by a retry):
         // move on; the completer retires it.
         Step::Skip => {
             st.sq.off = off + 1;
-            (Outcome::Sent, None)
+            (Outcome::Sent { retire: true }, None)
         }
         Step::SkipUd => {
             rl::skip_oversized_ud(&mut st.req, &mut sh.progress);
             st.sq.off = off + 1;
-            (Outcome::Sent, None)
+            (Outcome::Sent { retire: true }, None)
         }
         Step::Fail(status) => {
             rl::fail(&mut sh.progress, status);
@@ -549,10 +598,18 @@ fn run_wqe<'a>(
             let done = sh.info.length.saturating_sub(sh.progress.resid);
             match build(qp, snap, wqe, &p, done) {
                 Ok(tx) => {
-                    if rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p) {
+                    let end = rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p);
+                    if end {
                         st.sq.off = off + 1;
                     }
-                    (Outcome::Sent, Some(tx))
+                    // UC/UD messages are done once sent. An RC message is
+                    // retired by the response to come, unless the ACKs
+                    // already passed it (a retry resending its tail).
+                    let retire = end
+                        && (qp.qp_type != QpType::Rc
+                            || (sh.progress.state == WqeState::Pending
+                                && psn_after(st.comp.psn, sh.progress.last_psn)));
+                    (Outcome::Sent { retire }, Some(tx))
                 }
                 Err(status) => {
                     rl::fail(&mut sh.progress, status);
@@ -607,9 +664,9 @@ fn step(qp: &Arc<Shared>) -> TaskProgress {
                 TaskProgress::More
             }
         }
-        Outcome::Sent => {
-            // The completer retires what is done (all of UC/UD, local ops).
-            if qp.qp_type != QpType::Rc || qp.req.lock().sq.off > 0 {
+        Outcome::Sent { retire } => {
+            // The completer retires what is done without a response.
+            if retire {
                 qp.comp_task.schedule(qp);
             }
             TaskProgress::More
