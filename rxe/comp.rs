@@ -92,7 +92,7 @@ struct Io<'a> {
     qp: &'a Shared,
     track: &'a mut Track,
     pkt: Option<RxPacket>,
-    cqes: Cqes,
+    cqes: &'a mut Cqes,
 }
 
 impl Io<'_> {
@@ -174,7 +174,7 @@ impl cl::Sq for Io<'_> {
         if matches!(sh.info.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv) {
             counters::inc(&self.qp.dev, Counter::RdmaSends);
         }
-        retire_head(self.qp, self.track, &sh.info, status, &mut self.cqes);
+        retire_head(self.qp, self.track, &sh.info, status, self.cqes);
     }
 
     fn count(&mut self, ev: Event) {
@@ -239,9 +239,8 @@ fn step(qp: &Arc<Shared>) -> Progress {
     let out = {
         let mut guard = qp.req.lock();
         let st = &mut *guard;
-        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes: Cqes::new() };
+        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes: &mut cqes };
         let out = cl::run(&mut st.comp, &mut st.req, &mut io);
-        core::mem::swap(&mut cqes, &mut io.cqes);
         if let Some(p) = io.pkt.take() {
             p.consume();
         }

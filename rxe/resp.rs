@@ -512,19 +512,18 @@ fn take_srq(srq: &srq::Shared) -> Result<RecvWqe, RecvError> {
 
 impl TaskOwner<{ qp::RESP_TASK }> for Shared {
     fn step(this: &Arc<Self>) -> Progress {
-        let (valid, attrs, sport) = {
+        let (valid, state, f) = {
             let s = this.state.lock();
-            (s.valid, s.attrs, s.src_port)
+            (s.valid, s.attrs.state, facts(this, &s.attrs, s.src_port))
         };
-        if !valid || matches!(attrs.state, QpState::Err | QpState::Reset) {
-            let notify = valid && attrs.state == QpState::Err;
+        if !valid || matches!(state, QpState::Err | QpState::Reset) {
+            let notify = valid && state == QpState::Err;
             this.resp_drain_pkts();
             let mut st = this.resp.lock();
             st.forget();
             this.resp_flush_recv(&mut st, notify);
             return Progress::Done;
         }
-        let f = facts(this, &attrs, sport);
         let out = {
             let mut guard = this.resp.lock();
             let State { rs, head, wqe, flow, .. } = &mut *guard;
