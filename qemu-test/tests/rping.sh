@@ -19,7 +19,13 @@ log=$OUT_DIR/rping.log
 if is_server; then
 	timeout 300 rping -s "${args[@]}" >"$log" 2>&1 &
 	rp=$!
-	sleep 3 # it listens through the CM, which ss does not show
+	# It listens through the RDMA CM, which `rdma resource` shows (ss does not).
+	start=$SECONDS
+	until rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*:7174"; do
+		((SECONDS - start < 60)) || fail "rping -s does not listen after 60 s"
+		kill -0 "$rp" 2>/dev/null || { cat "$log"; fail "rping server exited"; }
+		sleep 0.5
+	done
 	barrier rping-up
 	wait "$rp" || { cat "$log"; fail "rping server"; }
 else
