@@ -99,9 +99,7 @@ impl Io<'_> {
     fn head_slot(&self) -> u32 {
         self.qp.sq.lock().queue.own_index()
     }
-}
 
-impl Io<'_> {
     /// Writes the read response payload into the head WQE `wqe` of `slot`
     /// where its bytes left begin; the bytes left after it.
     fn read_into(&mut self, slot: u32, wqe: &SendWqe) -> Result<u32, CopyFault> {
@@ -117,6 +115,15 @@ impl Io<'_> {
         cur.copy_to_mem(&mem, wqe, data).map_err(|_| CopyFault)?;
         sh.progress.resid -= len;
         Ok(sh.progress.resid)
+    }
+
+    /// Returns the original value of an atomic reply into the head WQE
+    /// `wqe`'s buffer.
+    fn atomic_into(&self, wqe: &SendWqe) -> Result<(), CopyFault> {
+        let orig = self.pkt.as_ref().and_then(|p| p.atmack()).ok_or(CopyFault)?.orig;
+        let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
+        let mut cur = Cursor::new(wqe.length);
+        cur.copy_to_mem(&mem, wqe, &orig.to_ne_bytes()).map_err(|_| CopyFault)
     }
 }
 
@@ -156,12 +163,7 @@ impl cl::Sq for Io<'_> {
     fn atomic_data(&mut self) -> Result<(), CopyFault> {
         let slot = self.head_slot();
         let wqe = self.track.take_head(self.qp, slot).ok_or(CopyFault)?;
-        let orig = self.pkt.as_ref().and_then(|p| p.atmack()).map(|a| a.orig);
-        let r = orig.ok_or(CopyFault).and_then(|orig| {
-            let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
-            let mut cur = Cursor::new(wqe.length);
-            cur.copy_to_mem(&mem, &*wqe, &orig.to_ne_bytes()).map_err(|_| CopyFault)
-        });
+        let r = self.atomic_into(&wqe);
         self.track.put_head(wqe);
         r
     }

@@ -19,17 +19,17 @@ use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
 use crate::rxe::mr::{self, PdId};
 use crate::rxe::mw;
 use crate::rxe::net;
-use crate::rxe::proto::comp_logic::CompState;
+use crate::rxe::proto::comp_logic::{self as cl, CompState, Head};
 use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
-use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, Gates, ReqQp, ReqState, Step, Wait, WqeInfo};
 use crate::rxe::proto::uapi::{self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Shared};
+use crate::rxe::queue::Queue;
 
 /// The transmit flow's waker: schedules the requester once its skbs in
 /// flight have drained below the low mark.
@@ -94,20 +94,73 @@ pub(crate) struct Track {
     pub(crate) touched: u32,
     shadow: KVec<Shadow>,
     /// Scratch copy of one SQ slot.
-    pub(crate) buf: KVec<u8>,
-    /// The requester's validated copy of the WQE it works on, parsed when
-    /// it first met that WQE, so the packets after the first of a message
-    /// neither copy nor parse the slot again (and all of them agree with
-    /// the shadow entry, whatever user space writes to the ring meanwhile).
-    /// `None` only while `run_once` holds it.
-    cur: Option<KBox<SendWqe>>,
-    /// The slot `cur` was parsed from, while it is still that WQE's copy.
-    cur_slot: Option<u32>,
-    /// The completer's validated copy of the head WQE, which read responses
-    /// and atomic replies write into; valid until the head is retired.
-    head: Option<KBox<SendWqe>>,
-    /// The slot `head` was parsed from.
-    head_slot: Option<u32>,
+    buf: KVec<u8>,
+    /// The requester's copy of the WQE it works on: the packets after the
+    /// first of a message neither copy nor parse the slot again, and all
+    /// of them agree with the shadow entry whatever user space writes to
+    /// the ring meanwhile.
+    cur: WqeCopy,
+    /// The completer's copy of the head WQE, which read responses and
+    /// atomic replies write into; forgotten when the head is retired.
+    head: WqeCopy,
+}
+
+/// A validated copy of the WQE in one SQ slot, kept while that slot holds
+/// the same WQE. The box is lent out while in use (`take`/`put`).
+struct WqeCopy {
+    wqe: Option<KBox<SendWqe>>,
+    /// The slot `wqe` was parsed from; `None` when it is stale.
+    slot: Option<u32>,
+}
+
+impl WqeCopy {
+    fn new() -> Result<Self> {
+        Ok(Self { wqe: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?), slot: None })
+    }
+
+    /// The parsed WQE `off` entries past the SQ consumer, which lies in
+    /// `slot`: the copy when it is of `slot` and `reuse` allows, otherwise
+    /// read from the ring through `buf` and parsed. `Err(None)` when the
+    /// slot cannot be read, `Err(Some(_))` when its WQE is malformed.
+    fn take(
+        &mut self,
+        qp: &Shared,
+        buf: &mut KVec<u8>,
+        off: u32,
+        slot: u32,
+        reuse: bool,
+    ) -> Result<KBox<SendWqe>, Option<uapi::WqeError>> {
+        let mut wqe = self.wqe.take().ok_or(None)?;
+        if reuse && self.slot == Some(slot) {
+            return Ok(wqe);
+        }
+        self.slot = None;
+        let parsed = match read_wqe(qp, buf, off) {
+            Some(s) if s == slot => parse_wqe(qp, buf).map_err(Some),
+            _ => Err(None),
+        };
+        match parsed {
+            Ok(w) => {
+                *wqe = w;
+                self.slot = Some(slot);
+                Ok(wqe)
+            }
+            Err(e) => {
+                self.wqe = Some(wqe);
+                Err(e)
+            }
+        }
+    }
+
+    /// Returns the box [`WqeCopy::take`] lent.
+    fn put(&mut self, wqe: KBox<SendWqe>) {
+        self.wqe = Some(wqe);
+    }
+
+    /// The slot may hold another WQE from now on.
+    fn forget(&mut self) {
+        self.slot = None;
+    }
 }
 
 impl Track {
@@ -124,33 +177,18 @@ impl Track {
     pub(crate) fn retired(&mut self) {
         self.off = self.off.saturating_sub(1);
         self.touched = self.touched.saturating_sub(1);
-        self.head_slot = None;
+        self.head.forget();
     }
 
-    /// The parsed head WQE, in slot `slot`: the cached copy, or a fresh one
-    /// from the ring. `None` if the head cannot be read or is malformed.
-    /// Give it back with [`Track::put_head`].
+    /// The parsed head WQE, in slot `slot`; `None` if it cannot be read or
+    /// is malformed. Give it back with [`Track::put_head`].
     pub(crate) fn take_head(&mut self, qp: &Shared, slot: u32) -> Option<KBox<SendWqe>> {
-        let mut wqe = self.head.take()?;
-        if self.head_slot != Some(slot) {
-            self.head_slot = None;
-            let parsed = match read_wqe(qp, self, 0) {
-                Some(s) if s == slot => parse_wqe(qp, self).ok(),
-                _ => None,
-            };
-            let Some(w) = parsed else {
-                self.head = Some(wqe);
-                return None;
-            };
-            *wqe = w;
-            self.head_slot = Some(slot);
-        }
-        Some(wqe)
+        self.head.take(qp, &mut self.buf, 0, slot, true).ok()
     }
 
     /// Returns the box [`Track::take_head`] lent.
     pub(crate) fn put_head(&mut self, wqe: KBox<SendWqe>) {
-        self.head = Some(wqe);
+        self.head.put(wqe);
     }
 }
 
@@ -179,10 +217,8 @@ impl State {
                 touched: 0,
                 shadow,
                 buf,
-                cur: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
-                cur_slot: None,
-                head: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
-                head_slot: None,
+                cur: WqeCopy::new()?,
+                head: WqeCopy::new()?,
             },
         })
     }
@@ -193,43 +229,38 @@ fn limits_area() -> usize {
     crate::rxe::proto::params::limits::MAX_INLINE_DATA as usize
 }
 
-/// The slot of the WQE `off` entries past the SQ consumer, `None` when the
-/// SQ holds no such WQE.
+/// The slot of the WQE `off` entries past the consumer of `q`, `None` when
+/// the SQ holds no such WQE.
+fn slot_of(q: &Queue, off: u32) -> Option<u32> {
+    (off < q.count()).then(|| q.own_index().wrapping_add(off) % (q.capacity() + 1))
+}
+
+/// The slot of the WQE `off` entries past the SQ consumer.
 fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
-    let sq = qp.sq.lock();
-    if off >= sq.queue.count() {
-        return None;
-    }
-    Some(sq.queue.own_index().wrapping_add(off) % (sq.queue.capacity() + 1))
+    slot_of(&qp.sq.lock().queue, off)
 }
 
 /// The wr_id of the head WQE, read from the ring.
 pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
     let sq = qp.sq.lock();
-    if sq.queue.count() == 0 {
-        return None;
-    }
+    let slot = slot_of(&sq.queue, 0)?;
     let mut b = [0u8; 8];
-    sq.queue.read_slot(sq.queue.own_index(), &mut b).ok()?;
+    sq.queue.read_slot(slot, &mut b).ok()?;
     Some(u64::from_ne_bytes(b))
 }
 
-/// Copies the WQE `off` entries past the SQ consumer into `track.buf`;
-/// returns its slot, `None` when the SQ holds no such WQE.
-fn read_wqe(qp: &Shared, track: &mut Track, off: u32) -> Option<u32> {
+/// Copies the WQE `off` entries past the SQ consumer into `buf`; returns
+/// its slot, `None` when the SQ holds no such WQE.
+fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<u32> {
     let sq = qp.sq.lock();
-    if off >= sq.queue.count() {
-        return None;
-    }
-    let slot = sq.queue.own_index().wrapping_add(off) % (sq.queue.capacity() + 1);
-    let len = sq.queue.elem_size().min(track.buf.len());
-    let buf = track.buf.get_mut(..len)?;
-    sq.queue.read_slot(slot, buf).ok()?;
+    let slot = slot_of(&sq.queue, off)?;
+    let len = sq.queue.elem_size().min(buf.len());
+    sq.queue.read_slot(slot, buf.get_mut(..len)?).ok()?;
     Some(slot)
 }
 
-/// Validates the copy in `track.buf`.
-fn parse_wqe(qp: &Shared, track: &Track) -> Result<SendWqe, uapi::WqeError> {
+/// Validates the slot copy in `buf`.
+fn parse_wqe(qp: &Shared, buf: &[u8]) -> Result<SendWqe, uapi::WqeError> {
     let limits = SqLimits {
         qp_type: qp.qp_type,
         max_sge: qp.sq_caps.max_sge,
@@ -237,8 +268,8 @@ fn parse_wqe(qp: &Shared, track: &Track) -> Result<SendWqe, uapi::WqeError> {
         // A kernel QP's ring is written only by `post_send`.
         kernel: !qp.is_user,
     };
-    let len = qp.sq.lock().queue.elem_size().min(track.buf.len());
-    SendWqe::from_bytes(track.buf.get(..len).unwrap_or(&[]), &limits)
+    let len = qp.sq.lock().queue.elem_size().min(buf.len());
+    SendWqe::from_bytes(buf.get(..len).unwrap_or(&[]), &limits)
 }
 
 /// The QP facts one requester run works with.
@@ -341,8 +372,8 @@ pub(crate) fn reset(qp: &Arc<Shared>) {
     st.comp.reset();
     st.sq.off = 0;
     st.sq.touched = 0;
-    st.sq.cur_slot = None;
-    st.sq.head_slot = None;
+    st.sq.cur.forget();
+    st.sq.head.forget();
 }
 
 /// What one requester decision leaves for the task.
@@ -501,40 +532,24 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
         return (Outcome::Idle, None);
     };
     let fresh = off >= st.sq.touched;
-    let Some(mut wqe) = st.sq.cur.take() else {
-        return (Outcome::Idle, None);
-    };
     // A WQE met for the first time is read from the ring; one met again
-    // (the next packet, or a retry) reuses its copy while that is cached.
-    if fresh || st.sq.cur_slot != Some(slot) {
-        st.sq.cur_slot = None;
-    st.sq.head_slot = None;
-        let parsed = match read_wqe(qp, &mut st.sq, off) {
-            Some(s) if s == slot => parse_wqe(qp, &st.sq),
-            _ => {
-                st.sq.cur = Some(wqe);
-                return (Outcome::Idle, None);
+    // (the next packet, or a retry) reuses its copy while that is kept.
+    let Track { cur, buf, .. } = &mut st.sq;
+    let wqe = match cur.take(qp, buf, off, slot, !fresh) {
+        Ok(w) => w,
+        Err(None) => return (Outcome::Idle, None),
+        Err(Some(e)) => {
+            if let Some(sh) = st.sq.shadow(slot) {
+                *sh = Shadow::EMPTY;
+                rl::fail(&mut sh.progress, e.wc_status());
             }
-        };
-        match parsed {
-            Ok(w) => {
-                *wqe = w;
-                st.sq.cur_slot = Some(slot);
-            }
-            Err(e) => {
-                st.sq.cur = Some(wqe);
-                if let Some(sh) = st.sq.shadow(slot) {
-                    *sh = Shadow::EMPTY;
-                    rl::fail(&mut sh.progress, e.wc_status());
-                }
-                st.sq.touched = st.sq.touched.max(off + 1);
-                st.sq.off = off + 1;
-                return (Outcome::Failed, None);
-            }
+            st.sq.touched = st.sq.touched.max(off + 1);
+            st.sq.off = off + 1;
+            return (Outcome::Failed, None);
         }
-    }
+    };
     let r = run_wqe(qp, snap, st, off, slot, fresh, &wqe);
-    st.sq.cur = Some(wqe);
+    st.sq.cur.put(wqe);
     r
 }
 
@@ -605,10 +620,8 @@ fn run_wqe<'a>(
                     // UC/UD messages are done once sent. An RC message is
                     // retired by the response to come, unless the ACKs
                     // already passed it (a retry resending its tail).
-                    let retire = end
-                        && (qp.qp_type != QpType::Rc
-                            || (sh.progress.state == WqeState::Pending
-                                && psn_after(st.comp.psn, sh.progress.last_psn)));
+                    let head = Head { info: sh.info, progress: sh.progress };
+                    let retire = end && (qp.qp_type != QpType::Rc || cl::fully_acked(&st.comp, &head));
                     (Outcome::Sent { retire }, Some(tx))
                 }
                 Err(status) => {

@@ -244,7 +244,7 @@ fn get_wqe(comp: &CompState, head: Option<&Head>, pkt: Option<&Response>) -> St 
 /// zero-length packet that shifts every later PSN by one (the responder
 /// then splices two messages). An ACK for its last PSN can arrive while a
 /// retry is still resending its tail, which is how `comp.psn` gets there.
-fn fully_acked(comp: &CompState, h: &Head) -> bool {
+pub(crate) fn fully_acked(comp: &CompState, h: &Head) -> bool {
     h.progress.state == WqeState::Pending
         && !h.info.mask.intersects(WrMask::ATOMIC_OR_READ)
         && psn_after(comp.psn, h.progress.last_psn)
