@@ -136,7 +136,7 @@ impl WqeCopy {
         }
         self.slot = None;
         let parsed = match read_wqe(qp, buf, off) {
-            Some(s) if s == slot => parse_wqe(qp, buf).map_err(Some),
+            Some((s, len)) if s == slot => parse_wqe(qp, buf.get(..len).unwrap_or(&[])).map_err(Some),
             _ => Err(None),
         };
         match parsed {
@@ -249,18 +249,19 @@ pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
     Some(u64::from_ne_bytes(b))
 }
 
-/// Copies the WQE `off` entries past the SQ consumer into `buf`; returns
-/// its slot, `None` when the SQ holds no such WQE.
-fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<u32> {
+/// Copies the WQE `off` entries past the SQ consumer into the start of
+/// `buf`; returns its slot and the bytes copied, `None` when the SQ holds
+/// no such WQE.
+fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<(u32, usize)> {
     let sq = qp.sq.lock();
     let slot = slot_of(&sq.queue, off)?;
     let len = sq.queue.elem_size().min(buf.len());
     sq.queue.read_slot(slot, buf.get_mut(..len)?).ok()?;
-    Some(slot)
+    Some((slot, len))
 }
 
-/// Validates the slot copy in `buf`.
-fn parse_wqe(qp: &Shared, buf: &[u8]) -> Result<SendWqe, uapi::WqeError> {
+/// Validates the slot copy `slot`.
+fn parse_wqe(qp: &Shared, slot: &[u8]) -> Result<SendWqe, uapi::WqeError> {
     let limits = SqLimits {
         qp_type: qp.qp_type,
         max_sge: qp.sq_caps.max_sge,
@@ -268,8 +269,7 @@ fn parse_wqe(qp: &Shared, buf: &[u8]) -> Result<SendWqe, uapi::WqeError> {
         // A kernel QP's ring is written only by `post_send`.
         kernel: !qp.is_user,
     };
-    let len = qp.sq.lock().queue.elem_size().min(buf.len());
-    SendWqe::from_bytes(buf.get(..len).unwrap_or(&[]), &limits)
+    SendWqe::from_bytes(slot, &limits)
 }
 
 /// The QP facts one requester run works with.
