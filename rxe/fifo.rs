@@ -70,6 +70,11 @@ impl<T> Fifo<T> {
         self.ring.clear(&mut self.slots);
     }
 
+    /// Whether no item is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ring.len() == 0
+    }
+
     /// Items queued.
     #[cfg(rxe_rs_selftest)]
     pub(crate) fn len(&self) -> usize {

@@ -11,16 +11,16 @@
 //!   [`deliver_to_members`].
 //!
 //! Both hooks run in softirq context, or in a sender's context for loopback
-//! packets: they must not sleep, and should queue the packet for the QP's
-//! work instead of processing it inline (a loopback reply would otherwise
-//! recurse through the sender).
+//! packets: they must not sleep. A network packet may be processed inline
+//! there when its QP's engine is idle; a loopback one is always queued for
+//! the QP's work (a reply would otherwise recurse through the sender).
 
 use kernel::sync::Arc;
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::kernel::ibdev::{Device, DeviceRef};
 use crate::rxe::kernel::route;
-use crate::rxe::kernel::skb::{self, Skb};
+use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::headers::{
     self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN,
@@ -30,7 +30,7 @@ use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
-use crate::rxe::{mcast, qp};
+use crate::rxe::{mcast, net, qp};
 
 /// A received RoCEv2 packet that passed the header and ICRC checks.
 ///
@@ -58,6 +58,11 @@ pub(crate) struct RxPacket {
 }
 
 impl RxPacket {
+    /// Sent by this host to itself, not received from the network.
+    pub(crate) fn is_loopback(&self) -> bool {
+        self.loopback
+    }
+
     /// The device it arrived on.
     pub(crate) fn device(&self) -> &Device {
         &self.dev
@@ -279,7 +284,7 @@ impl RxPacket {
             NetworkType::Ipv4 => IpHdr::V4(iph),
             NetworkType::Ipv6 => IpHdr::V6(iph),
         };
-        icrc::icrc_ok(&mut skb::crc32_le, iph, udp, self.bytes())
+        icrc::icrc_ok(&mut net::crc32, iph, udp, self.bytes())
     }
 }
 

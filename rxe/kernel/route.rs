@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 use kernel::{error::from_err_ptr, prelude::*};
 
 use super::ibdev::Device;
+use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::netdev::NetDevice;
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::sys as b;
@@ -47,6 +48,28 @@ impl Dst {
         NonNull::new(raw).map(Dst).ok_or(EINVAL)
     }
 
+    /// Another reference to the same route.
+    pub(crate) fn clone_ref(&self) -> Dst {
+        // SAFETY: We hold the route (type invariant); `dst_clone` takes one
+        // more reference and returns the same pointer, which the new `Dst`
+        // owns.
+        Dst(unsafe { NonNull::new_unchecked(b::rxe_rs_dst_clone(self.0.as_ptr())) })
+    }
+
+    /// The value [`Dst::is_valid`] checks this route against later.
+    fn cookie(&self, ipv6: bool) -> u32 {
+        // SAFETY: We hold the route (type invariant), which is an IPv6 one
+        // when `ipv6` says so: it came from the lookup of that family.
+        unsafe { b::rxe_rs_dst_cookie(self.0.as_ptr(), ipv6) }
+    }
+
+    /// Whether the route is still current: no routing change made it
+    /// obsolete since `cookie` was taken.
+    fn is_valid(&self, cookie: u32) -> bool {
+        // SAFETY: We hold the route (type invariant).
+        unsafe { b::rxe_rs_dst_valid(self.0.as_ptr(), cookie) }
+    }
+
     pub(crate) fn as_ptr(&self) -> *mut b::dst_entry {
         self.0.as_ptr()
     }
@@ -62,6 +85,46 @@ impl Drop for Dst {
     fn drop(&mut self) {
         // SAFETY: We own one reference (type invariant).
         unsafe { b::dst_release(self.0.as_ptr()) };
+    }
+}
+
+/// The last route one sender used, kept while its path stays the same and
+/// no routing change makes it obsolete: a route lookup per packet is among
+/// the largest fixed costs of a small message. C keeps one per RC QP in the
+/// QP's socket; this one is keyed by the path, so it serves UD too and an
+/// address change never reuses a stale route.
+pub(crate) struct RouteCache {
+    last: Pin<KBox<SpinLockBh<Option<Cached>>>>,
+}
+
+struct Cached {
+    oif: i32,
+    src: IpAddr,
+    dst: IpAddr,
+    route: Dst,
+    cookie: u32,
+}
+
+impl RouteCache {
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Self> {
+        Ok(Self { last: KBox::pin_init(new_spinlock_bh!(None, "rxe_route_cache"), flags)? })
+    }
+
+    /// [`Dst::output`], from the cache when it holds this path's route.
+    pub(crate) fn output(&self, ndev: &NetDevice, src: IpAddr, dst: IpAddr) -> Result<Dst> {
+        let oif = ndev.ifindex();
+        if let Some(c) = self.last.lock().as_ref() {
+            if c.oif == oif && c.src == src && c.dst == dst && c.route.is_valid(c.cookie) {
+                return Ok(c.route.clone_ref());
+            }
+        }
+        let route = Dst::output(ndev, src, dst)?;
+        let cookie = route.cookie(matches!(dst, IpAddr::V6(_)));
+        let keep = Cached { oif, src, dst, route: route.clone_ref(), cookie };
+        let old = self.last.lock().replace(keep);
+        // The replaced route is released outside the lock.
+        drop(old);
+        Ok(route)
     }
 }
 

@@ -339,10 +339,3 @@ pub(crate) unsafe fn release_owner(sk: *mut b::sock) {
     // SAFETY: Per the contract.
     unsafe { b::rxe_rs_sock_put(sk) }
 }
-
-/// The kernel's `crc32_le`: CRC-32 (reflected 0xEDB88320) continuing from
-/// `crc`, with no inversion, as `proto::icrc` expects it.
-pub(crate) fn crc32_le(crc: u32, data: &[u8]) -> u32 {
-    // SAFETY: `data` is readable for its length.
-    unsafe { b::crc32_le(crc, data.as_ptr(), data.len()) }
-}

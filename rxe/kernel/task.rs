@@ -31,9 +31,10 @@
 //! serialized by the owner (the QP's modify path), never from the task's own
 //! step function and never while holding a lock that step function takes.
 //!
-//! There is no inline run from the receive path (C's `rxe_run_task`): C
-//! 6.12 itself only schedules, and an inline run would make every step
-//! function softirq-safe and `disable` wait by polling.
+//! [`Task::run`] runs an idle task at once in the caller's context instead
+//! of handing it to a worker (C's `rxe_run_task`): a wake-up and a context
+//! switch less on the path of a message. The same guarantees hold; `stop`
+//! waits for such a run by polling, as it cannot flush it.
 //!
 //! # Example
 //!
@@ -79,7 +80,7 @@
 
 use core::{
     ptr,
-    sync::atomic::{AtomicPtr, Ordering},
+    sync::atomic::{AtomicPtr, AtomicU32, Ordering},
 };
 
 use kernel::{
@@ -107,8 +108,10 @@ pub(crate) enum Progress {
 
 /// The work of a task owner.
 pub(crate) trait TaskOwner<const ID: u64>: Sized + Send + Sync + 'static {
-    /// Does one step of the task's work. Runs in process context on the
-    /// driver's workqueue, never concurrently with itself.
+    /// Does one step of the task's work, never concurrently with itself:
+    /// on the driver's workqueue, or inline in the context of a
+    /// [`Task::run`] caller (a system call, or the receive softirq), so it
+    /// must not sleep.
     fn step(this: &Arc<Self>) -> Progress;
 }
 
@@ -144,6 +147,9 @@ pub(crate) struct Task<T, const ID: u64> {
     /// `spin_lock_irqsave` (the MAD layer does, for every CM message).
     #[pin]
     state: SpinLockIrq<State>,
+    /// Runs in progress in callers' contexts ([`Task::run`]); raised under
+    /// `state` when such a run takes the task.
+    inline_runs: AtomicU32,
 }
 
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
@@ -217,6 +223,7 @@ where
         pin_init!(Self {
             work <- Work::new(name, key),
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),
+            inline_runs: AtomicU32::new(0),
         })
     }
 
@@ -248,6 +255,39 @@ where
         }
     }
 
+    /// Runs the task now, in the caller's context, when it is idle; when it
+    /// is queued or running elsewhere this does what [`Task::schedule`]
+    /// does. `owner` is the object the task is a field of.
+    ///
+    /// The caller must be able to do what the step function does: hold no
+    /// lock that it takes, and be in a context where it may send packets
+    /// (process context, or the softirq of the receive path for step
+    /// functions that are softirq-safe). Out of budget, the rest of the
+    /// work goes to the workqueue.
+    pub(crate) fn run(&self, owner: &Arc<T>) {
+        if !self.is_in(owner) {
+            return;
+        }
+        {
+            let mut state = self.state.lock();
+            match *state {
+                State::Idle => {
+                    *state = State::Running;
+                    self.inline_runs.fetch_add(1, Ordering::Relaxed);
+                }
+                State::Running => {
+                    *state = State::Armed;
+                    return;
+                }
+                State::Queued | State::Armed | State::Disabled | State::Dead => return,
+            }
+        }
+        Self::drive(owner);
+        // Pairs with the acquire in `stop`: the run's effects are visible
+        // to whoever sees it finished.
+        self.inline_runs.fetch_sub(1, Ordering::Release);
+    }
+
     /// Stops the task until [`Task::enable`]: when this returns, no run is
     /// in progress or queued. Process context; see the module doc.
     pub(crate) fn disable(&self) {
@@ -274,6 +314,13 @@ where
         // SAFETY: The work was initialised in `new` and lives as long as
         // `self`.
         unsafe { kernel::bindings::flush_work(Work::raw_get(&self.work)) };
+        // A run in a caller's context cannot be flushed: wait for it. It
+        // sees the new state at its next check and returns, within one
+        // budget of steps.
+        while self.inline_runs.load(Ordering::Acquire) != 0 {
+            // SAFETY: Process context, as `disable` and `shutdown` require.
+            unsafe { b::msleep(1) };
+        }
     }
 
     /// Lets a disabled task be scheduled again (QP modify out of reset or
@@ -296,11 +343,19 @@ where
             }
             *state = State::Running;
         }
+        Self::drive(&this);
+    }
+
+    /// Calls the step function while there is work and budget, then leaves
+    /// the task idle, or queued for the rest of its work. The caller moved
+    /// the task to `Running`.
+    fn drive(this: &Arc<T>) {
+        let task = T::task(this);
         let mut budget = MAX_ITERATIONS;
         loop {
             let mut progress = Progress::More;
             while budget > 0 && progress == Progress::More {
-                progress = T::step(&this);
+                progress = T::step(this);
                 budget -= 1;
             }
             let mut state = task.state.lock();

@@ -7,9 +7,9 @@
 //! wire least-significant byte first, exactly like an Ethernet FCS; a packet
 //! captured from a ConnectX-4 Lx is among the tests.
 //!
-//! The CRC primitive is pluggable: the kernel passes its `crc32_le`, the host
-//! and tests can use [`crc32_le`] from this file. Both take and return the
-//! running value without any inversion.
+//! The CRC primitive is pluggable; the driver and the host tests use
+//! [`crc32_le`] (`super::crc32`). It takes and returns the running value
+//! without any inversion, like the kernel's `crc32_le`.
 
 use super::headers::{BTH_LEN, ICRC_LEN};
 use super::opcode::Opcode;
@@ -26,39 +26,7 @@ impl<F: FnMut(u32, &[u8]) -> u32> Crc32 for F {
     }
 }
 
-const fn crc_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        // `i` < 256, so the cast is exact.
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0xedb8_8320
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-static CRC_TABLE: [u32; 256] = crc_table();
-
-/// Table-driven `crc32_le`, for the host and for any caller without a better one.
-pub(crate) fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
-    for &b in data {
-        // The low byte of the running value picks the table entry.
-        let idx = (crc as u8) ^ b;
-        // A u8 always indexes the 256-entry table; the fallback is unreachable.
-        crc = (crc >> 8) ^ CRC_TABLE.get(usize::from(idx)).copied().unwrap_or(0);
-    }
-    crc
-}
+pub(crate) use super::crc32::crc32_le;
 
 /// [`crc32_le`] as a [`Crc32`].
 #[derive(Clone, Copy, Debug, Default)]

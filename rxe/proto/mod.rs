@@ -7,6 +7,7 @@
 pub(crate) mod av;
 pub(crate) mod comp_logic;
 pub(crate) mod cq_srq;
+pub(crate) mod crc32;
 pub(crate) mod events;
 pub(crate) mod headers;
 pub(crate) mod icrc;

@@ -230,16 +230,34 @@ impl Shared {
     /// requests, the completer acknowledgements. Datapath hook.
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
         use crate::rxe::proto::opcode::Mask;
+        use crate::rxe::proto::opcode::Opcode;
         let to_comp = pkt.mask().intersects(Mask::ACK);
+        // A request from the network that finds the responder idle is
+        // executed right here in the receive softirq: a worker wake-up and
+        // a context switch less per message. Looped-back packets are queued
+        // (a reply would recurse through the sender), and so is a read
+        // request, whose reply can be a long run of packets. The completer
+        // stays on the workqueue: run inline, it overtook the requester
+        // between sending a packet and arming the retransmit timer, and the
+        // retry that followed resent a finished message's tail (remote
+        // invalid request in `ibv_rc_pingpong -s 4096`); until that retry
+        // path is understood the completer keeps the worker's order.
+        let inline = !to_comp && !pkt.is_loopback() && pkt.opcode() != Opcode::RcReadRequest;
         let fifo = if to_comp { &self.comp_pkts } else { &self.resp_pkts };
+        let (queued, alone) = {
+            let mut f = fifo.lock();
+            let alone = f.is_empty();
+            (f.push(pkt).is_ok(), alone)
+        };
         // A full queue drops the packet: the peer retransmits.
-        let queued = fifo.lock().push(pkt).is_ok();
         if !queued {
             return;
         }
         if to_comp {
             counters::inc(&self.dev, Counter::AckDeferred);
             self.comp_task.schedule(self);
+        } else if inline && alone {
+            self.resp_task.run(self);
         } else {
             self.resp_task.schedule(self);
         }
@@ -249,6 +267,14 @@ impl Shared {
     /// flight.
     pub(crate) fn kick_requester(self: &Arc<Self>) {
         self.req_task.schedule(self);
+    }
+
+    /// Runs the requester now in the caller's context when it is idle
+    /// (else schedules it): the doorbell of a user QP, in the process
+    /// context of the post_send system call, with no lock held. Saves the
+    /// hand-off to a worker per message, as C's `rxe_run_task` does there.
+    pub(crate) fn run_requester(self: &Arc<Self>) {
+        self.req_task.run(self);
     }
 
     /// Schedules the responder (receive WQEs posted on a QP in error are to

@@ -78,7 +78,7 @@ impl Qp {
             }
         }
         if sh.is_user {
-            sh.kick_requester();
+            sh.run_requester();
             return Ok(());
         }
         let mut posted = 0usize;

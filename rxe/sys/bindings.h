@@ -5,6 +5,7 @@
  * the wrappers in rxe/kernel/.
  */
 #include <linux/crc32.h>
+#include <linux/delay.h>
 #include <linux/errname.h>
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>

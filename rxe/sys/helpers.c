@@ -391,6 +391,26 @@ struct dst_entry *rxe_rs_route6(struct net *net, int oif,
 	return dst;
 }
 
+/* Another reference on a held route. */
+struct dst_entry *rxe_rs_dst_clone(struct dst_entry *dst)
+{
+	return dst_clone(dst);
+}
+
+/* The cookie that dst_check() wants for a route: IPv6 routes carry the
+ * serial number of their FIB node; IPv4 ones need none.
+ */
+u32 rxe_rs_dst_cookie(struct dst_entry *dst, bool ipv6)
+{
+	return ipv6 ? rt6_get_cookie(dst_rt6_info(dst)) : 0;
+}
+
+/* Whether a held route is still the one a new lookup would find. */
+bool rxe_rs_dst_valid(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie) == dst;
+}
+
 /* Routes to our own addresses go through the loopback device. */
 bool rxe_rs_dst_is_local(const struct dst_entry *dst)
 {

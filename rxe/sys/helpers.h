@@ -90,6 +90,9 @@ struct dst_entry *rxe_rs_route6(struct net *net, int oif,
 				const struct in6_addr *saddr,
 				const struct in6_addr *daddr);
 bool rxe_rs_dst_is_local(const struct dst_entry *dst);
+struct dst_entry *rxe_rs_dst_clone(struct dst_entry *dst);
+u32 rxe_rs_dst_cookie(struct dst_entry *dst, bool ipv6);
+bool rxe_rs_dst_valid(struct dst_entry *dst, u32 cookie);
 struct net_device *rxe_rs_gid_ndev(struct ib_device *ibdev, u32 port,
 				   u32 index);
 bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
