@@ -6,7 +6,9 @@ hardening issue:
 - a QP at the device's max_qp_wr (2^20 send and receive WRs) is created,
   as rdma_rxe creates it, and with no allocation WARN;
 - an MR over 2 GiB (per-page arrays of several MiB; a small memfd mapped
-  over and over, so the guest needs little memory);
+  over and over, so the guest needs little memory). Skipped on rdma_rxe:
+  6.12.117 kmallocs its per-page array (__alloc_mr_page_info), which fails
+  with ENOMEM and a page allocator WARN at that size;
 - the receive-queue flush of a QP in ERR while another process keeps the
   mapped RQ full by moving its producer index: the flush goes on in
   bounded steps, RESET stops it, no soft lockup. The endless loop this
@@ -128,6 +130,9 @@ def libc():
 def test_big_mr(pd):
     """2 GiB of address space, 64 MiB of memory: the MR's per-page arrays
     (512 Ki pages) are far past the largest kmalloc (4 MiB)."""
+    if DRIVER == "c":
+        print("SKIP 2 GiB MR: rdma_rxe 6.12 kmallocs its page array (ENOMEM and a WARN)")
+        return
     lib = libc()
     total, chunk = 2 << 30, 64 << 20
     fd = os.memfd_create("rxe-big-mr")
