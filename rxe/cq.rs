@@ -27,6 +27,7 @@ use crate::rxe::kernel::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
 use crate::rxe::proto::uapi::{cq_geometry, create_cq_resp, resp, Cqe, MmInfo, SizeError, CQE_LEN, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
+use crate::rxe::ucontext::Ucontext;
 
 /// A completion queue, as the core holds it.
 pub(crate) struct Cq {
@@ -37,6 +38,9 @@ pub(crate) struct Cq {
 struct Inner {
     queue: Queue,
     notify: Notify,
+    /// Where `queue` is published for mmap, until destroy or a resize
+    /// takes it back (a no-op once user space has mapped it).
+    mmap: Option<u64>,
 }
 
 /// The part of a CQ its QPs reach.
@@ -74,7 +78,13 @@ impl<'a> Published<'a> {
         Ok((Self { pending: Some((u, mi.offset)) }, Some(mi)))
     }
 
-    /// The verb succeeded: the buffer stays mappable.
+    /// The offset the buffer is published at.
+    pub(crate) fn offset(&self) -> Option<u64> {
+        self.pending.map(|(_, offset)| offset)
+    }
+
+    /// The verb succeeded: the buffer stays mappable until the object
+    /// unpublishes it (on destroy or a later resize).
     pub(crate) fn keep(mut self) {
         self.pending = None;
     }
@@ -112,10 +122,14 @@ impl Cq {
         let cqe = check_cqe(cqe, None).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Cq)?;
         let (queue, published) = new_ring(cqe, user)?;
+        let mmap = published.offset();
         let shared = Arc::pin_init(
             pin_init!(Shared {
                 link <- CqLink::new(),
-                inner <- new_spinlock_bh!(Inner { queue, notify: Notify::default() }, "rxe_cq"),
+                inner <- new_spinlock_bh!(
+                    Inner { queue, notify: Notify::default(), mmap },
+                    "rxe_cq"
+                ),
                 is_user: user.is_some(),
             }),
             GFP_KERNEL,
@@ -139,16 +153,36 @@ impl Cq {
         let cqe = check_cqe(cqe, Some(count)).map_err(|_| EINVAL)?;
         let (mut queue, published) = new_ring(cqe, user)?;
         let capacity = queue.capacity();
-        {
+        let old_mmap = {
             let mut inner = self.shared.inner.lock();
             // More completions may have arrived since the check above.
             inner.queue.drain_into(&mut queue, CQE_LEN)?;
             core::mem::swap(&mut inner.queue, &mut queue);
-        }
-        // The old ring is freed here, outside the lock.
-        drop(queue);
+            core::mem::replace(&mut inner.mmap, published.offset())
+        };
         published.keep();
+        // The old ring is freed here, outside the lock, unless mapped.
+        unpublish(user, old_mmap);
+        drop(queue);
         Ok(capacity)
+    }
+
+    /// `destroy_cq`, with the caller's context (`None` for kernel callers).
+    pub(crate) fn destroy(&self, ctx: Option<&Ucontext>) -> Result {
+        self.shared.destroy()?;
+        let mmap = self.shared.inner.lock().mmap.take();
+        if let (Some(ctx), Some(offset)) = (ctx, mmap) {
+            ctx.unpublish(offset);
+        }
+        Ok(())
+    }
+}
+
+/// Takes back the old ring of a resize if it was never mapped, as rdma_rxe
+/// frees its pending mmap info with the queue.
+pub(crate) fn unpublish(user: Option<&UserCall<'_>>, offset: Option<u64>) {
+    if let (Some(u), Some(offset)) = (user, offset) {
+        u.ctx.unpublish(offset);
     }
 }
 

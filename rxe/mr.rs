@@ -41,6 +41,7 @@ use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::{
+    alloc::caller_sized,
     ibdev::Device,
     lock::{new_spinlock_bh, SpinLockBh},
     page::{DmaSpace, PageError, PageList, PageRef},
@@ -606,8 +607,8 @@ impl Mr {
     pub(crate) fn fast(dev: &Device, pd: PdId, max_sg: u32) -> Result<Self> {
         let max_sg = usize::try_from(max_sg).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let pages = PageList::with_capacity(max_sg, GFP_KERNEL)?;
-        let staging = PageList::with_capacity(max_sg, GFP_KERNEL)?;
+        let pages = PageList::with_capacity(max_sg, caller_sized())?;
+        let staging = PageList::with_capacity(max_sg, caller_sized())?;
         // Fast-reg MRs always allow remote access until a REG_MR says
         // otherwise, as in C.
         let mut inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));

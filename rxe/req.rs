@@ -13,6 +13,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, LocalAccess};
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::task::{Progress as TaskProgress, TaskOwner};
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
@@ -92,7 +93,8 @@ pub(crate) struct Track {
     pub(crate) off: u32,
     /// WQEs past the consumer whose shadow entry is live.
     pub(crate) touched: u32,
-    shadow: KVec<Shadow>,
+    /// One entry per SQ slot: up to 2^20 + 1 of them, so kvmalloc'd.
+    shadow: KVVec<Shadow>,
     /// Scratch copy of one SQ slot.
     buf: KVec<u8>,
     /// The requester's copy of the WQE it works on: the packets after the
@@ -203,10 +205,7 @@ impl State {
     /// For an SQ of `capacity` WQEs (`capacity + 1` slots).
     pub(crate) fn new(capacity: u32) -> Result<Self> {
         let slots = capacity as usize + 1;
-        let mut shadow = KVec::with_capacity(slots, GFP_KERNEL)?;
-        for _ in 0..slots {
-            shadow.push(Shadow::EMPTY, GFP_KERNEL)?;
-        }
+        let shadow = KVVec::from_elem(Shadow::EMPTY, slots, alloc::caller_sized())?;
         let mut buf = KVec::new();
         buf.extend_with(uapi::send_wqe::LEN + limits_area(), 0u8, GFP_KERNEL)?;
         Ok(Self {

@@ -99,6 +99,9 @@ impl State {
     }
 }
 
+/// Receive WQEs one responder step flushes at most.
+const FLUSH_BATCH: u32 = 64;
+
 /// `max_dest_rd_atomic` as rdma_rxe stores it: rounded up to a power of two.
 fn rounded_rd_atomic(n: u8) -> u32 {
     if n == 0 {
@@ -163,31 +166,37 @@ impl Shared {
     }
 
     /// `flush_recv_queue()`: every posted receive WQE completes with
-    /// `WR_FLUSH_ERR` (`notify`) or is dropped.
-    fn resp_flush_recv(&self, st: &mut State, notify: bool) {
+    /// `WR_FLUSH_ERR` (`notify`) or is dropped. User space may keep moving
+    /// the producer index, so one call takes at most a ring's worth, and
+    /// at most [`FLUSH_BATCH`] (a task step is one of up to 1024 in a row);
+    /// returns whether WQEs may be left.
+    fn resp_flush_recv(&self, st: &mut State, notify: bool) -> bool {
         st.wqe = None;
         if self.srq.is_some() {
             if notify && !st.last_wqe_reported {
                 st.last_wqe_reported = true;
                 self.link.dispatch(QpEvent::LastWqeReached);
             }
-            return;
+            return false;
         }
+        let Some(capacity) = self.rq.lock().as_ref().map(|rq| rq.queue.capacity()) else {
+            return false;
+        };
         let mut notify = notify;
         let mut buf = [0u8; RECV_WQE_MAX];
-        loop {
+        for _ in 0..capacity.min(FLUSH_BATCH) {
             let wr_id = {
                 let mut rq = self.rq.lock();
                 let Some(rq) = rq.as_mut() else {
-                    return;
+                    return false;
                 };
                 let len = rq.queue.elem_size().min(RECV_WQE_MAX);
                 let Some(slot) = buf.get_mut(..len) else {
-                    return;
+                    return false;
                 };
                 match rq.queue.peek(slot) {
                     Ok(true) => {}
-                    _ => return,
+                    _ => return false,
                 }
                 rq.queue.advance();
                 slot.get(recv_wqe::WR_ID..recv_wqe::WR_ID + 8)
@@ -205,6 +214,7 @@ impl Shared {
                 }
             }
         }
+        true
     }
 }
 
@@ -521,8 +531,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             this.resp_drain_pkts();
             let mut st = this.resp.lock();
             st.forget();
-            this.resp_flush_recv(&mut st, notify);
-            return Progress::Done;
+            return if this.resp_flush_recv(&mut st, notify) { Progress::More } else { Progress::Done };
         }
         let out = {
             let mut guard = this.resp.lock();

@@ -13,7 +13,7 @@
 
 use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 
-use crate::rxe::cq::Published;
+use crate::rxe::cq::{unpublish, Published};
 use crate::rxe::device::{ObjCount, ObjKind};
 use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink, UserCall};
 use crate::rxe::kernel::errno;
@@ -27,6 +27,7 @@ use crate::rxe::proto::uapi::{
     DEFAULT_CACHE_LINE,
 };
 use crate::rxe::queue::{Queue, Role};
+use crate::rxe::ucontext::Ucontext;
 
 /// The attributes of `struct ib_srq_attr`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,6 +49,9 @@ struct Inner {
     max_sge: u32,
     /// The armed limit, 0 when not armed.
     limit: u32,
+    /// Where `queue` is published for mmap, until destroy or a resize
+    /// takes it back (a no-op once user space has mapped it).
+    mmap: Option<u64>,
 }
 
 impl Inner {
@@ -116,11 +120,12 @@ impl Srq {
             u.udata.write_out(&create_srq_resp(mi, num.num))?;
         }
         let limit = attr.srq_limit;
+        let mmap = published.offset();
         let shared = Arc::pin_init(
             pin_init!(Shared {
                 link <- SrqLink::new(),
                 inner <- new_spinlock_bh!(
-                    Inner { queue, max_sge: geo.max_sge, limit },
+                    Inner { queue, max_sge: geo.max_sge, limit, mmap },
                     "rxe_srq"
                 ),
                 srq_num: num.num,
@@ -137,10 +142,15 @@ impl Srq {
     }
 
     /// `destroy_srq`: returns the SRQ number and cuts the SRQ off from the
-    /// core object, which the core frees next.
-    pub(crate) fn destroy(&self, dev: &Device) {
+    /// core object, which the core frees next. `ctx` is the caller's
+    /// context (`None` for kernel callers).
+    pub(crate) fn destroy(&self, dev: &Device, ctx: Option<&Ucontext>) {
         dev.state().srqs.remove(self.shared.srq_num);
         self.shared.link.sever();
+        let mmap = self.shared.inner.lock().mmap.take();
+        if let (Some(ctx), Some(offset)) = (ctx, mmap) {
+            ctx.unpublish(offset);
+        }
     }
 
     /// `modify_srq` with `enum ib_srq_attr_mask`: resize (`IB_SRQ_MAX_WR`;
@@ -175,23 +185,24 @@ impl Srq {
         let geo = srq_geometry(max_wr, max_sge, DEFAULT_CACHE_LINE).map_err(queue_error)?;
         let mut queue = Queue::new(geo.queue, Role::Consumer)?;
         // A null address asks for no mapping of the new ring (as in C).
-        let user = user.filter(|_| mi_addr != 0);
-        let (published, mi) = Published::new(&queue, user)?;
+        let (published, mi) = Published::new(&queue, user.filter(|_| mi_addr != 0))?;
         if let Some(mi) = mi {
             let addr = usize::try_from(mi_addr).map_err(|_| EFAULT)?;
             let bytes = mi.to_bytes();
             UserSlice::new(addr, bytes.len()).writer().write_slice(&bytes)?;
         }
-        {
+        let old_mmap = {
             let mut inner = self.shared.inner.lock();
             let len = inner.wqe_len();
             // WQEs may have been posted since the checks; too many fail here.
             inner.queue.drain_into(&mut queue, len)?;
             core::mem::swap(&mut inner.queue, &mut queue);
-        }
-        // The old ring is freed here, outside the lock.
-        drop(queue);
+            core::mem::replace(&mut inner.mmap, published.offset())
+        };
         published.keep();
+        // The old ring is freed here, outside the lock, unless mapped.
+        unpublish(user, old_mmap);
+        drop(queue);
         Ok(geo.max_wr)
     }
 

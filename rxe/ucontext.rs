@@ -52,7 +52,8 @@ impl Ucontext {
     }
 
     /// Takes back a buffer published but never mapped (an object whose
-    /// creation failed after publishing, or a resize that was undone).
+    /// creation failed after publishing, one destroyed, or a ring replaced
+    /// by a resize); nothing once it is mapped, as the mapping holds it.
     pub(crate) fn unpublish(&self, offset: u64) {
         let buf = self.mmaps.lock().pending.remove(&offset);
         drop(buf);

@@ -274,6 +274,23 @@ impl Iterator for RecvWrList {
     }
 }
 
+/// The user context of a verb called from user space (`None` for kernel
+/// callers).
+///
+/// # Safety
+///
+/// `udata` is null or the driver udata of a uverbs call in progress on a
+/// context of this driver.
+pub(crate) unsafe fn ucontext<'a>(udata: *mut b::ib_udata) -> Option<&'a Ucontext> {
+    // SAFETY: Per the contract; the context outlives the call.
+    let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
+    if uc.is_null() {
+        return None;
+    }
+    // SAFETY: A context of this driver, initialised by `alloc_ucontext`.
+    Some(unsafe { &**CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) })
+}
+
 /// A verb called from user space: its udata and the user context.
 pub(crate) struct UserCall<'a> {
     pub(crate) udata: Udata,

@@ -3,6 +3,7 @@
 //! All of the driver's `unsafe` code lives in this layer (and the crate
 //! root); the driver logic above it is written against these types.
 
+pub(crate) mod alloc;
 pub(crate) mod cq_srq;
 pub(crate) mod errno;
 pub(crate) mod event;

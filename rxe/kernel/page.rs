@@ -145,7 +145,8 @@ impl PageRef {
 /// the list owns one page reference per entry; otherwise each entry was made
 /// by [`PageRef::from_kernel_addr`], whose caller vouched for it.
 pub(crate) struct PageList {
-    entries: KVec<PageRef>,
+    /// One entry per page: 8 MiB for a 2 GiB MR, hence kvmalloc'd.
+    entries: KVVec<PageRef>,
     holds_refs: bool,
 }
 
@@ -154,7 +155,7 @@ impl PageList {
     /// allocated with `flags`.
     pub(crate) fn with_capacity(n: usize, flags: Flags) -> Result<Self> {
         Ok(Self {
-            entries: KVec::with_capacity(n, flags)?,
+            entries: KVVec::with_capacity(n, flags)?,
             holds_refs: false,
         })
     }
@@ -165,7 +166,7 @@ impl PageList {
     ///
     /// The caller transfers one reference on each page of `entries` to the
     /// list.
-    pub(super) unsafe fn from_referenced(entries: KVec<PageRef>) -> Self {
+    pub(super) unsafe fn from_referenced(entries: KVVec<PageRef>) -> Self {
         Self {
             entries,
             holds_refs: true,

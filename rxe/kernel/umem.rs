@@ -8,6 +8,7 @@ use kernel::{
     prelude::*,
 };
 
+use super::alloc::caller_sized;
 use super::ibdev::Device;
 use super::page::PageList;
 use crate::rxe::sys as b;
@@ -53,13 +54,14 @@ impl Umem {
     /// so the list stays valid after the umem is released.
     pub(crate) fn pages(&self) -> Result<PageList> {
         let n = self.num_pages();
-        let mut raw: KVec<*mut b::page> = KVec::with_capacity(n, GFP_KERNEL)?;
+        // Arrays of one entry per page: large MRs need vmalloc'd ones.
+        let mut raw: KVVec<*mut b::page> = KVVec::with_capacity(n, caller_sized())?;
         // SAFETY: `raw` has room for `n` pointers; the helper writes at most
         // `n` and returns how many, each with a reference taken.
         let got = unsafe { b::rxe_rs_umem_get_pages(self.ptr.as_ptr(), raw.as_mut_ptr(), n) };
         // SAFETY: The helper initialised the first `got <= n` entries.
         unsafe { raw.set_len(got.min(n)) };
-        let mut entries = KVec::with_capacity(raw.len(), GFP_KERNEL).inspect_err(|_| put_all(&raw))?;
+        let mut entries = KVVec::with_capacity(raw.len(), caller_sized()).inspect_err(|_| put_all(&raw))?;
         for &p in raw.iter() {
             if let Some(page) = NonNull::new(p) {
                 // Within capacity: cannot fail.

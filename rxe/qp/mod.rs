@@ -362,6 +362,9 @@ pub(crate) fn av_path(av: &uapi::Av) -> (IpAddr, IpAddr) {
 /// A QP as the core holds it.
 pub(crate) struct Qp {
     pub(crate) shared: Arc<Shared>,
+    /// Where the SQ and RQ rings are published for mmap; destroy takes
+    /// back the ones user space never mapped.
+    mmaps: [Option<u64>; 2],
     _slot: ObjCount,
 }
 
@@ -548,6 +551,7 @@ impl Qp {
         )?;
 
         // Nothing fails from here on: make the QP reachable.
+        let mmaps = undo.published;
         undo.dismiss();
         state.qps.set(index, shared.clone());
         if qp_type == QpType::Gsi {
@@ -560,7 +564,7 @@ impl Qp {
             max_recv_wr: if shared.srq.is_some() { cap.max_recv_wr } else { rq_caps.max_wr },
             max_recv_sge: cap.max_recv_sge,
         };
-        Ok((Self { shared, _slot: slot }, caps))
+        Ok((Self { shared, mmaps, _slot: slot }, caps))
     }
 
     /// modify_qp: checks every attribute and the transition, stores them,
@@ -607,8 +611,9 @@ impl Qp {
 
     /// destroy_qp: refused while attached to a multicast group; otherwise
     /// the QP stops being reachable and its work stops. The rings go with
-    /// the last reference (a user mapping keeps its pages).
-    pub(crate) fn destroy(&self, dev: &Device) -> Result {
+    /// the last reference (a user mapping keeps its pages); `ctx`, the
+    /// caller's context, drops the ones it still holds for mmap.
+    pub(crate) fn destroy(&self, dev: &Device, ctx: Option<&Ucontext>) -> Result {
         let sh = &self.shared;
         if sh.mcg_num.load(Ordering::Relaxed) != 0 {
             return Err(EBUSY);
@@ -621,6 +626,11 @@ impl Qp {
             state.set_gsi_qp_index(0);
         }
         sh.on_destroy();
+        if let Some(ctx) = ctx {
+            for offset in self.mmaps.iter().flatten() {
+                ctx.unpublish(*offset);
+            }
+        }
         Ok(())
     }
 

@@ -4,7 +4,7 @@ use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
-use crate::rxe::kernel::cq_srq::{write_wc, UserCall};
+use crate::rxe::kernel::cq_srq::{ucontext, write_wc, UserCall};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::sys as b;
 
@@ -71,13 +71,14 @@ unsafe extern "C" fn create_cq(
 ///
 /// Called by the RDMA core on a CQ made by `create_cq`, once, with no other
 /// op on it running.
-unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, _udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: Initialised by `create_cq`. When the destroy goes ahead
         // the core frees the memory after we return, so the driver part is
-        // dropped here and the CQ is not used again.
+        // dropped here and the CQ is not used again. `udata` is null or the
+        // call's driver udata.
         unsafe {
-            Obj::from_raw(ibcq).shared.destroy()?;
+            Obj::from_raw(ibcq).destroy(ucontext(udata))?;
             Obj::destroy(ibcq);
         }
         Ok(0)

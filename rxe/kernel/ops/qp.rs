@@ -6,6 +6,7 @@ use kernel::{error::from_result, ffi::c_int, sync::Arc};
 use super::ah::{ah_attr_from_raw, ah_attr_to_raw};
 use super::device::dev;
 use crate::rxe::cq::Cq;
+use crate::rxe::kernel::cq_srq::ucontext;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
@@ -16,7 +17,6 @@ use crate::rxe::proto::uapi::Av;
 use crate::rxe::qp::{CreateArgs, Qp};
 use crate::rxe::srq::Srq;
 use crate::rxe::sys as b;
-use crate::rxe::ucontext::Ucontext;
 use crate::rxe::{cq, srq};
 
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
@@ -51,22 +51,6 @@ unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
     }
     // SAFETY: Per the contract.
     Some(unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) }.shared.clone())
-}
-
-/// The user context of a verb called from user space.
-///
-/// # Safety
-///
-/// `udata` is null or the driver udata of a uverbs call in progress on a
-/// context of this driver.
-unsafe fn ucontext<'a>(udata: *mut b::ib_udata) -> Option<&'a Ucontext> {
-    // SAFETY: Per the contract; the context outlives the call.
-    let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
-    if uc.is_null() {
-        return None;
-    }
-    // SAFETY: A context of this driver, initialised by `alloc_ucontext`.
-    Some(unsafe { &**CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) })
 }
 
 fn caps_from_raw(c: &b::ib_qp_cap) -> Caps {
@@ -319,11 +303,12 @@ fn qp_path(av: Option<&Av>) -> AhAttr {
 ///
 /// Called by the RDMA core on a live QP of this driver, which it frees
 /// when this returns 0.
-unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
-        // SAFETY: A live QP of ours.
-        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
-        obj.destroy(obj.device())?;
+        // SAFETY: A live QP of ours; `udata` is null or the call's driver
+        // udata.
+        let (obj, uc) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), ucontext(udata)) };
+        obj.destroy(obj.device(), uc)?;
         obj.shared.link.revoke();
         // SAFETY: Initialised by `create_qp` and unreachable now; the core
         // frees the memory after.

@@ -3,7 +3,7 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
-use crate::rxe::kernel::cq_srq::{RecvWrList, UserCall};
+use crate::rxe::kernel::cq_srq::{ucontext, RecvWrList, UserCall};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::srq::{Attr, Srq};
 use crate::rxe::sys as b;
@@ -109,12 +109,13 @@ unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr)
 ///
 /// Called by the RDMA core on an SRQ made by `create_srq`, once, with no
 /// other op on it running.
-unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, _udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, udata: *mut b::ib_udata) -> c_int {
     // SAFETY: Initialised by `create_srq`; the core frees the memory after
     // we return, so the driver part is dropped here and not used again.
+    // `udata` is null or the call's driver udata.
     unsafe {
         let srq = Obj::from_raw(ibsrq);
-        srq.destroy(srq.device());
+        srq.destroy(srq.device(), ucontext(udata));
         Obj::destroy(ibsrq);
     }
     0
