@@ -87,12 +87,12 @@ pub(crate) fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::vec::Vec;
 
     /// Bit at a time, straight from the definition.
-    fn bitwise(mut crc: u32, data: &[u8]) -> u32 {
+    pub(crate) fn bitwise(mut crc: u32, data: &[u8]) -> u32 {
         for &b in data {
             crc ^= u32::from(b);
             for _ in 0..8 {

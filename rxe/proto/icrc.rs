@@ -225,20 +225,7 @@ mod tests {
     use super::super::headers::parse;
     use super::*;
 
-    /// Bitwise CRC, independent of the table.
-    fn crc_bitwise(mut crc: u32, data: &[u8]) -> u32 {
-        for &b in data {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    (crc >> 1) ^ 0xedb8_8320
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        crc
-    }
+    use super::super::crc32::tests::bitwise as crc_bitwise;
 
     fn hex(s: &str) -> std::vec::Vec<u8> {
         let s: std::string::String = s.chars().filter(|c| !c.is_whitespace()).collect();
