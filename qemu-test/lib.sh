@@ -97,6 +97,21 @@ wait_listen() {
 	done
 }
 
+# same_on_all_nodes NAME WHAT: every node wrote $SHARED_DIR/NAME.node<N>;
+# node 1 fails unless each other node's is the same as its own (WHAT says
+# what they hold, for the message). A barrier for all nodes.
+same_on_all_nodes() {
+	local name=${1:?same_on_all_nodes NAME WHAT} what=${2:?same_on_all_nodes NAME WHAT} n
+	publish "driver.node$NODE_INDEX" "$RXE_DRIVER"
+	barrier "same.$name"
+	((NODE_INDEX == 1)) || return 0
+	for ((n = 2; n <= NODE_COUNT; n++)); do
+		note "node1 ($RXE_DRIVER) vs node$n ($(fetch "driver.node$n"))"
+		diff -u "$SHARED_DIR/$name.node1" "$SHARED_DIR/$name.node$n" ||
+			fail "$what of node1 and node$n differ"
+	done
+}
+
 # kmemleak_scan: run kmemleak now and print what it suspects. Returns 1 when
 # it reports leaks (and copies the report to the kernel log, where
 # qemu-test/run flags it), 0 when it has none or the kernel has no kmemleak.

@@ -32,15 +32,9 @@ snapshot() {
 sleep 1
 snapshot >"$SHARED_DIR/devinfo.node$NODE_INDEX"
 cp "$SHARED_DIR/devinfo.node$NODE_INDEX" "$OUT_DIR/devinfo.txt"
-publish "driver.node$NODE_INDEX" "$RXE_DRIVER"
-barrier snapshots
+same_on_all_nodes devinfo "ibv_devinfo/sysfs"
 
 if ((NODE_INDEX == 1)); then
-	for ((n = 2; n <= NODE_COUNT; n++)); do
-		note "node1 ($RXE_DRIVER) vs node$n ($(fetch "driver.node$n"))"
-		diff -u "$SHARED_DIR/devinfo.node1" "$SHARED_DIR/devinfo.node$n" ||
-			fail "ibv_devinfo/sysfs of node1 and node$n differ"
-	done
 	grep -q 'transport:.*InfiniBand' "$SHARED_DIR/devinfo.node1" || fail "no transport line"
 	grep -q 'state:.*PORT_ACTIVE' "$SHARED_DIR/devinfo.node1" || fail "port not active"
 	grep -q 'link_layer:.*Ethernet' "$SHARED_DIR/devinfo.node1" || fail "link layer not Ethernet"

@@ -142,7 +142,84 @@ def kmemleak_clean(settle=6):
     last kmemleak_clear, or the kernel has no kmemleak. A report is printed
     and copied to the kernel log, which fails the boot."""
     if not os.path.exists("/sys/kernel/debug/kmemleak"):
+        print("INFO no kmemleak on this kernel")
         return True
     time.sleep(settle)
     sys.stdout.flush()
-    return _lib_sh("kmemleak_scan") == 0
+    clean = _lib_sh("kmemleak_scan") == 0
+    print(f"INFO kmemleak scanned: {'nothing' if clean else 'leaks'}")
+    return clean
+
+
+# libibverbs through ctypes, where pyverbs is too kind (it destroys children
+# before their parents) or lacks a call (multicast attach).
+class IbvCap(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in
+                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
+
+
+class IbvInitAttr(ctypes.Structure):
+    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
+                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
+                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
+
+
+class Libibverbs:
+    """libibverbs (`lib`) with a context of dev open (`ctx`): the calls to
+    open it, PDs, CQs and QPs, and the (name, restype, argtypes) of `more`."""
+
+    def __init__(self, dev, more=()):
+        vp = ctypes.c_void_p
+        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
+        for fn, res, args in (
+            ("ibv_get_device_list", vp, [ctypes.POINTER(ctypes.c_int)]),
+            ("ibv_get_device_name", ctypes.c_char_p, [vp]),
+            ("ibv_open_device", vp, [vp]),
+            ("ibv_close_device", ctypes.c_int, [vp]),
+            ("ibv_free_device_list", None, [vp]),
+            ("ibv_alloc_pd", vp, [vp]),
+            ("ibv_dealloc_pd", ctypes.c_int, [vp]),
+            ("ibv_create_cq", vp, [vp, ctypes.c_int, vp, vp, ctypes.c_int]),
+            ("ibv_destroy_cq", ctypes.c_int, [vp]),
+            ("ibv_create_qp", vp, [vp, ctypes.POINTER(IbvInitAttr)]),
+            ("ibv_destroy_qp", ctypes.c_int, [vp]),
+            *more,
+        ):
+            f = getattr(lib, fn)
+            f.restype = res
+            f.argtypes = args
+        self.lib = lib
+        n = ctypes.c_int()
+        lst = lib.ibv_get_device_list(ctypes.byref(n))
+        devs = ctypes.cast(lst, ctypes.POINTER(vp))
+        self.ctx = None
+        for i in range(n.value):
+            if lib.ibv_get_device_name(devs[i]).decode() == dev:
+                self.ctx = lib.ibv_open_device(devs[i])
+        lib.ibv_free_device_list(lst)
+        if not self.ctx:
+            raise RuntimeError(f"cannot open {dev}")
+
+    def close(self):
+        self.lib.ibv_close_device(self.ctx)
+
+
+def check_flat_memory(what, loops, one, vmalloc_kb=1024):
+    """Runs one(i) for i in range(loops) after kmemleak_clear: Slab must
+    grow less than 2 MiB (32 MiB on the debug kernel, where KASAN keeps
+    freed objects in quarantine a while), VmallocUsed less than
+    vmalloc_kb, and kmemleak must report nothing."""
+    kmemleak_clear()
+    time.sleep(1)
+    slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
+    t0 = time.monotonic()
+    for i in range(loops):
+        one(i)
+    dt = time.monotonic() - t0
+    time.sleep(1)
+    slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
+    print(f"{loops} {what} in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
+    slab_bound = 32768 if DEBUG_KERNEL else 2048
+    check(f"Slab grew {slab1 - slab0} kB over {loops} {what} (bound {slab_bound})", slab1 - slab0 < slab_bound)
+    check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {loops} {what}", vmalloc1 - vmalloc0 < vmalloc_kb)
+    check("kmemleak reports nothing", kmemleak_clean())

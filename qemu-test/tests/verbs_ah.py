@@ -30,8 +30,8 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
 
-from testlib import (DEV, DRIVER, check, expect, kmemleak_clean, kmemleak_clear, name_of, outcome,
-                     summary)
+from testlib import (DEV, DRIVER, IbvCap, IbvInitAttr, Libibverbs, check, expect, kmemleak_clean,
+                     kmemleak_clear, name_of, outcome, summary)
 
 UD, RC = e.IBV_QPT_UD, e.IBV_QPT_RC
 
@@ -174,62 +174,25 @@ class IbvAhAttr(ctypes.Structure):
                 ("is_global", ctypes.c_uint8), ("port_num", ctypes.c_uint8)]
 
 
-class IbvCap(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint32) for n in
-                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
-
-
-class IbvInitAttr(ctypes.Structure):
-    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
-                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
-                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
-
-
 def gid_struct(gid):
     raw = bytes.fromhex(str(gid.gid).replace(":", ""))
     return IbvGid((ctypes.c_uint8 * 16)(*raw))
 
 
-class Raw:
+class Raw(Libibverbs):
     """Raw libibverbs: this pyverbs has no multicast calls, and it would
     destroy children before their PD."""
 
     def __init__(self, dev):
-        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
         vp = ctypes.c_void_p
-        for fn, res, args in (
-            ("ibv_get_device_list", vp, [ctypes.POINTER(ctypes.c_int)]),
-            ("ibv_get_device_name", ctypes.c_char_p, [vp]),
-            ("ibv_open_device", vp, [vp]),
-            ("ibv_close_device", ctypes.c_int, [vp]),
-            ("ibv_free_device_list", None, [vp]),
-            ("ibv_alloc_pd", vp, [vp]),
-            ("ibv_dealloc_pd", ctypes.c_int, [vp]),
-            ("ibv_create_cq", vp, [vp, ctypes.c_int, vp, vp, ctypes.c_int]),
-            ("ibv_destroy_cq", ctypes.c_int, [vp]),
-            ("ibv_create_qp", vp, [vp, ctypes.POINTER(IbvInitAttr)]),
-            ("ibv_destroy_qp", ctypes.c_int, [vp]),
+        super().__init__(dev, (
             ("ibv_attach_mcast", ctypes.c_int, [vp, ctypes.POINTER(IbvGid), ctypes.c_uint16]),
             ("ibv_detach_mcast", ctypes.c_int, [vp, ctypes.POINTER(IbvGid), ctypes.c_uint16]),
             ("ibv_create_ah", vp, [vp, ctypes.POINTER(IbvAhAttr)]),
             ("ibv_destroy_ah", ctypes.c_int, [vp]),
-        ):
-            f = getattr(lib, fn)
-            f.restype = res
-            f.argtypes = args
-        self.lib = lib
-        n = ctypes.c_int()
-        lst = lib.ibv_get_device_list(ctypes.byref(n))
-        devs = ctypes.cast(lst, ctypes.POINTER(ctypes.c_void_p))
-        self.ctx = None
-        for i in range(n.value):
-            if lib.ibv_get_device_name(devs[i]).decode() == dev:
-                self.ctx = lib.ibv_open_device(devs[i])
-        lib.ibv_free_device_list(lst)
-        if not self.ctx:
-            raise RuntimeError(f"cannot open {dev}")
-        self.pd = lib.ibv_alloc_pd(self.ctx)
-        self.cq = lib.ibv_create_cq(self.ctx, 64, None, None, 0)
+        ))
+        self.pd = self.lib.ibv_alloc_pd(self.ctx)
+        self.cq = self.lib.ibv_create_cq(self.ctx, 64, None, None, 0)
 
     def qp(self, qpt=UD):
         ia = IbvInitAttr(send_cq=self.cq, recv_cq=self.cq, cap=IbvCap(4, 4, 1, 1, 0), qp_type=qpt)
@@ -252,7 +215,7 @@ class Raw:
     def close(self):
         self.lib.ibv_destroy_cq(self.cq)
         self.lib.ibv_dealloc_pd(self.pd)
-        self.lib.ibv_close_device(self.ctx)
+        super().close()
 
 
 def left_check(env, name, cond):

@@ -12,15 +12,13 @@ and create/destroy in a loop without leaking memory.
 import ctypes
 import errno
 import sys
-import time
 
 from pyverbs.cq import CQ, CompChannel
 from pyverbs.device import Context
 from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
 
-from testlib import (CONS, DATA, DEBUG_KERNEL, DEV, DRIVER, INDEX_MASK, LOG2_ELEM, PROD, capacity,
-                     check, expect_errno, kmemleak_clean, kmemleak_clear, meminfo, summary, u32,
-                     u64, uverbs_maps)
+from testlib import (CONS, DATA, DEV, DRIVER, INDEX_MASK, LOG2_ELEM, PROD, capacity, check,
+                     check_flat_memory, expect_errno, summary, u32, u64, uverbs_maps)
 
 LOOPS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 10000
 
@@ -141,23 +139,13 @@ check("destroy unmapped the ring", not (uverbs_maps() - before))
 # --- create/destroy loop: no memory left behind -------------------------------
 for _ in range(200):
     CQ(ctx, 64).close()
-kmemleak_clear()
-time.sleep(1)
-slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
-t0 = time.monotonic()
-for i in range(LOOPS):
-    cq = CQ(ctx, 64 if i % 2 else 1000)
-    cq.close()
-dt = time.monotonic() - t0
-time.sleep(1)
-slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
-print(f"{LOOPS} CQs in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
-# KASAN keeps freed objects in quarantine for a while, so on the debug
-# kernel the slab total only bounds gross leaks; kmemleak checks there.
-slab_bound = 32768 if DEBUG_KERNEL else 2048
-check(f"Slab grew {slab1 - slab0} kB over {LOOPS} CQs (bound {slab_bound})", slab1 - slab0 < slab_bound)
-check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {LOOPS} CQs", vmalloc1 - vmalloc0 < 1024)
-check("kmemleak reports nothing", kmemleak_clean())
+
+
+def one_cq(i):
+    CQ(ctx, 64 if i % 2 else 1000).close()
+
+
+check_flat_memory("CQs", LOOPS, one_cq)
 
 ctx.close()
 sys.exit(summary("verbs_cq"))

@@ -35,8 +35,8 @@ from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
 
-from testlib import (DEBUG_KERNEL, DEV, check, expect, kmemleak_clean, kmemleak_clear, meminfo,
-                     name_of, summary)
+from testlib import (DEBUG_KERNEL, DEV, IbvCap, IbvInitAttr, Libibverbs, check, expect,
+                     kmemleak_clean, kmemleak_clear, meminfo, name_of, summary)
 
 RC, UC, UD = e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD
 RESET, INIT, RTR, RTS = e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS
@@ -437,58 +437,9 @@ def test_srq(env):
     srq.close()
 
 
-class IbvCap(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint32) for n in
-                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
-
-
-class IbvInitAttr(ctypes.Structure):
-    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
-                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
-                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
-
-
-class Ibv:
-    """The few raw libibverbs calls needed to destroy objects in an order
-    pyverbs would never use (it closes children first)."""
-
-    def __init__(self, dev):
-        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
-        for fn, res, args in (
-            ("ibv_get_device_list", ctypes.c_void_p, [ctypes.POINTER(ctypes.c_int)]),
-            ("ibv_get_device_name", ctypes.c_char_p, [ctypes.c_void_p]),
-            ("ibv_open_device", ctypes.c_void_p, [ctypes.c_void_p]),
-            ("ibv_close_device", ctypes.c_int, [ctypes.c_void_p]),
-            ("ibv_free_device_list", None, [ctypes.c_void_p]),
-            ("ibv_alloc_pd", ctypes.c_void_p, [ctypes.c_void_p]),
-            ("ibv_dealloc_pd", ctypes.c_int, [ctypes.c_void_p]),
-            ("ibv_create_cq", ctypes.c_void_p,
-             [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]),
-            ("ibv_destroy_cq", ctypes.c_int, [ctypes.c_void_p]),
-            ("ibv_create_qp", ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(IbvInitAttr)]),
-            ("ibv_destroy_qp", ctypes.c_int, [ctypes.c_void_p]),
-        ):
-            f = getattr(lib, fn)
-            f.restype = res
-            f.argtypes = args
-        self.lib = lib
-        n = ctypes.c_int()
-        lst = lib.ibv_get_device_list(ctypes.byref(n))
-        devs = ctypes.cast(lst, ctypes.POINTER(ctypes.c_void_p))
-        self.ctx = None
-        for i in range(n.value):
-            if lib.ibv_get_device_name(devs[i]).decode() == dev:
-                self.ctx = lib.ibv_open_device(devs[i])
-        lib.ibv_free_device_list(lst)
-        if not self.ctx:
-            raise RuntimeError(f"cannot open {dev}")
-
-    def close(self):
-        self.lib.ibv_close_device(self.ctx)
-
-
 def test_destroy_order(dev):
-    v = Ibv(dev)
+    # pyverbs would never destroy in this order (it closes children first).
+    v = Libibverbs(dev)
     lib = v.lib
     pd = lib.ibv_alloc_pd(v.ctx)
     cq = lib.ibv_create_cq(v.ctx, 16, None, None, 0)

@@ -10,16 +10,14 @@ without leaking memory.
 """
 import errno
 import sys
-import time
 
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SGE, RecvWR
 
-from testlib import (CONS, DATA, DEBUG_KERNEL, DEV, DRIVER, INDEX_MASK, LOG2_ELEM, PROD, capacity,
-                     check, expect_errno, kmemleak_clean, kmemleak_clear, meminfo, ring_of, summary,
-                     u32, u64, uverbs_maps)
+from testlib import (CONS, DATA, DEV, DRIVER, INDEX_MASK, LOG2_ELEM, PROD, capacity, check,
+                     check_flat_memory, expect_errno, ring_of, summary, u32, u64, uverbs_maps)
 
 LOOPS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 2000
 
@@ -155,23 +153,16 @@ srq.close()
 # --- create/destroy loop: no memory left behind -------------------------------
 for _ in range(100):
     make_srq(pd, 64, 2).close()
-kmemleak_clear()
-time.sleep(1)
-slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
-t0 = time.monotonic()
-for i in range(LOOPS):
+
+
+def one_srq(i):
     srq = make_srq(pd, 64 if i % 2 else 1000, 2)
     if i % 3 == 0:
         modify(srq, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT, 300, 10)
     srq.close()
-dt = time.monotonic() - t0
-time.sleep(1)
-slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
-print(f"{LOOPS} SRQs in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
-slab_bound = 32768 if DEBUG_KERNEL else 2048
-check(f"Slab grew {slab1 - slab0} kB over {LOOPS} SRQs (bound {slab_bound})", slab1 - slab0 < slab_bound)
-check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {LOOPS} SRQs", vmalloc1 - vmalloc0 < 1024)
-check("kmemleak reports nothing", kmemleak_clean())
+
+
+check_flat_memory("SRQs", LOOPS, one_srq)
 
 pd.close()
 ctx.close()
