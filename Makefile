@@ -10,14 +10,17 @@
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
 
-RXE_RS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rxe_rs
+# The toolchain's defaults are scripts/env.sh's (the scripts source it);
+# a variable set on the command line or in the environment wins.
+top := $(dir $(realpath $(lastword $(MAKEFILE_LIST))))
+toolchain := $(shell bash -c '. $(top)scripts/env.sh && echo "$$RXE_RS_CACHE $$RUSTC $$BINDGEN $$CLIPPY_DRIVER $$LLVM $$LIBCLANG_PATH"')
+RXE_RS_CACHE ?= $(word 1,$(toolchain))
+RUSTC ?= $(word 2,$(toolchain))
+BINDGEN ?= $(word 3,$(toolchain))
+CLIPPY_DRIVER ?= $(word 4,$(toolchain))
+LLVM ?= $(word 5,$(toolchain))
+export LIBCLANG_PATH ?= $(word 6,$(toolchain))
 KDIR ?= $(RXE_RS_CACHE)/kernel-plain
-RUSTC ?= /usr/bin/rustc
-BINDGEN ?= $(HOME)/.cargo/bin/bindgen
-# Debian's clippy matches Debian's rustc; rustup's (first in PATH) does not.
-CLIPPY_DRIVER ?= /usr/bin/clippy-driver
-LLVM ?= -19
-export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 
 kdir_real := $(realpath $(KDIR))
 BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
