@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Helpers for test scripts run by qemu-test/run, sourced in the guest:
 #
 #   . "$REPO/qemu-test/lib.sh"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The rxe_rs driver: verbs objects, the RoCEv2 datapath and their kernel glue.
 //!
 //! Layers, bottom up: `sys` (generated bindings and the C helper shim, private),

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Memory regions: the registration verbs, rdma_rxe's key and state rules,
 //! and the memory-access API of the datapath.
 //!

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rdma-core sees an rs device exactly as it sees a c one: the verbose
 # ibv_devinfo, `rdma link show` and the device's sysfs attributes are equal
 # once the per-node values (GUIDs, GIDs, names, firmware) are masked.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
 """User-space misuse must not hurt the kernel: processes that hold live
 verbs objects (PD, CQ, QP with mapped rings, MR, SRQ, AH) are killed with
 SIGKILL mid-use, or simply exit without destroying anything, and one

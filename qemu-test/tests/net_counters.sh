@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The hardware counters look the same on rs and c: `rdma statistic` and sysfs
 # list the same names in the same order, and the port-down path counts
 # link_downed the same way (on a dummy netdev, so eth0 keeps its addresses).

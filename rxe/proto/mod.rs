@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! RoCEv2 protocol logic with no dependency on the kernel crate.
 //!
 //! Everything here is plain `core` Rust: the kernel module includes it as

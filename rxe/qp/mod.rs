@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Queue pairs at the verbs level: creation with their rings, the state
 //! machine and attributes, multicast membership, and the state the
 //! datapath reaches through the device's QP pool.

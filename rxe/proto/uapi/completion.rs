@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! What the kernel hands back: CQEs, mmap info and create/resize responses.
 
 #[allow(unused_imports)]

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Queue geometry: slot size and count for each kind of ring.
 
 #[allow(unused_imports)]

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Byte layouts of the rxe user ABI structures and the little readers and
 //! writers the parsers share.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The memory rxe shares with user space: queue layout (`rdma_user_rxe.h`,
 //! `ib_user_verbs.h`), parsers for the work requests user space posts there,
 //! and writers for what the kernel hands back (WQE status, CQEs, mmap info).

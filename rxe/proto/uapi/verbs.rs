@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Verbs enums and flag sets as user space writes them into WQEs and reads
 //! them from CQEs.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Send and receive WQEs: copied out of a shared queue, validated once,
 //! returned as plain values; and the fields the kernel writes back.
 
