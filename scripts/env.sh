@@ -10,5 +10,6 @@ BINDGEN=${BINDGEN:-$HOME/.cargo/bin/bindgen}
 # Debian's clippy matches Debian's rustc; rustup's (first in PATH) does not.
 CLIPPY_DRIVER=${CLIPPY_DRIVER:-/usr/bin/clippy-driver}
 LLVM=${LLVM:--19}
+RUSTFMT=${RUSTFMT:-rustfmt}
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
 KMAKE=(LLVM="$LLVM" RUSTC="$RUSTC" BINDGEN="$BINDGEN")
