@@ -10,7 +10,6 @@
 mod sys;
 
 pub(crate) mod kernel;
-#[allow(dead_code)] // Host tests cover all of it; the driver uses it piece by piece.
 pub(crate) mod proto;
 
 pub(crate) mod ah;

@@ -10,8 +10,6 @@
 //! order, as user space stores them; `__be32` fields (immediate data) are kept
 //! as the raw 32 bits that sit in memory.
 
-use core::ops::Range;
-
 use super::params::{limits, MAX_MSG_SZ};
 use super::qp_state::QpType;
 

@@ -3,8 +3,8 @@
 //! Verbs enums and flag sets as user space writes them into WQEs and reads
 //! them from CQEs.
 
-#[allow(unused_imports)]
-use super::*;
+use super::layout::to_usize;
+use super::QpType;
 
 /// `enum ib_wr_opcode` values user space and rxe use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
