@@ -22,16 +22,6 @@ use crate::rxe::qp::{self, Shared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::req::{self, Track};
 
-/// Per-QP state of the engine, behind `Shared::comp`. The completer's
-/// protocol state sits with the requester's (see `req::State`).
-pub(crate) struct State {}
-
-impl State {
-    pub(crate) fn new() -> Self {
-        Self {}
-    }
-}
-
 /// Send completions collected under the engines' lock, posted after it.
 const CQE_BATCH: usize = 16;
 
