@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The completer of a QP (rxe_comp.c): matches ACKs, read responses and
 //! atomic ACKs against the send queue, retires WQEs in order into the send
 //! CQ, and flushes the send queue of a QP in error.
@@ -19,16 +21,6 @@ use crate::rxe::proto::wire::rnr_timer_us;
 use crate::rxe::qp::{self, Shared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::req::{self, Track};
-
-/// Per-QP state of the engine, behind `Shared::comp`. The completer's
-/// protocol state sits with the requester's (see `req::State`).
-pub(crate) struct State {}
-
-impl State {
-    pub(crate) fn new() -> Self {
-        Self {}
-    }
-}
 
 /// Send completions collected under the engines' lock, posted after it.
 const CQE_BATCH: usize = 16;
