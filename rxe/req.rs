@@ -396,7 +396,7 @@ fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
     let pd = PdId(qp.pd);
     let status = rl::local_op_error(wqe.opcode);
     match (wqe.opcode, wqe.wr) {
-        (WrOpcode::LocalInv, _) => mr::invalidate_key(dev, wqe.ex).map_err(|_| status),
+        (WrOpcode::LocalInv, _) => mr::invalidate_key(dev, wqe.ex, pd, mr::QpId::of(qp)).map_err(|e| e.local_status()),
         (WrOpcode::BindMw, WrParams::Mw { addr, length, mr_lkey, mw_rkey, rkey, access }) => {
             let wr = mw::BindWr { mw_rkey, mr_lkey, rkey, addr, length, access };
             mw::bind(dev, qp, pd, &wr).map_err(|_| status)
