@@ -416,7 +416,7 @@ fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
         let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
             return None;
         };
-        let av = if ah_num != 0 { ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av() } else { av? };
+        let av = if ah_num != 0 { ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av() } else { ah::embedded_av(&qp.dev, av?)? };
         Some(net_av(&av, snap.sport))
     } else {
         snap.av.as_ref().map(|av| net_av(av, snap.sport))
