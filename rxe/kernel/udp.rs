@@ -1,7 +1,11 @@
 //! Kernel UDP sockets: the tunnel sockets RoCEv2 packets arrive on (port
 //! 4791), and the per-sender sockets that own transmitted skbs in flight.
 
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
 use kernel::{
     error::to_result,
@@ -147,6 +151,11 @@ unsafe impl<O: SkbOwner> Send for TxSocket<O> {}
 // SAFETY: As above.
 unsafe impl<O: SkbOwner> Sync for TxSocket<O> {}
 
+/// Skbs whose destructor is `tx_destructor`, over the whole module: a qdisc
+/// or a neighbour entry waiting for its address may keep one for seconds
+/// after its device and QP are gone, and its destructor is module text.
+static TX_SKBS: AtomicUsize = AtomicUsize::new(0);
+
 /// # Safety
 ///
 /// Only the kernel calls this, through the table or socket it was
@@ -162,6 +171,30 @@ unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut b::sk_buff) {
         drop(owner);
         skb::release_owner(sk);
     }
+    // Last: module exit waits for the count to reach zero.
+    TX_SKBS.fetch_sub(1, Ordering::Release);
+}
+
+/// Waits until no skb with our destructor is left (module exit, after the
+/// devices and the tunnel sockets are gone, so no new ones appear).
+pub(crate) fn wait_for_tx_skbs() {
+    let mut waited_ms = 0u32;
+    loop {
+        let left = TX_SKBS.load(Ordering::Acquire);
+        if left == 0 {
+            break;
+        }
+        if waited_ms % 10_000 == 0 {
+            pr_info!("waiting for {} packets still queued in the network stack\n", left);
+        }
+        // SAFETY: Plain sleep in process context.
+        unsafe { b::msleep(20) };
+        waited_ms = waited_ms.wrapping_add(20);
+    }
+    // Destructors run with bottom halves off (softirq, qdisc and neighbour
+    // code): after a grace period none is still returning through our text.
+    // SAFETY: Process context, no locks held.
+    unsafe { kernel::bindings::synchronize_rcu() };
 }
 
 impl<O: SkbOwner> TxSocket<O> {
@@ -211,6 +244,7 @@ impl<O: SkbOwner> TxSocket<O> {
         let owner: Arc<O> = unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) }.into();
         // The skb's reference, given back by `tx_destructor`.
         let _ = Arc::into_raw(owner);
+        TX_SKBS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `sk` is live; the destructor releases the socket reference
         // taken here and the owner reference leaked above.
         unsafe { skb.set_owner(sk, tx_destructor::<O>) };
