@@ -19,6 +19,7 @@ rdma_rxe 6.12 has no such wait (rxe_module_exit), so this is skipped on
 
     qemu-test/run --debug --nodes 1 --drivers rs qemu-test/tests/hardening_unload.py
 """
+import ipaddress
 import os
 import subprocess
 import sys
@@ -64,7 +65,8 @@ def main():
     cq = CQ(ctx, 64)
     mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
     qp = rl.make_qp(pd, cq, cq, wr=16, sge=1, inline=0)
-    rl.connect(qp, 0, gidx, "::ffff:" + ghost, 17, 0, 0, timeout=20, retry=1)
+    dgid = ipaddress.IPv6Address("::ffff:" + ghost).exploded
+    rl.connect(qp, 0, gidx, dgid, 17, 0, 0, timeout=20, retry=1)
     r = sh(f"ip neigh del {ghost} dev eth0")
     if r.returncode:
         print(f"FAIL ip neigh del: {r.stderr.strip()}")
