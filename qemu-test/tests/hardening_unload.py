@@ -7,11 +7,12 @@ driver, from the hardening issue: their destructor is module code, so
 The packets are held by a neighbour entry waiting for its address: an RC
 QP is connected towards an address nobody answers (the core resolves the
 path's MAC from a static entry, which is then deleted), and its SENDs
-queue on the new, unresolved entry for about 3 s (3 ARP probes) before
+queue on the new, unresolved entry for ~9 s (6 ARP probes) before
 the stack frees them. Meanwhile the QP is destroyed, rxe0 deleted and the
-module removed. rxe_rs waits in module exit until the last one is freed;
-without the wait their destructor ran in freed module memory (an oops in
-the ARP timer). A netem delay does not keep them: netem orphans every
+module removed: rmmod must not return before the neighbour gave up.
+rxe_rs waits in module exit until the last one is freed; without the
+wait their destructor ran in freed module memory (an oops in the ARP
+timer). A netem delay does not keep them: netem orphans every
 packet it delays, which runs the destructor at once.
 
 rdma_rxe 6.12 has no such wait (rxe_module_exit), so this is skipped on
@@ -38,6 +39,7 @@ import rc_lib as rl  # noqa: E402
 DEV = rl.DEV
 DRIVER = rl.DRIVER
 MODULE = "rdma_rxe_rs"
+RETRANS = "/proc/sys/net/ipv4/neigh/eth0/retrans_time_ms"
 
 
 def sh(cmd):
@@ -46,13 +48,31 @@ def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True)
 
 
+def dmesg():
+    return subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+
+
 def kernel_problems():
-    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
     keys = ("WARNING:", "BUG:", "Oops", "KASAN", "general protection")
-    return [line for line in log.splitlines() if any(k in line for k in keys)]
+    return [line for line in dmesg() if any(k in line for k in keys)]
+
+
+def neigh_state(ip):
+    out = subprocess.run(["ip", "neigh", "show", ip], capture_output=True, text=True).stdout.split()
+    return out[-1] if out else "none"
 
 
 def main():
+    with open(RETRANS) as f:
+        retrans = f.read().strip()
+    try:
+        return unload_test()
+    finally:
+        with open(RETRANS, "w") as f:
+            f.write(retrans)
+
+
+def unload_test():
     if DRIVER == "c":
         print("SKIP unload with queued packets: rdma_rxe 6.12 does not wait for them")
         return 0
@@ -60,6 +80,10 @@ def main():
     ghost = node_ip.rsplit(".", 1)[0] + ".99"
     ctx = Context(name=DEV)
     gidx, gid = rl.gid_index(node_ip)
+    # Six probes 1.5 s apart: the packets stay queued ~9 s, well past the
+    # link delete (rmmod then waits for the rest).
+    with open(RETRANS, "w") as f:
+        f.write("1500")
     sh(f"ip neigh replace {ghost} lladdr 02:00:00:00:00:99 dev eth0 nud permanent")
     pd = PD(ctx)
     cq = CQ(ctx, 64)
@@ -74,7 +98,7 @@ def main():
     for i in range(8):
         qp.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)]))
     time.sleep(0.3)
-    print(sh(f"ip neigh show {ghost}").stdout.strip())
+    print(f"  neighbour {neigh_state(ghost)}")
     qp.close()
     mr.close()
     cq.close()
@@ -85,22 +109,35 @@ def main():
     if r.returncode:
         print(f"FAIL rdma link delete: {r.stderr.strip()}")
         return 1
+    before = neigh_state(ghost)
     r = sh(f"rmmod {MODULE}")
     took = time.time() - t0
     if r.returncode:
         print(f"FAIL rmmod: {r.stderr.strip()}")
         return 1
-    print(f"  link delete and rmmod took {took:.1f}s")
-    # The neighbour gives up after 3-6 s (its probes) and frees what it
-    # queued: with a module that did not wait, that is when it oopses.
-    time.sleep(max(0.0, 8.0 - took))
-    print(sh(f"ip neigh show {ghost}").stdout.strip())
+    after = neigh_state(ghost)
+    print(f"  link delete and rmmod took {took:.1f}s; neighbour {before} before rmmod, {after} after")
+    ok = True
+    if before != "INCOMPLETE":
+        print("FAIL the neighbour gave up before rmmod: nothing was queued during the unload")
+        ok = False
+    if after == "INCOMPLETE":
+        # The neighbour frees what it queued when it gives up: with a
+        # module that did not wait, that is when it oopses.
+        print("FAIL rmmod returned while packets of the module were still queued")
+        ok = False
+        deadline = time.time() + 15
+        while neigh_state(ghost) == "INCOMPLETE" and time.time() < deadline:
+            time.sleep(0.5)
+    waited = [line for line in dmesg() if "waiting for" in line and "packets" in line]
+    print("  " + (waited[-1] if waited else "(no wait reported)"))
     problems = kernel_problems()
     if problems:
         print("FAIL kernel report after unload: " + "; ".join(problems[:3]))
-        return 1
-    print("PASS unload with packets queued on an unresolved neighbour")
-    return 0
+        ok = False
+    if ok:
+        print("PASS unload with packets queued on an unresolved neighbour")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
