@@ -112,10 +112,7 @@ pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload
     if paylen + ip::UDP_HLEN + ip::IPV6_HLEN > usize::from(u16::MAX) {
         return Err(errno::emsgsize());
     }
-    // Room for the link header as the device wants it: with less, the IP
-    // output path clones the packet and copies its head (and the clone
-    // no longer belongs to the QP's socket).
-    let headroom = ndev.ll_reserved_space() as usize + ip::UDP_HLEN + av.ip_hdr_len();
+    let headroom = ip::ETH_HLEN + ip::UDP_HLEN + av.ip_hdr_len();
     // Both fit in u32: bounded by 64 KiB above.
     let mut skb = TxSkb::alloc(&ndev, headroom as u32, paylen as u32)?;
     skb.set_protocol(match av.network_type() {

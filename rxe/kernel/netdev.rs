@@ -69,16 +69,6 @@ impl NetDevice {
         self.raw().ifindex
     }
 
-    /// The room to leave in front of the network header of a packet for
-    /// this device (C's `LL_RESERVED_SPACE`): the link header and what the
-    /// device needs besides, rounded as the IP output path checks it. With
-    /// less, that path copies the packet into a new skb.
-    pub(crate) fn ll_reserved_space(&self) -> u32 {
-        let d = self.raw();
-        let len = u32::from(d.hard_header_len) + u32::from(d.needed_headroom);
-        (len & !15) + 16
-    }
-
     /// The first six bytes of the hardware address (the MAC of an Ethernet device).
     pub(crate) fn mac(&self) -> [u8; 6] {
         let mut mac = [0u8; 6];
