@@ -13,7 +13,7 @@ use kernel::prelude::*;
 
 mod rxe;
 
-use rxe::kernel::{errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp::TunnelSocket};
+use rxe::kernel::{errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp, udp::TunnelSocket};
 
 module! {
     type: RxeModule,
@@ -26,14 +26,25 @@ module! {
 
 /// Module state. Fields drop in declaration order, which is the teardown
 /// order: stop new links, remove the devices, then stop events and traffic,
-/// and last the workqueue the QP tasks run on.
+/// wait for our packets still queued in the network stack (their
+/// destructor is our code), and last the workqueue the QP tasks run on.
 struct RxeModule {
     _link: LinkType,
     _devices: Devices,
     _notifier: Notifier,
     _sock6: Option<TunnelSocket>,
     _sock4: TunnelSocket,
+    _tx_skbs: TxSkbs,
     _wq: WorkQueue,
+}
+
+/// Waits for the skbs the driver sent and the stack still holds when dropped.
+struct TxSkbs;
+
+impl Drop for TxSkbs {
+    fn drop(&mut self) {
+        udp::wait_for_tx_skbs();
+    }
 }
 
 /// Removes every device of the driver when dropped.
@@ -68,6 +79,7 @@ impl kernel::Module for RxeModule {
             _notifier: notifier,
             _sock6: sock6,
             _sock4: sock4,
+            _tx_skbs: TxSkbs,
             _wq: wq,
         })
     }

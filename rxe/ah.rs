@@ -4,17 +4,20 @@
 //!
 //! Interface for the datapath: [`lookup`] finds the AH a UD send WQE names
 //! by number, checked against the QP's PD; [`Shared::av`] is its address
-//! vector.
+//! vector. [`embedded_av`] checks an AV a WQE carries instead.
 
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::route;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::proto::av::{self as pav, AhAttr};
+use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::proto::qp_attr::AttrError;
 use crate::rxe::proto::uapi::{create_ah_resp, resp, Av};
+use crate::rxe::qp;
 
 /// The part of an AH the datapath reaches through the device's pool.
 #[pin_data]
@@ -63,6 +66,17 @@ fn errno(e: AttrError) -> Error {
 /// The AH numbered `ah_num`, if it exists and belongs to the PD `pd`.
 pub(crate) fn lookup(dev: &DeviceState, ah_num: u32, pd: usize) -> Option<Arc<Shared>> {
     dev.ahs.get(ah_num).filter(|ah| ah.pd == pd)
+}
+
+/// The address vector a UD WQE embeds (providers that know no AH
+/// numbers): it comes from user memory and no AH check saw it, so its
+/// source must be one of the device's: the GID table entry at its
+/// `sgid_index`, whose address is the AV's source address. `None` refuses
+/// it (the WQE completes with `IB_WC_LOC_QP_OP_ERR`); rdma_rxe sends from
+/// whatever source address the WQE names.
+pub(crate) fn embedded_av(dev: &Device, av: Av) -> Option<Av> {
+    let gid = route::gid_at(dev, u32::from(av.grh.sgid_index))?;
+    (IpAddr::from_gid(gid) == qp::av_path(&av).0).then_some(av)
 }
 
 impl Ah {

@@ -52,7 +52,7 @@ use crate::rxe::kernel::{
 };
 use crate::rxe::mw;
 use crate::rxe::proto::mr_logic::{
-    self as rules, len64, rereg, Chunk, Layout, MrFacts, MrType, RuleError, State,
+    self as rules, len64, rereg, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
 };
 use crate::rxe::qp;
 
@@ -420,11 +420,12 @@ impl Shared {
         Ok(())
     }
 
-    /// Invalidates a fast-reg MR by key (LOCAL_INV, send with invalidate).
-    pub(crate) fn invalidate(&self, key: u32) -> Result {
+    /// Invalidates a fast-reg MR by key (LOCAL_INV, send with invalidate)
+    /// for a QP of PD `qp_pd`.
+    pub(crate) fn invalidate(&self, key: u32, qp_pd: PdId) -> Result<(), InvalidateError> {
         let mut i = self.inner.lock();
         let facts = i.facts(self.mr_type, self.bound_mws.load(Ordering::Relaxed));
-        rules::check_invalidate_mr(&facts, key).map_err(rule_errno)?;
+        rules::check_invalidate_mr(&facts, key, i.pd == qp_pd)?;
         i.state = State::Free;
         Ok(())
     }
@@ -507,13 +508,13 @@ pub(crate) fn fast_reg(dev: &DeviceState, qp_pd: PdId, reg: &FastReg) -> Result 
 }
 
 /// LOCAL_INV and send with invalidate: invalidates the MR or window `key`
-/// names.
-pub(crate) fn invalidate_key(dev: &DeviceState, key: u32) -> Result {
+/// names, if `qp` (of PD `pd`) may.
+pub(crate) fn invalidate_key(dev: &DeviceState, key: u32, pd: PdId, qp: QpId) -> Result<(), InvalidateError> {
     if rules::rkey_is_mw(key) {
-        return mw::invalidate(dev, key);
+        return mw::invalidate(dev, key, pd, qp);
     }
-    let mr = dev.mrs.get(rules::key_index(key)).ok_or(EINVAL)?;
-    mr.invalidate(key)
+    let mr = dev.mrs.get(rules::key_index(key)).ok_or(InvalidateError::Invalid)?;
+    mr.invalidate(key, pd)
 }
 
 /// A memory region, as its `ib_mr` owns it.

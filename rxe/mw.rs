@@ -21,7 +21,7 @@ use crate::rxe::kernel::{
     random,
 };
 use crate::rxe::mr::{self, AccessError, PdId, QpId};
-use crate::rxe::proto::mr_logic::{self as rules, Access, BindReq, MwType, RuleError, State};
+use crate::rxe::proto::mr_logic::{self as rules, Access, BindReq, InvalidateError, MwType, RuleError, State};
 use crate::rxe::qp;
 
 /// A bound MR: counts as one window on the MR while it lives.
@@ -212,17 +212,22 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
     Ok(())
 }
 
-/// Invalidates a bound type 2 window (LOCAL_INV, send with invalidate).
-pub(crate) fn invalidate(dev: &DeviceState, rkey: u32) -> Result {
-    let mw = dev.mws.get(rules::key_index(rkey)).ok_or(EINVAL)?;
+/// Invalidates a bound type 2 window (LOCAL_INV, send with invalidate) for
+/// `qp` of PD `pd`: the window must be in that PD and bound to that QP.
+pub(crate) fn invalidate(dev: &DeviceState, rkey: u32, pd: PdId, qp: QpId) -> Result<(), InvalidateError> {
+    let mw = dev.mws.get(rules::key_index(rkey)).ok_or(InvalidateError::Invalid)?;
     let held = {
         let mut i = mw.inner.lock();
         if i.rkey != rkey {
-            return Err(EINVAL);
+            return Err(InvalidateError::Invalid);
         }
-        rules::check_invalidate_mw(mw.mw_type, i.state).map_err(|_| EINVAL)?;
+        let bound_here = i.qp.as_deref().map_or(true, |q| QpId::of(q) == qp);
+        rules::check_invalidate_mw(mw.mw_type, i.state, mw.pd == pd, bound_here)?;
         i.clear(State::Free)
     };
+    // The QP the window was bound to may be gone already: this can be its
+    // last reference, dropped in the caller's context (under the
+    // requester's or responder's lock); the QP's drop allows that.
     drop(held);
     Ok(())
 }

@@ -194,8 +194,9 @@ impl<W: TxWake> SkbOwner for Inflight<W> {
 /// The transmit side of one QP: the socket owning its skbs in flight, and
 /// their count.
 ///
-/// Drop it in process context (QP destroy); skbs still in flight keep what
-/// they need, and the last of them drops `W`, maybe in softirq.
+/// It may be dropped in any context up to softirq (the socket goes to a
+/// work item); skbs still in flight keep what they need, and the last of
+/// them drops `W`, maybe in softirq.
 pub(crate) struct TxFlow<W: TxWake> {
     inflight: Arc<Inflight<W>>,
     routes: RouteCache,

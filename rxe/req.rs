@@ -398,7 +398,7 @@ fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
     let pd = PdId(qp.pd);
     let status = rl::local_op_error(wqe.opcode);
     match (wqe.opcode, wqe.wr) {
-        (WrOpcode::LocalInv, _) => mr::invalidate_key(dev, wqe.ex).map_err(|_| status),
+        (WrOpcode::LocalInv, _) => mr::invalidate_key(dev, wqe.ex, pd, mr::QpId::of(qp)).map_err(|e| e.local_status()),
         (WrOpcode::BindMw, WrParams::Mw { addr, length, mr_lkey, mw_rkey, rkey, access }) => {
             let wr = mw::BindWr { mw_rkey, mr_lkey, rkey, addr, length, access };
             mw::bind(dev, qp, pd, &wr).map_err(|_| status)
@@ -418,7 +418,7 @@ fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
         let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
             return None;
         };
-        let av = if ah_num != 0 { ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av() } else { av? };
+        let av = if ah_num != 0 { ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av() } else { ah::embedded_av(&qp.dev, av?)? };
         Some(net_av(&av, snap.sport))
     } else {
         snap.av.as_ref().map(|av| net_av(av, snap.sport))

@@ -23,7 +23,7 @@ use crate::rxe::proto::cq_srq::{RecvNet, RECV_WQE_MAX};
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
-use crate::rxe::proto::mr_logic::{rkey_is_mw, Access, AtomicOp};
+use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_attr::QpAttrs;
@@ -37,7 +37,7 @@ use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
 use crate::rxe::qp::{self, Shared};
 use crate::rxe::recv::RxPacket;
-use crate::rxe::{mw, srq};
+use crate::rxe::srq;
 
 /// The receive WQE the current message lands in, with its progress.
 struct HeldWqe {
@@ -476,14 +476,9 @@ impl resp_run::Io for Io<'_> {
         Ok(())
     }
 
-    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessFault> {
-        let dev = self.dev().ok_or(AccessFault)?;
-        let res = if rkey_is_mw(rkey) {
-            mw::invalidate(dev.state(), rkey)
-        } else {
-            mr::invalidate_key(dev.state(), rkey)
-        };
-        res.map_err(|_| AccessFault)
+    fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError> {
+        let dev = self.dev().ok_or(InvalidateError::Invalid)?;
+        mr::invalidate_key(dev.state(), rkey, PdId(self.sh.pd), QpId::of(self.sh))
     }
 
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed> {

@@ -144,6 +144,24 @@ pub(crate) fn gid_netdev(dev: &Device, index: u32) -> Option<NetDevice> {
     unsafe { NetDevice::from_owned(b::rxe_rs_gid_ndev(dev.as_ib(), 1, index)) }
 }
 
+/// GID table entry `index` of port 1, if the entry is in use.
+pub(crate) fn gid_at(dev: &Device, index: u32) -> Option<[u8; 16]> {
+    let index = i32::try_from(index).ok()?;
+    // SAFETY: FFI on our live device; a found entry comes with a
+    // reference, given back once its GID is copied.
+    unsafe {
+        let attr = b::rdma_get_gid_attr(dev.as_ib(), 1, index);
+        match from_err_ptr(attr.cast_mut()) {
+            Ok(attr) if !attr.is_null() => {
+                let gid = (*attr).gid.raw;
+                b::rdma_put_gid_attr(attr);
+                Some(gid)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The GID table index of RoCE v2 GID `gid` of port 1, on `ndev` if given
 /// (the netdev a packet came in on), else on any netdev.
 pub(crate) fn find_gid(dev: &Device, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {

@@ -408,6 +408,25 @@ where
     queue.enqueue::<Arc<T>, ID>(owner).is_ok()
 }
 
+/// Queues a one-shot boxed work item on the driver's workqueue, or on the
+/// system one when the driver's is not there (module init or exit):
+/// `WorkQueue::drop` drains the driver's, so work queued on it has run
+/// before the module text goes.
+pub(crate) fn enqueue_once<T>(item: Pin<KBox<T>>)
+where
+    T: HasWork<T, 0> + WorkItem<0, Pointer = Pin<KBox<T>>> + Send + 'static,
+{
+    let raw = QUEUE.load(Ordering::Acquire);
+    if raw.is_null() {
+        kernel::workqueue::system().enqueue::<Pin<KBox<T>>, 0>(item);
+        return;
+    }
+    // SAFETY: As in `enqueue`: the queue outlives every object that can
+    // queue work on it.
+    let queue = unsafe { Queue::from_raw(raw) };
+    queue.enqueue::<Pin<KBox<T>>, 0>(item);
+}
+
 /// Owns the driver's workqueue: created at module init, destroyed (after
 /// running what is still queued) when dropped at module exit.
 pub(crate) struct WorkQueue(());

@@ -3,7 +3,11 @@
 //! Kernel UDP sockets: the tunnel sockets RoCEv2 packets arrive on (port
 //! 4791), and the per-sender sockets that own transmitted skbs in flight.
 
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
 use kernel::{
     error::to_result,
@@ -11,7 +15,10 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
+
 use super::skb::{self, Skb, TxSkb};
+use super::task;
 use crate::rxe::sys as b;
 
 /// The RoCEv2 destination port.
@@ -95,19 +102,61 @@ pub(crate) trait SkbOwner: Send + Sync + 'static {
 /// in flight, as rdma_rxe's per-QP socket does: each skb holds a reference on
 /// the socket and on its `O`, and hands both back from its destructor.
 ///
+/// It may be dropped in any context up to softirq, under spinlocks (the
+/// last reference to a QP can go there): `sock_release` sleeps, so the drop
+/// hands the socket to a work item allocated up front.
+///
 /// # Invariants
 ///
 /// `sock` was created by `new`; its `sk_user_data` holds a pointer from
-/// `Arc::<O>::into_raw` whose reference this value owns.
+/// `Arc::<O>::into_raw` whose reference this value owns. `release` is
+/// `Some` until `drop`.
 pub(crate) struct TxSocket<O: SkbOwner> {
     sock: NonNull<b::socket>,
+    release: Option<Pin<KBox<Release>>>,
     _owner: PhantomData<Arc<O>>,
+}
+
+/// Releases a dropped `TxSocket`'s socket in process context.
+#[pin_data]
+struct Release {
+    #[pin]
+    work: Work<Release>,
+    /// Set by `TxSocket::drop`, which gives up the socket to this item.
+    sock: Option<NonNull<b::socket>>,
+}
+
+// SAFETY: The socket pointer is only used by the work function, once.
+unsafe impl Send for Release {}
+// SAFETY: No `&self` access touches the socket.
+unsafe impl Sync for Release {}
+
+impl_has_work! {
+    impl HasWork<Self> for Release { self.work }
+}
+
+impl WorkItem for Release {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(this: Pin<KBox<Self>>) {
+        if let Some(sock) = this.sock {
+            // SAFETY: `TxSocket::drop` handed over its socket, which nothing
+            // else uses any more; skbs in flight hold their own references
+            // on its `sock`, so their destructors keep working after this.
+            unsafe { b::sock_release(sock.as_ptr()) };
+        }
+    }
 }
 
 // SAFETY: The socket is only released in `drop`; `attach` only reads it.
 unsafe impl<O: SkbOwner> Send for TxSocket<O> {}
 // SAFETY: As above.
 unsafe impl<O: SkbOwner> Sync for TxSocket<O> {}
+
+/// Skbs whose destructor is `tx_destructor`, over the whole module: a qdisc
+/// or a neighbour entry waiting for its address may keep one for seconds
+/// after its device and QP are gone, and its destructor is module text.
+static TX_SKBS: AtomicUsize = AtomicUsize::new(0);
 
 /// # Safety
 ///
@@ -124,6 +173,30 @@ unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut b::sk_buff) {
         drop(owner);
         skb::release_owner(sk);
     }
+    // Last: module exit waits for the count to reach zero.
+    TX_SKBS.fetch_sub(1, Ordering::Release);
+}
+
+/// Waits until no skb with our destructor is left (module exit, after the
+/// devices and the tunnel sockets are gone, so no new ones appear).
+pub(crate) fn wait_for_tx_skbs() {
+    let mut waited_ms = 0u32;
+    loop {
+        let left = TX_SKBS.load(Ordering::Acquire);
+        if left == 0 {
+            break;
+        }
+        if waited_ms % 10_000 == 0 {
+            pr_info!("waiting for {} packets still queued in the network stack\n", left);
+        }
+        // SAFETY: Plain sleep in process context.
+        unsafe { b::msleep(20) };
+        waited_ms = waited_ms.wrapping_add(20);
+    }
+    // Destructors run with bottom halves off (softirq, qdisc and neighbour
+    // code): after a grace period none is still returning through our text.
+    // SAFETY: Process context, no locks held.
+    unsafe { kernel::bindings::synchronize_rcu() };
 }
 
 impl<O: SkbOwner> TxSocket<O> {
@@ -141,12 +214,21 @@ impl<O: SkbOwner> TxSocket<O> {
             )
         })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
+        let release = match KBox::pin_init(pin_init!(Release { work <- new_work!("rxe_rs_sock_release"), sock: None }), GFP_KERNEL) {
+            Ok(r) => r,
+            Err(e) => {
+                // SAFETY: Our fresh socket, not used anywhere yet.
+                unsafe { b::sock_release(sock.as_ptr()) };
+                return Err(e);
+            }
+        };
         let ptr = Arc::into_raw(owner.clone());
         // SAFETY: A fresh socket of ours; the pointer stays valid while any
         // reference to the `O` lives, and this value owns one until `drop`.
         unsafe { b::rxe_rs_sk_set_user_data(b::rxe_rs_socket_sk(sock.as_ptr()), ptr.cast_mut().cast()) };
         Ok(Self {
             sock,
+            release: Some(release),
             _owner: PhantomData,
         })
     }
@@ -164,6 +246,7 @@ impl<O: SkbOwner> TxSocket<O> {
         let owner: Arc<O> = unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) }.into();
         // The skb's reference, given back by `tx_destructor`.
         let _ = Arc::into_raw(owner);
+        TX_SKBS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `sk` is live; the destructor releases the socket reference
         // taken here and the owner reference leaked above.
         unsafe { skb.set_owner(sk, tx_destructor::<O>) };
@@ -175,11 +258,13 @@ impl<O: SkbOwner> Drop for TxSocket<O> {
         let sk = self.sk();
         // SAFETY: Read before release, while the socket is surely alive.
         let owner = unsafe { b::rxe_rs_sk_user_data(sk) }.cast::<O>();
-        // SAFETY: We own the socket. Skbs still in flight hold their own
-        // references on the `sock` and on the `O`, so their destructors keep
-        // working after this.
-        unsafe { b::sock_release(self.sock.as_ptr()) };
-        // SAFETY: The reference `new` took for this value (type invariant).
+        // SAFETY: The reference `new` took for this value (type invariant);
+        // skbs in flight hold their own.
         drop(unsafe { Arc::<O>::from_raw(owner) });
+        if let Some(mut release) = self.release.take() {
+            // SAFETY: `sock` is not structurally pinned.
+            unsafe { release.as_mut().get_unchecked_mut() }.sock = Some(self.sock);
+            task::enqueue_once(release);
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! user memory, kernel work requests or packets; none of it can panic.
 
 use super::params::{pool, KEY_INDEX_SHIFT};
+use super::uapi::WcStatus;
 
 /// The low byte of an lkey/rkey: the part a consumer may change.
 pub(crate) const KEY_BYTE_MASK: u32 = (1 << KEY_INDEX_SHIFT) - 1;
@@ -412,19 +413,57 @@ pub(crate) fn check_fast_reg(mr: &MrFacts, same_pd: bool, key: u32) -> Result<()
     Ok(())
 }
 
-/// LOCAL_INV / send with invalidate on an MR key.
-pub(crate) fn check_invalidate_mr(mr: &MrFacts, key: u32) -> Result<(), RuleError> {
+/// Why a LOCAL_INV or send with invalidate is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InvalidateError {
+    /// No such key, or an object of the wrong type or state (C's `-EINVAL`).
+    Invalid,
+    /// The MR or window is not the invalidating QP's to invalidate: it is
+    /// in another PD, or it is a type 2 window bound to another QP. The IB
+    /// specification asks for both checks; rdma_rxe makes neither.
+    Protection { window: bool },
+}
+
+impl InvalidateError {
+    /// The status a LOCAL_INV that fails so completes with: C's
+    /// `IB_WC_LOC_QP_OP_ERR` for a bad key; a window the QP may not touch
+    /// is a memory window error, an MR of another PD a protection error.
+    pub(crate) fn local_status(self) -> WcStatus {
+        match self {
+            Self::Invalid => WcStatus::LocQpOpErr,
+            Self::Protection { window: true } => WcStatus::MwBindErr,
+            Self::Protection { window: false } => WcStatus::LocProtErr,
+        }
+    }
+}
+
+/// LOCAL_INV / send with invalidate on an MR key, by a QP of the MR's PD
+/// (`same_pd`) or not.
+pub(crate) fn check_invalidate_mr(mr: &MrFacts, key: u32, same_pd: bool) -> Result<(), InvalidateError> {
     let expected = if mr.access.intersects(Access::REMOTE) { mr.rkey } else { mr.lkey };
     if key != expected || mr.bound_mws > 0 || mr.mr_type != MrType::MemReg {
-        return Err(RuleError::Invalid);
+        return Err(InvalidateError::Invalid);
+    }
+    if !same_pd {
+        return Err(InvalidateError::Protection { window: false });
     }
     Ok(())
 }
 
-/// Invalidating an MW: only bound type 2 windows.
-pub(crate) fn check_invalidate_mw(mw_type: MwType, state: State) -> Result<(), RuleError> {
+/// Invalidating an MW: only type 2 windows that are not invalid, by a QP
+/// of the window's PD (`same_pd`) that is the one a bound window is bound
+/// to (`bound_here`; true when nothing is bound).
+pub(crate) fn check_invalidate_mw(
+    mw_type: MwType,
+    state: State,
+    same_pd: bool,
+    bound_here: bool,
+) -> Result<(), InvalidateError> {
     if state == State::Invalid || mw_type == MwType::One {
-        return Err(RuleError::Invalid);
+        return Err(InvalidateError::Invalid);
+    }
+    if !same_pd || !bound_here {
+        return Err(InvalidateError::Protection { window: true });
     }
     Ok(())
 }
@@ -688,16 +727,31 @@ mod tests {
         user.mr_type = MrType::User;
         assert!(check_fast_reg(&user, true, 0x0000_0512).is_err());
 
-        assert_eq!(check_invalidate_mr(&fast_mr(State::Valid), 0x512), Ok(()));
-        assert!(check_invalidate_mr(&fast_mr(State::Valid), 0x513).is_err());
+        assert_eq!(check_invalidate_mr(&fast_mr(State::Valid), 0x512, true), Ok(()));
+        assert!(check_invalidate_mr(&fast_mr(State::Valid), 0x513, true).is_err());
+        assert_eq!(
+            check_invalidate_mr(&fast_mr(State::Valid), 0x512, false),
+            Err(InvalidateError::Protection { window: false })
+        );
+        assert_eq!(
+            check_invalidate_mr(&fast_mr(State::Valid), 0x513, false),
+            Err(InvalidateError::Invalid)
+        );
         let mut bound = fast_mr(State::Valid);
         bound.bound_mws = 1;
-        assert!(check_invalidate_mr(&bound, 0x512).is_err());
-        assert!(check_invalidate_mr(&user, 0x512).is_err());
+        assert!(check_invalidate_mr(&bound, 0x512, true).is_err());
+        assert!(check_invalidate_mr(&user, 0x512, true).is_err());
 
-        assert!(check_invalidate_mw(MwType::One, State::Valid).is_err());
-        assert!(check_invalidate_mw(MwType::Two, State::Invalid).is_err());
-        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid), Ok(()));
+        assert!(check_invalidate_mw(MwType::One, State::Valid, true, true).is_err());
+        assert!(check_invalidate_mw(MwType::Two, State::Invalid, true, true).is_err());
+        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid, true, true), Ok(()));
+        let denied = Err(InvalidateError::Protection { window: true });
+        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid, false, true), denied);
+        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid, true, false), denied);
+        assert_eq!(check_invalidate_mw(MwType::Two, State::Invalid, false, false), Err(InvalidateError::Invalid));
+        assert_eq!(InvalidateError::Invalid.local_status(), WcStatus::LocQpOpErr);
+        assert_eq!(InvalidateError::Protection { window: true }.local_status(), WcStatus::MwBindErr);
+        assert_eq!(InvalidateError::Protection { window: false }.local_status(), WcStatus::LocProtErr);
     }
 
     fn bind_mr() -> BindMr {

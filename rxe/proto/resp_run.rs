@@ -27,7 +27,7 @@
 //! it gives up).
 
 use super::events::Event;
-use super::mr_logic::AtomicOp;
+use super::mr_logic::{AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_before, psn_sub};
 use super::qp_state::QpType;
@@ -172,7 +172,7 @@ pub(crate) trait Io {
     /// persistent when asked.
     fn flush(&mut self, whole_mr: bool, va: u64, len: u32, persistent: bool) -> Result<(), AccessFault>;
     /// Invalidates the MR or MW named by `rkey` (send with invalidate).
-    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessFault>;
+    fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError>;
     /// Builds and sends a read response, copying `len` bytes from `va`.
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed>;
     /// Builds and sends an ACK-type packet; failures are not reported (C logs them).
@@ -420,8 +420,12 @@ impl<I: Io> Run<'_, I> {
             return St::ProcessFlush;
         }
         if let Some(rkey) = p.invalidate {
-            if self.io.invalidate(rkey).is_err() {
-                return St::Err(RespError::InvalidateRkey);
+            match self.io.invalidate(rkey) {
+                Ok(()) => {}
+                Err(InvalidateError::Invalid) => return St::Err(RespError::InvalidateRkey),
+                // Stricter than rdma_rxe: a key of another PD, or a window
+                // bound to another QP, is a protection error (class C).
+                Err(InvalidateError::Protection { .. }) => return St::Err(RespError::RkeyViolation),
             }
         }
         self.st.executed(p, p.has(Mask::END));

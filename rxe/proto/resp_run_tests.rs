@@ -427,6 +427,20 @@ fn ud_receive() {
 }
 
 #[test]
+fn invalidate_of_a_foreign_key_is_class_c() {
+    let mut t = T::new(QpType::Rc);
+    t.io.rq.push_back(64);
+    t.io.foreign_keys.push(0x999);
+    let mut r = rq(Opcode::RcSendOnlyInv, 100, 8);
+    r.invalidate = Some(0x999);
+    let o = t.send(r, bytes(8, 0));
+    assert!(o.qp_error);
+    // Stricter than rdma_rxe: a remote access error NAK, not an ACK.
+    assert_eq!(t.last_ack().syndrome, 0x62);
+    assert_eq!(t.io.cqes[0].0.status, WcStatus::RemAccessErr);
+}
+
+#[test]
 fn invalidate_failure_is_class_j() {
     let mut t = T::new(QpType::Rc);
     t.io.rq.push_back(64);

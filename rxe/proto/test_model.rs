@@ -4,7 +4,7 @@
 //! a responder [`Io`] with receive buffers, memory regions and a wire log.
 
 use super::events::Event;
-use super::mr_logic::{Access, AtomicOp};
+use super::mr_logic::{Access, AtomicOp, InvalidateError};
 use super::resp_logic::{Request, Target, GRH_LEN};
 use super::resp_run::{
     AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError, RecvCqe, RecvError,
@@ -51,6 +51,8 @@ pub(crate) struct RespModel {
     pub(crate) rq_malformed: bool,
     pub(crate) held: Option<Held>,
     pub(crate) mrs: BTreeMap<u32, Mr>,
+    /// Keys whose invalidation this QP may not ask for (another PD or QP).
+    pub(crate) foreign_keys: Vec<u32>,
     pub(crate) held_mr: Option<u32>,
     pub(crate) in_error: bool,
     pub(crate) cq_full: bool,
@@ -205,8 +207,11 @@ impl Io for RespModel {
         Ok(())
     }
 
-    fn invalidate(&mut self, rkey: u32) -> Result<(), AccessFault> {
-        self.mrs.remove(&rkey).map(|_| ()).ok_or(AccessFault)
+    fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError> {
+        if self.foreign_keys.contains(&rkey) {
+            return Err(InvalidateError::Protection { window: true });
+        }
+        self.mrs.remove(&rkey).map(|_| ()).ok_or(InvalidateError::Invalid)
     }
 
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed> {

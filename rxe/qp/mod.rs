@@ -147,8 +147,12 @@ pub(crate) struct State {
 
 /// The part of a QP the datapath reaches through the device's pool.
 ///
-/// The last reference frees the rings (`vfree`): drop it in process
-/// context without spinlocks held, or in softirq context.
+/// The last reference may go in any context up to softirq, also under a
+/// BH-disabling lock (a type 2 window bound to a destroyed QP, a packet
+/// the receive softirq looked up while the QP was destroyed): the drop
+/// only frees memory (`vfree` defers itself there) and hands the transmit
+/// sockets to a work item. Not under a lock that only masks interrupts,
+/// where `vfree` may sleep.
 #[pin_data]
 pub(crate) struct Shared {
     /// The number on the wire (1 for GSI).
