@@ -114,6 +114,12 @@ fn rounded_rd_atomic(n: u8) -> u32 {
 }
 
 impl Shared {
+    /// The PSN the responder expects next, which query_qp reports as
+    /// `rq_psn`.
+    pub(crate) fn resp_psn(&self) -> u32 {
+        self.resp.lock().rs.psn
+    }
+
     /// modify_qp stored new attributes: the responder takes the receive PSN
     /// and its resource count, and starts over on RESET. Call without the
     /// state lock held.

@@ -630,10 +630,14 @@ impl Qp {
         Ok(())
     }
 
-    /// query_qp: the stored attributes and the queue capabilities.
+    /// query_qp: the stored attributes with the live PSNs (the requester's
+    /// next one and the one the responder expects, as rdma_rxe reports
+    /// them), and the queue capabilities.
     pub(crate) fn query(&self) -> QueryResult {
         let sh = &self.shared;
-        let attrs = sh.state.lock().attrs;
+        let mut attrs = sh.state.lock().attrs;
+        attrs.sq_psn = sh.req.lock().req.psn;
+        attrs.rq_psn = sh.resp_psn();
         QueryResult {
             attrs,
             cap: Caps {
