@@ -20,13 +20,19 @@ use crate::rxe::qp::{self, Shared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::req::{self, Track};
 
-/// Per-QP state of the engine, behind `Shared::comp`. The completer's
-/// protocol state sits with the requester's (see `req::State`).
-pub(crate) struct State {}
+/// Per-QP state of the engine, behind `Shared::comp`, which the completer
+/// holds for a whole step (outside the engines' lock `Shared::req`). The
+/// completer's protocol state sits with the requester's (see `req::State`);
+/// here is only the batch of send completions a step collects under the
+/// engines' lock and posts after releasing it. It lives with the QP so that
+/// no step builds (and the compiler moves) a batch on the stack.
+pub(crate) struct State {
+    cqes: Cqes,
+}
 
 impl State {
     pub(crate) fn new() -> Self {
-        Self {}
+        Self { cqes: Cqes::EMPTY }
     }
 }
 
@@ -39,9 +45,7 @@ struct Cqes {
 }
 
 impl Cqes {
-    fn new() -> Self {
-        Self { list: [None; CQE_BATCH], n: 0 }
-    }
+    const EMPTY: Self = Self { list: [None; CQE_BATCH], n: 0 };
 
     fn is_full(&self) -> bool {
         self.n >= CQE_BATCH
@@ -186,9 +190,8 @@ impl cl::Sq for Io<'_> {
 
 /// `flush_send_queue()`: a QP in ERR completes every WQE, the first one
 /// that failed with its own status, the others with `WR_FLUSH_ERR`.
-fn flush(qp: &Arc<Shared>, notify: bool) -> Progress {
+fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
     qp.comp_pkts.lock().clear();
-    let mut cqes = Cqes::new();
     let more = {
         let mut st = qp.req.lock();
         loop {
@@ -210,7 +213,7 @@ fn flush(qp: &Arc<Shared>, notify: bool) -> Progress {
                 }
             };
             if notify {
-                retire_head(qp, &mut st.sq, &info, status, &mut cqes);
+                retire_head(qp, &mut st.sq, &info, status, cqes);
             } else {
                 qp.sq.lock().queue.advance();
                 st.sq.retired();
@@ -234,14 +237,15 @@ fn step(qp: &Arc<Shared>) -> Progress {
         qp.comp_pkts.lock().clear();
         return Progress::Done;
     }
+    let mut comp = qp.comp.lock();
+    let cqes = &mut comp.cqes;
     if state == QpState::Err {
-        return flush(qp, true);
+        return flush(qp, cqes, true);
     }
-    let mut cqes = Cqes::new();
     let out = {
         let mut guard = qp.req.lock();
         let st = &mut *guard;
-        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes: &mut cqes };
+        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes };
         let out = cl::run(&mut st.comp, &mut st.req, &mut io);
         if let Some(p) = io.pkt.take() {
             p.consume();
@@ -249,6 +253,7 @@ fn step(qp: &Arc<Shared>) -> Progress {
         out
     };
     cqes.post(qp);
+    drop(comp);
     if let Some(code) = out.rnr_timer {
         let us = rnr_timer_us(code).unwrap_or(0);
         qp.rnr_timer.arm_in(qp, Jiffies::from_usecs(us).at_least_one());

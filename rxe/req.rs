@@ -138,12 +138,11 @@ impl WqeCopy {
         }
         self.slot = None;
         let parsed = match read_wqe(qp, buf, off) {
-            Some((s, len)) if s == slot => parse_wqe(qp, buf.get(..len).unwrap_or(&[])).map_err(Some),
+            Some((s, len)) if s == slot => parse_wqe(qp, buf.get(..len).unwrap_or(&[]), &mut wqe).map_err(Some),
             _ => Err(None),
         };
         match parsed {
-            Ok(w) => {
-                *wqe = w;
+            Ok(()) => {
                 self.slot = Some(slot);
                 Ok(wqe)
             }
@@ -251,16 +250,24 @@ pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
 /// Copies the WQE `off` entries past the SQ consumer into the start of
 /// `buf`; returns its slot and the bytes copied, `None` when the SQ holds
 /// no such WQE.
+///
+/// Only the fixed part and the SGE or inline bytes its header names are
+/// copied, not the whole slot; the parse checks the copy against itself.
 fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<(u32, usize)> {
     let sq = qp.sq.lock();
     let slot = slot_of(&sq.queue, off)?;
-    let len = sq.queue.elem_size().min(buf.len());
-    sq.queue.read_slot(slot, buf.get_mut(..len)?).ok()?;
+    let slot_len = sq.queue.elem_size().min(buf.len());
+    let head = slot_len.min(uapi::send_wqe::LEN);
+    sq.queue.read_slot(slot, buf.get_mut(..head)?).ok()?;
+    let len = SendWqe::needed_len(buf.get(..head)?, slot_len);
+    if len > head {
+        sq.queue.read_slot_at(slot, head, buf.get_mut(head..len)?).ok()?;
+    }
     Some((slot, len))
 }
 
-/// Validates the slot copy `slot`.
-fn parse_wqe(qp: &Shared, slot: &[u8]) -> Result<SendWqe, uapi::WqeError> {
+/// Validates the slot copy `slot` into `wqe`.
+fn parse_wqe(qp: &Shared, slot: &[u8], wqe: &mut SendWqe) -> Result<(), uapi::WqeError> {
     let limits = SqLimits {
         qp_type: qp.qp_type,
         max_sge: qp.sq_caps.max_sge,
@@ -268,7 +275,7 @@ fn parse_wqe(qp: &Shared, slot: &[u8]) -> Result<SendWqe, uapi::WqeError> {
         // A kernel QP's ring is written only by `post_send`.
         kernel: !qp.is_user,
     };
-    SendWqe::from_bytes(slot, &limits)
+    wqe.parse_from(slot, &limits)
 }
 
 /// The QP facts one requester run works with.
