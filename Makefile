@@ -3,6 +3,7 @@
 #   make                     build rdma_rxe_rs.ko against KDIR
 #   make KDIR=/path/to/kbuild  ... against your own Rust-enabled kernel build
 #   make CLIPPY=1            the same, linted with clippy
+#   make rustfmtcheck        check the Rust formatting (make rustfmt fixes it)
 #   make test                set up, build, run host tests and QEMU tests
 #   make demo                set up, build, run the two-node demo
 #   make bench               rs vs c vs TCP benchmark table
@@ -10,21 +11,25 @@
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
 
-RXE_RS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rxe_rs
+# The toolchain's defaults are scripts/env.sh's (the scripts source it);
+# a variable set on the command line or in the environment wins.
+top := $(dir $(realpath $(lastword $(MAKEFILE_LIST))))
+toolchain := $(shell bash -c '. $(top)scripts/env.sh && echo "$$RXE_RS_CACHE $$RUSTC $$BINDGEN $$CLIPPY_DRIVER $$LLVM $$LIBCLANG_PATH $$RUSTFMT"')
+RXE_RS_CACHE ?= $(word 1,$(toolchain))
+RUSTC ?= $(word 2,$(toolchain))
+BINDGEN ?= $(word 3,$(toolchain))
+CLIPPY_DRIVER ?= $(word 4,$(toolchain))
+LLVM ?= $(word 5,$(toolchain))
+export LIBCLANG_PATH ?= $(word 6,$(toolchain))
+RUSTFMT ?= $(word 7,$(toolchain))
 KDIR ?= $(RXE_RS_CACHE)/kernel-plain
-RUSTC ?= /usr/bin/rustc
-BINDGEN ?= $(HOME)/.cargo/bin/bindgen
-# Debian's clippy matches Debian's rustc; rustup's (first in PATH) does not.
-CLIPPY_DRIVER ?= /usr/bin/clippy-driver
-LLVM ?= -19
-export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 
 kdir_real := $(realpath $(KDIR))
 BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path clean test demo bench host-test
+.PHONY: all module module-path clean test demo bench host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -40,6 +45,16 @@ module-path: module
 
 host-test:
 	cd rxe/proto && cargo test --quiet
+
+# Rust formatting by the kernel's rules (.rustfmt.toml is the 6.12 kernel's),
+# over every tracked .rs file, as the kernel's `make rustfmt`/`rustfmtcheck`.
+rust_files = $(shell git -C $(top) ls-files '*.rs')
+
+rustfmt:
+	cd $(top) && $(RUSTFMT) --edition 2021 $(rust_files)
+
+rustfmtcheck:
+	cd $(top) && $(RUSTFMT) --edition 2021 --check $(rust_files)
 
 test:
 	scripts/test

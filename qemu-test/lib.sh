@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Helpers for test scripts run by qemu-test/run, sourced in the guest:
 #
 #   . "$REPO/qemu-test/lib.sh"
@@ -94,6 +95,21 @@ wait_listen() {
 	until [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; do
 		((SECONDS - start < limit)) || fail "wait_listen $port: nothing listens after ${limit}s"
 		sleep 0.2
+	done
+}
+
+# same_on_all_nodes NAME WHAT: every node wrote $SHARED_DIR/NAME.node<N>;
+# node 1 fails unless each other node's is the same as its own (WHAT says
+# what they hold, for the message). A barrier for all nodes.
+same_on_all_nodes() {
+	local name=${1:?same_on_all_nodes NAME WHAT} what=${2:?same_on_all_nodes NAME WHAT} n
+	publish "driver.node$NODE_INDEX" "$RXE_DRIVER"
+	barrier "same.$name"
+	((NODE_INDEX == 1)) || return 0
+	for ((n = 2; n <= NODE_COUNT; n++)); do
+		note "node1 ($RXE_DRIVER) vs node$n ($(fetch "driver.node$n"))"
+		diff -u "$SHARED_DIR/$name.node1" "$SHARED_DIR/$name.node$n" ||
+			fail "$what of node1 and node$n differ"
 	done
 }
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Address handles: the destinations of UD sends.
 //!
 //! Interface for the datapath: [`lookup`] finds the AH a UD send WQE names

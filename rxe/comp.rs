@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The completer of a QP (rxe_comp.c): matches ACKs, read responses and
 //! atomic ACKs against the send queue, retires WQEs in order into the send
 //! CQ, and flushes the send queue of a QP in error.

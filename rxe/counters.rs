@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Per-device packet and error counters, under the names rdma_rxe gives them,
 //! which `rdma statistic show link DEV/1` lists.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Completion queues: creation and resize of the ring user space polls,
 //! polling and arming for kernel consumers, and the producer side the
 //! datapath posts completions through.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The rxe device: creation on a netdev, its limits, port state and events.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};

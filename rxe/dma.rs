@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Moving payload bytes between packets and the memory a work request's
 //! SGEs name (C's `copy_data`/`advance_dma_data`).
 //!

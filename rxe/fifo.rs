@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! A bounded FIFO, for packets waiting for the responder or the completer.
 //!
 //! It starts small and doubles (with an atomic allocation, as pushes come

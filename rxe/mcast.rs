@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Multicast groups: which UD QPs receive the packets sent to an MGID.
 //!
 //! A group exists while at least one QP is attached to it; creating it

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The rxe_rs driver: verbs objects, the RoCEv2 datapath and their kernel glue.
 //!
 //! Layers, bottom up: `sys` (generated bindings and the C helper shim, private),
@@ -8,7 +10,6 @@
 mod sys;
 
 pub(crate) mod kernel;
-#[allow(dead_code)] // Host tests cover all of it; the driver uses it piece by piece.
 pub(crate) mod proto;
 
 pub(crate) mod ah;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Memory regions: the registration verbs, rdma_rxe's key and state rules,
 //! and the memory-access API of the datapath.
 //!
@@ -262,28 +264,8 @@ impl Shared {
         Arc::pin_init(Self::new(mr.mr_type, Some(w), inner), GFP_ATOMIC)
     }
 
-    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
-    pub(crate) fn mr_type(&self) -> MrType {
-        self.mr_type
-    }
-
     pub(crate) fn lkey(&self) -> u32 {
         self.inner.lock().lkey
-    }
-
-    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
-    pub(crate) fn rkey(&self) -> u32 {
-        self.inner.lock().rkey
-    }
-
-    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
-    pub(crate) fn access(&self) -> Access {
-        self.inner.lock().access
-    }
-
-    #[allow(dead_code)] // Used by the REG_MR/MR-query paths not wired yet.
-    pub(crate) fn pd(&self) -> PdId {
-        self.inner.lock().pd
     }
 
     /// The address range a key grants: `(iova, length)` of the region, or of

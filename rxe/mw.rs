@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Memory windows: allocation, binding and invalidation with rdma_rxe's
 //! rules, and their part in rkey lookups.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Packet transmit: building RoCEv2 packets, routing them, and sending them
 //! to the IP layer or, for our own addresses, straight to our receive path.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Test scaffolding, built only with `RXE_RS_NETTEST=1` (`--cfg rxe_nettest`):
 //! lets a test drive the transmit path before any QP can.
 //!

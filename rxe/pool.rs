@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Index pools: the numbers that name verbs objects on the wire and in the
 //! user ABI (QPNs, MR/MW key indices, AH numbers, SRQ numbers).
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The rxe ring: a power-of-two array of fixed-size slots after a header
 //! holding the producer and consumer indices, shared with user space
 //! (`struct rxe_queue_buf` of the uapi) or private to kernel verbs users.

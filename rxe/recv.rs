@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Packet receive: from a UDP datagram on port 4791 (or a looped-back packet
 //! of our own) to the QP or multicast group it is for.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The requester of a QP: turns send WQEs into packets (rxe_req.c), runs
 //! local operations, and owns the send-side progress the completer shares.
 //!

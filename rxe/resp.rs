@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The responder of a QP: executes the requests the receive path queues on
 //! `resp_pkts` (sends into receive WQEs, RDMA writes, reads, atomics,
 //! flushes), answers RC requests with ACKs, NAKs, read responses and atomic

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Load-time self-test of the task and timer wrappers (and the FIFO), built only with
 //! `RXE_RS_SELFTEST=1` (cfg `rxe_rs_selftest`); see qemu-test/tests/selftest_tasks.sh.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Shared receive queues: creation, resize and the limit event, receives
 //! posted by kernel users, and the consumer side the responder takes
 //! receive WQEs from.

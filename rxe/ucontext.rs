@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! User contexts: one per open of the uverbs device by a process. A context
 //! hands out the mmap offsets of the queues its objects share with user
 //! space and maps each of them once.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The Soft-RoCE experiment of every RoCE how-to, on two nodes: load the
 # driver, `rdma link add`, look at the device, then ib_send_bw with the
 # server on node2 and the client on node1. Extra arguments go to ib_send_bw.

@@ -35,27 +35,13 @@ from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+from pyverbs.pyverbs_error import PyverbsError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 import pyverbs.enums as e
 
-DEV = os.environ.get("RXE_DEV", "rxe0")
-DRIVER = os.environ.get("RXE_DRIVER", "")
+from testlib import CONS, DEV, DRIVER, INDEX_MASK, PROD, check, meminfo, summary, u32, uverbs_maps
+
 MAX_QP_WR = 1 << 20
-
-passed = 0
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-    sys.stdout.flush()
 
 
 def attempt(name, fn):
@@ -65,14 +51,6 @@ def attempt(name, fn):
     except (PyverbsError, OSError) as err:
         check(name, False, f"{type(err).__name__}: {err}")
         return None
-
-
-def vmalloc_kb():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("VmallocUsed:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmallocUsed in /proc/meminfo")
 
 
 def kernel_problems():
@@ -160,24 +138,6 @@ def test_big_mr(pd):
 
 
 # --- RQ flush against a moving producer index --------------------------------
-
-# struct rxe_queue_buf (rdma_user_rxe.h).
-INDEX_MASK, PROD, CONS = 4, 128, 256
-
-
-def uverbs_maps():
-    out = set()
-    with open("/proc/self/maps") as f:
-        for line in f:
-            if "/dev/infiniband/uverbs" in line:
-                a, b = line.split()[0].split("-")
-                out.add((int(a, 16), int(b, 16)))
-    return out
-
-
-def u32(addr):
-    return ctypes.c_uint32.from_address(addr)
-
 
 def keep_ring_full(ring, mask, stop_fd, seconds):
     """Child: sets the producer index to a full ring, over and over."""
@@ -315,10 +275,10 @@ def flat(name, rounds, leak_kb, fn):
     of what keeping each round's unmapped rings would cost."""
     for _ in range(2):
         fn()
-    before = vmalloc_kb()
+    before = meminfo("VmallocUsed")
     for _ in range(rounds):
         fn()
-    grew = vmalloc_kb() - before
+    grew = meminfo("VmallocUsed") - before
     limit = rounds * leak_kb // 4
     print(f"  {name}: VmallocUsed {before} kB, grew {grew} kB over {rounds} rounds")
     check(f"unmapped rings: {name} keeps vmalloc flat", grew < limit,
@@ -382,8 +342,7 @@ def main():
     check("kernel log has no WARN, BUG, lockup or stall", not problems, "; ".join(problems[:3]))
     pd.close()
     ctx.close()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary("hardening")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # `rdma link add/delete` and the netdev events a device must follow:
 # duplicate/missing/bad names and netdevs fail cleanly and leave the first
 # device working; link down/up, MTU changes and netdev removal show up in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Module lifetime: unloading with devices present removes them; load, add,
 # delete and unload in a loop leaves nothing behind (kmemleak, slab totals).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The hardware counters look the same on rs and c: `rdma statistic` and sysfs
 # list the same names in the same order, and the port-down path counts
 # link_downed the same way (on a dummy netdev, so eth0 keeps its addresses).
@@ -48,14 +49,6 @@ echo "--- link_downed delta over two down/up cycles: $((after - before))" | tee 
 rdma link delete rxt0
 ip link del rxtdummy
 
-publish "driver.node$NODE_INDEX" "$RXE_DRIVER"
-barrier snapshots
-if ((NODE_INDEX == 1)); then
-	for ((n = 2; n <= NODE_COUNT; n++)); do
-		note "node1 ($RXE_DRIVER) vs node$n ($(fetch "driver.node$n"))"
-		diff -u "$SHARED_DIR/counters.node1" "$SHARED_DIR/counters.node$n" ||
-			fail "counters of node1 and node$n differ"
-	done
-	note "counters identical"
-fi
+same_on_all_nodes counters "counters"
+((NODE_INDEX != 1)) || note "counters identical"
 barrier done

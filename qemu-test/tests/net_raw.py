@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
 """Hand-made RoCEv2 datagrams against a receiver, rs or c (run by net_raw.sh).
 
   net_raw.py serve          node 2: answer counter queries until told to stop

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Hand-made RoCEv2 datagrams from node 1 to node 2's port 4791: valid ones,
 # bad ICRCs, truncated, garbage, a 60 KB one. Node 2 must survive (the run
 # fails on any kernel report) and count exactly the valid ones in rcvd_pkts,

@@ -23,6 +23,8 @@ from pyverbs.addr import AHAttr, GID, GlobalRoute
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 import pyverbs.enums as e
 
+from testlib import kmemleak_clean, kmemleak_clear
+
 NODE = int(os.environ.get("NODE_INDEX", "0"))
 NODE_COUNT = int(os.environ.get("NODE_COUNT", "0"))
 DEV = os.environ.get("RXE_DEV", "rxe0")
@@ -256,42 +258,14 @@ def count_diff(got, want):
     return sum(1 for a, b in zip(got, want) if a != b) + abs(len(got) - len(want))
 
 
-KMEMLEAK = "/sys/kernel/debug/kmemleak"
-
-
-def kmemleak(cmd):
-    with open(KMEMLEAK, "w") as f:
-        f.write(cmd)
-
-
-def kmemleak_check():
-    """On a kernel with kmemleak (the debug one): the RDMA stack's
-    suspected leaks since the start, as report lines (empty when none)."""
-    if not os.path.exists(KMEMLEAK):
-        return []
-    # Objects are reported once a few seconds old; two scans catch those
-    # the first one saw as too young.
-    time.sleep(6)
-    kmemleak("scan")
-    kmemleak("scan")
-    with open(KMEMLEAK) as f:
-        report = f.read()
-    if any(w in report for w in ("rxe", "ib_", "uverbs", "rdma")):
-        return report.splitlines()
-    return []
-
-
 def run_main(body):
     """Runs body(ctl) on nodes 1 and 2; other nodes have nothing to do.
-    Then, on a kernel with kmemleak, nothing of the RDMA stack may leak.
+    Then, on a kernel with kmemleak, nothing may leak.
     Exits 1 on a failure, after telling the peer."""
     if NODE not in (1, 2):
         log("not part of this two-node test")
         return 0
-    if os.path.exists(KMEMLEAK):
-        # Forget what earlier scans suspected (a scan here would cost a
-        # minute on TCG; the check only looks at the RDMA stack anyway).
-        kmemleak("clear")
+    kmemleak_clear()
     ctl = None
     try:
         ctl = Ctl.open()
@@ -301,10 +275,8 @@ def run_main(body):
         ctl.send({"bye": True})
         ctl.recv()
         gc.collect()
-        leaks = kmemleak_check()
-        if leaks:
-            print("\n".join(leaks), flush=True)
-            log("FAIL: kmemleak reports leaks from the RDMA stack")
+        if not kmemleak_clean():
+            log("FAIL: kmemleak reports leaks")
             return 1
         return 0
     except Exception as err:  # noqa: BLE001 - every failure ends the test

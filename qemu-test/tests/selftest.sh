@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Test of the bench's helpers (qemu-test/lib.sh) on any number of nodes, and
 # an example of the client/server pattern: node 2 serves, node 1 connects,
 # any other node only keeps step through the barriers.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The task and timer wrappers' load-time self-test (rxe/selftest.rs) passes.
 # Only a module built with the self-test has one, so build it that way:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Smoke test of the bench itself: every node has its rdma device and reaches
 # every other node over IPv4 and IPv6.
 #

@@ -4,21 +4,20 @@
 through pyverbs (and raw libibverbs where pyverbs is too kind), checked
 against rdma_rxe's behaviour.
 
-Run by verbs_ah.sh in a qemu-test guest (one node is enough):
+In a qemu-test guest (one node is enough):
 
-    qemu-test/run --nodes 1 --drivers rs qemu-test/tests/verbs_ah.sh
-    qemu-test/run --nodes 1 --drivers c  qemu-test/tests/verbs_ah.sh
+    qemu-test/run --nodes 1 --drivers rs qemu-test/tests/verbs_ah.py
+    qemu-test/run --nodes 1 --drivers c  qemu-test/tests/verbs_ah.py [quick]
 
 Prints one line per check and "N passed, N failed" at the end; exits
-non-zero on any failure. MCAST_GROUPS=0 leaves out the device-wide group
-limit (8192 groups, about a minute on the debug kernel: the netdev
+non-zero on any failure. On the debug kernel kmemleak must find nothing
+afterwards. "quick" leaves out the device-wide group limit (8192 groups, about a minute on the debug kernel: the netdev
 reprograms its filter on every join). RXE_DRIVER=c accepts that rdma_rxe
 keeps a group's Ethernet address after the group is gone.
 """
 
 import ctypes
 import errno
-import os
 import sys
 import time
 
@@ -26,49 +25,19 @@ from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.pd import PD
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+from pyverbs.pyverbs_error import PyverbsError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
+
+from testlib import (DEV, DRIVER, IbvCap, IbvInitAttr, Libibverbs, check, expect, kmemleak_clean,
+                     kmemleak_clear, name_of, outcome, summary)
 
 UD, RC = e.IBV_QPT_UD, e.IBV_QPT_RC
 
 # rdma_rxe's multicast limits (rxe_param.h).
 MAX_MCAST_QP_ATTACH = 56
 MAX_MCAST_GRP = 8192
-
-passed = 0
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-    sys.stdout.flush()
-
-
-def name_of(code):
-    return {errno.EOPNOTSUPP: "EOPNOTSUPP"}.get(code) or errno.errorcode.get(code, str(code))
-
-
-def outcome(fn):
-    try:
-        return "ok", fn()
-    except PyverbsRDMAError as err:
-        return name_of(err.error_code), None
-    except PyverbsError as err:
-        return f"pyverbs: {err}", None
-
-
-def expect(name, fn, want):
-    res, val = outcome(fn)
-    check(name, res == want, f"got {res}, want {want}")
-    return val
 
 
 def mgid(n):
@@ -94,7 +63,7 @@ def joined_macs(ifname):
 class Env:
     def __init__(self, dev):
         self.dev = dev
-        self.driver = os.environ.get("RXE_DRIVER", "rs")
+        self.driver = DRIVER or "rs"
         self.ctx = Context(name=dev)
         self.pd = PD(self.ctx)
         self.cq = CQ(self.ctx, 256)
@@ -113,6 +82,11 @@ class Env:
                 self.v6 = (i, g)
         if self.v4 is None or self.v6 is None:
             raise RuntimeError("need the node's IPv4 and IPv6 GIDs")
+
+    def close(self):
+        self.cq.close()
+        self.pd.close()
+        self.ctx.close()
 
     def ah_attr(self, gid, sgid_index, port=1, is_global=1, **kw):
         gr = GlobalRoute(dgid=gid, sgid_index=sgid_index, hop_limit=kw.pop("hop_limit", 64), **kw)
@@ -200,62 +174,25 @@ class IbvAhAttr(ctypes.Structure):
                 ("is_global", ctypes.c_uint8), ("port_num", ctypes.c_uint8)]
 
 
-class IbvCap(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint32) for n in
-                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
-
-
-class IbvInitAttr(ctypes.Structure):
-    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
-                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
-                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
-
-
 def gid_struct(gid):
     raw = bytes.fromhex(str(gid.gid).replace(":", ""))
     return IbvGid((ctypes.c_uint8 * 16)(*raw))
 
 
-class Raw:
+class Raw(Libibverbs):
     """Raw libibverbs: this pyverbs has no multicast calls, and it would
     destroy children before their PD."""
 
     def __init__(self, dev):
-        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
         vp = ctypes.c_void_p
-        for fn, res, args in (
-            ("ibv_get_device_list", vp, [ctypes.POINTER(ctypes.c_int)]),
-            ("ibv_get_device_name", ctypes.c_char_p, [vp]),
-            ("ibv_open_device", vp, [vp]),
-            ("ibv_close_device", ctypes.c_int, [vp]),
-            ("ibv_free_device_list", None, [vp]),
-            ("ibv_alloc_pd", vp, [vp]),
-            ("ibv_dealloc_pd", ctypes.c_int, [vp]),
-            ("ibv_create_cq", vp, [vp, ctypes.c_int, vp, vp, ctypes.c_int]),
-            ("ibv_destroy_cq", ctypes.c_int, [vp]),
-            ("ibv_create_qp", vp, [vp, ctypes.POINTER(IbvInitAttr)]),
-            ("ibv_destroy_qp", ctypes.c_int, [vp]),
+        super().__init__(dev, (
             ("ibv_attach_mcast", ctypes.c_int, [vp, ctypes.POINTER(IbvGid), ctypes.c_uint16]),
             ("ibv_detach_mcast", ctypes.c_int, [vp, ctypes.POINTER(IbvGid), ctypes.c_uint16]),
             ("ibv_create_ah", vp, [vp, ctypes.POINTER(IbvAhAttr)]),
             ("ibv_destroy_ah", ctypes.c_int, [vp]),
-        ):
-            f = getattr(lib, fn)
-            f.restype = res
-            f.argtypes = args
-        self.lib = lib
-        n = ctypes.c_int()
-        lst = lib.ibv_get_device_list(ctypes.byref(n))
-        devs = ctypes.cast(lst, ctypes.POINTER(ctypes.c_void_p))
-        self.ctx = None
-        for i in range(n.value):
-            if lib.ibv_get_device_name(devs[i]).decode() == dev:
-                self.ctx = lib.ibv_open_device(devs[i])
-        lib.ibv_free_device_list(lst)
-        if not self.ctx:
-            raise RuntimeError(f"cannot open {dev}")
-        self.pd = lib.ibv_alloc_pd(self.ctx)
-        self.cq = lib.ibv_create_cq(self.ctx, 64, None, None, 0)
+        ))
+        self.pd = self.lib.ibv_alloc_pd(self.ctx)
+        self.cq = self.lib.ibv_create_cq(self.ctx, 64, None, None, 0)
 
     def qp(self, qpt=UD):
         ia = IbvInitAttr(send_cq=self.cq, recv_cq=self.cq, cap=IbvCap(4, 4, 1, 1, 0), qp_type=qpt)
@@ -278,7 +215,7 @@ class Raw:
     def close(self):
         self.lib.ibv_destroy_cq(self.cq)
         self.lib.ibv_dealloc_pd(self.pd)
-        self.lib.ibv_close_device(self.ctx)
+        super().close()
 
 
 def left_check(env, name, cond):
@@ -382,7 +319,10 @@ def test_pd_busy(env, raw):
 
 
 def main():
-    env = Env(os.environ.get("RXE_DEV", "rxe0"))
+    # "quick" leaves out the device-wide group limit (8192 groups).
+    quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
+    kmemleak_clear()
+    env = Env(DEV)
     print(f"device {env.dev} on {env.ifname}; IPv4 GID {env.v4[0]}, IPv6 GID {env.v6[0]}")
     test_ah(env)
     test_ud_send(env)
@@ -390,11 +330,12 @@ def main():
     test_pd_busy(env, raw)
     test_attach_detach(env, raw)
     test_per_group_limit(env, raw)
-    if os.environ.get("MCAST_GROUPS", "1") == "1":
+    if not quick:
         test_group_limit(env, raw)
     raw.close()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    env.close()
+    check("kmemleak reports nothing", kmemleak_clean())
+    return summary("verbs_ah")
 
 
 if __name__ == "__main__":

@@ -11,113 +11,33 @@ and create/destroy in a loop without leaking memory.
 """
 import ctypes
 import errno
-import os
 import sys
-import time
 
 from pyverbs.cq import CQ, CompChannel
 from pyverbs.device import Context
 from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
 
-DEV = os.environ.get("RXE_DEV", "rxe0")
+from testlib import (CONS, DATA, DEV, DRIVER, INDEX_MASK, LOG2_ELEM, PROD, capacity, check,
+                     check_flat_memory, expect_errno, summary, u32, u64, uverbs_maps)
+
 LOOPS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 10000
 
-passed = 0
-failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok   {what}")
-    else:
-        failed += 1
-        print(f"FAIL {what}")
-    sys.stdout.flush()
-
-
-def expect_errno(err, what, fn, *args):
-    try:
-        fn(*args)
-    except PyverbsRDMAError as e:
-        check(e.error_code == err, f"{what}: errno {e.error_code}, want {err}")
-        return
-    except PyverbsError as e:
-        check(False, f"{what}: {e} (no errno)")
-        return
-    check(False, f"{what}: succeeded, want errno {err}")
-
-
-def capacity(n):
-    """Slots are n + 1 rounded up to a power of two; one stays free."""
-    slots = 1
-    while slots < n + 1:
-        slots *= 2
-    return slots - 1
-
-
-def uverbs_maps():
-    """(start, end) of every mapping of the uverbs device in this process."""
-    out = set()
-    with open("/proc/self/maps") as f:
-        for line in f:
-            if "/dev/infiniband/uverbs" in line:
-                a, b = line.split()[0].split("-")
-                out.add((int(a, 16), int(b, 16)))
-    return out
-
-
-def u32(addr):
-    return ctypes.c_uint32.from_address(addr)
-
-
-def u64(addr):
-    return ctypes.c_uint64.from_address(addr)
-
-
-# struct rxe_queue_buf and struct ib_uverbs_wc offsets (rdma_user_rxe.h).
-LOG2_ELEM, INDEX_MASK, PROD, CONS, DATA = 0, 4, 128, 256, 384
+# struct ib_uverbs_wc offsets (rdma_user_rxe.h).
 WC_WR_ID, WC_STATUS, WC_OPCODE, WC_BYTE_LEN, WC_QP_NUM = 0, 8, 12, 20, 28
 IBV_WC_RECV = 128
-
-
-def meminfo(key):
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def kmemleak(cmd):
-    try:
-        with open("/sys/kernel/debug/kmemleak", "w") as f:
-            f.write(cmd)
-        return True
-    except OSError:
-        return False
-
-
-def kmemleak_report():
-    try:
-        with open("/sys/kernel/debug/kmemleak") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 ctx = Context(name=DEV)
 attr = ctx.query_device()
 max_cqe = attr.max_cqe
-print(f"device {DEV} driver {os.environ.get('RXE_DRIVER')}: max_cqe {max_cqe}, "
+print(f"device {DEV} driver {DRIVER}: max_cqe {max_cqe}, "
       f"max_cq {attr.max_cq}, comp vectors {ctx.num_comp_vectors}")
-check(max_cqe == 32767, f"max_cqe is {max_cqe}")
+check(f"max_cqe is {max_cqe}", max_cqe == 32767)
 
 # --- sizes --------------------------------------------------------------------
 for n in (1, 2, 3, 100, 127, 128, 4096, max_cqe):
     cq = CQ(ctx, n)
-    check(cq.cqe == capacity(n), f"CQ({n}) holds {cq.cqe}, want {capacity(n)}")
+    check(f"CQ({n}) holds {cq.cqe}, want {capacity(n)}", cq.cqe == capacity(n))
     cq.close()
 
 # --- refused creates ----------------------------------------------------------
@@ -127,21 +47,21 @@ expect_errno(errno.EINVAL, "CQ(-1)", CQ, ctx, -1)
 expect_errno(errno.EINVAL, f"comp_vector {ctx.num_comp_vectors} (out of range)",
              CQ, ctx, 10, None, None, ctx.num_comp_vectors)
 cq = CQ(ctx, 10, None, None, ctx.num_comp_vectors - 1)
-check(cq.cqe == 15, "last comp_vector accepted")
+check("last comp_vector accepted", cq.cqe == 15)
 cq.close()
 
 # --- resize -------------------------------------------------------------------
 cq = CQ(ctx, 10)
 cq.resize(100)
-check(cq.cqe == 127, f"resize 10 -> 100 holds {cq.cqe}")
+check(f"resize 10 -> 100 holds {cq.cqe}", cq.cqe == 127)
 cq.resize(1)
-check(cq.cqe == 1, f"resize 100 -> 1 (empty) holds {cq.cqe}")
+check(f"resize 100 -> 1 (empty) holds {cq.cqe}", cq.cqe == 1)
 cq.resize(max_cqe)
-check(cq.cqe == max_cqe, f"resize to max_cqe holds {cq.cqe}")
+check(f"resize to max_cqe holds {cq.cqe}", cq.cqe == max_cqe)
 expect_errno(errno.EINVAL, "resize over max_cqe", cq.resize, max_cqe + 1)
 expect_errno(errno.EINVAL, "resize to 0", cq.resize, 0)
-check(cq.cqe == max_cqe, "failed resizes keep the size")
-check(cq.poll(4)[0] == 0, "an unused CQ polls empty")
+check("failed resizes keep the size", cq.cqe == max_cqe)
+check("an unused CQ polls empty", cq.poll(4)[0] == 0)
 cq.close()
 
 # --- arming through a completion channel ---------------------------------------
@@ -150,34 +70,34 @@ cq = CQ(ctx, 16, None, ch, 0)
 for solicited in (0, 1, 0, 0):
     try:
         cq.req_notify(solicited)
-        check(True, f"req_notify(solicited_only={solicited})")
+        check(f"req_notify(solicited_only={solicited})", True)
     except PyverbsError as e:
-        check(False, f"req_notify(solicited_only={solicited}): {e}")
+        check(f"req_notify(solicited_only={solicited}): {e}", False)
 cq.close()
 ch.close()
 cq = CQ(ctx, 16)
 cq.req_notify()
-check(True, "req_notify on a CQ without channel")
+check("req_notify on a CQ without channel", True)
 cq.close()
 
 # --- the mapped ring: layout, scribbles, resize carrying completions ---------
 before = uverbs_maps()
 cq = CQ(ctx, 200)
 new = sorted(uverbs_maps() - before)
-check(len(new) == 1, f"one new uverbs mapping for the CQ ({len(new)})")
+check(f"one new uverbs mapping for the CQ ({len(new)})", len(new) == 1)
 if len(new) == 1:
     base, end = new[0]
-    check(end - base >= DATA + 256 * 128, f"mapping is {end - base} bytes")
-    check(u32(base + LOG2_ELEM).value == 7, f"log2_elem_size {u32(base + LOG2_ELEM).value}, want 7")
-    check(u32(base + INDEX_MASK).value == 255, f"index_mask {u32(base + INDEX_MASK).value}, want 255")
-    check(u32(base + PROD).value == 0 and u32(base + CONS).value == 0, "indices start at 0")
+    check(f"mapping is {end - base} bytes", end - base >= DATA + 256 * 128)
+    check(f"log2_elem_size {u32(base + LOG2_ELEM).value}, want 7", u32(base + LOG2_ELEM).value == 7)
+    check(f"index_mask {u32(base + INDEX_MASK).value}, want 255", u32(base + INDEX_MASK).value == 255)
+    check("indices start at 0", u32(base + PROD).value == 0 and u32(base + CONS).value == 0)
 
     # Plant 17 completions: the kernel's producer index is 0, so a consumer
     # index of -17 (mod 256) makes 17 waiting. Write it with garbage in the
     # high bits, and garbage in the header fields the kernel must not read.
     cons = 0xdeadbeef
     planted = ((0 - cons) & 255)
-    check(planted == 17, "17 completions planted")
+    check("17 completions planted", planted == 17)
     for i in range(planted):
         slot = base + DATA + ((cons + i) & 255) * 128
         ctypes.memset(slot, 0, 128)
@@ -193,14 +113,14 @@ if len(new) == 1:
     expect_errno(errno.EINVAL, "resize below the 17 waiting (10)", cq.resize, 10)
     expect_errno(errno.EINVAL, "resize below the 17 waiting (16)", cq.resize, 16)
     cq.resize(17)
-    check(cq.cqe == 31, f"resize to the 17 waiting holds {cq.cqe}")
+    check(f"resize to the 17 waiting holds {cq.cqe}", cq.cqe == 31)
     n, wcs = cq.poll(40)
-    check(n == planted, f"{n} completions carried over, want {planted}")
+    check(f"{n} completions carried over, want {planted}", n == planted)
     ids = [wc.wr_id for wc in wcs]
-    check(ids == [0x5000 + i for i in range(planted)], "in order, wr_ids intact")
-    check(all(wc.byte_len == 10 * i and wc.opcode == IBV_WC_RECV and wc.qp_num == 0x11
-              and wc.status == 0 for i, wc in enumerate(wcs)), "fields intact")
-    check(cq.poll(4)[0] == 0, "then empty")
+    check("in order, wr_ids intact", ids == [0x5000 + i for i in range(planted)])
+    check("fields intact", all(wc.byte_len == 10 * i and wc.opcode == IBV_WC_RECV and wc.qp_num == 0x11
+              and wc.status == 0 for i, wc in enumerate(wcs)))
+    check("then empty", cq.poll(4)[0] == 0)
 
     # Scribble the new ring too, then resize again and destroy.
     after = sorted(uverbs_maps() - before)
@@ -210,40 +130,22 @@ if len(new) == 1:
         u32(nb + PROD).value = 0x12345678
     try:
         cq.resize(1000)
-        check(cq.cqe == 1023, "resize after scribbling the new ring")
+        check("resize after scribbling the new ring", cq.cqe == 1023)
     except PyverbsRDMAError as e:
-        check(False, f"resize after scribbling the new ring: {e}")
+        check(f"resize after scribbling the new ring: {e}", False)
 cq.close()
-check(not (uverbs_maps() - before), "destroy unmapped the ring")
+check("destroy unmapped the ring", not (uverbs_maps() - before))
 
 # --- create/destroy loop: no memory left behind -------------------------------
 for _ in range(200):
     CQ(ctx, 64).close()
-have_kmemleak = kmemleak("scan") and kmemleak("clear")
-time.sleep(1)
-slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
-t0 = time.monotonic()
-for i in range(LOOPS):
-    cq = CQ(ctx, 64 if i % 2 else 1000)
-    cq.close()
-dt = time.monotonic() - t0
-time.sleep(1)
-slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
-print(f"{LOOPS} CQs in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
-# KASAN keeps freed objects in quarantine for a while, so on the debug
-# kernel the slab total only bounds gross leaks; kmemleak checks there.
-slab_bound = 32768 if os.environ.get("RXE_FLAVOUR") == "debug" else 2048
-check(slab1 - slab0 < slab_bound, f"Slab grew {slab1 - slab0} kB over {LOOPS} CQs (bound {slab_bound})")
-check(vmalloc1 - vmalloc0 < 1024, f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {LOOPS} CQs")
-if have_kmemleak:
-    time.sleep(6)
-    kmemleak("scan")
-    kmemleak("scan")
-    report = kmemleak_report()
-    check(not report, "kmemleak reports nothing")
-    if report:
-        print(report[:4000])
+
+
+def one_cq(i):
+    CQ(ctx, 64 if i % 2 else 1000).close()
+
+
+check_flat_memory("CQs", LOOPS, one_cq)
 
 ctx.close()
-print(f"verbs_cq: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(summary("verbs_cq"))

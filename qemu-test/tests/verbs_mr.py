@@ -2,28 +2,30 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """MR and MW verbs through pyverbs, checked against rdma_rxe's behaviour.
 
-Run by verbs_mr.sh in a qemu-test guest (one node is enough):
+In a qemu-test guest (one node is enough):
 
-    qemu-test/run --nodes 1 --drivers rs qemu-test/tests/verbs_mr.sh
-    qemu-test/run --nodes 1 --drivers c  qemu-test/tests/verbs_mr.sh
+    qemu-test/run --nodes 1 --drivers rs qemu-test/tests/verbs_mr.py
+    qemu-test/run --nodes 1 --drivers c  qemu-test/tests/verbs_mr.py [LOOPS]
 
 Every case records "ok" or the errno the verb failed with; the expected
 outcomes are rdma_rxe's (with the core's checks in front of it). Prints
 one line per check and "N passed, N failed" at the end; exits non-zero on
-any failure.
+any failure. LOOPS sets the reg/dereg loop length (default 10000). On the
+debug kernel kmemleak must find nothing of the driver's or of pinned user
+memory afterwards.
 """
 
 import ctypes
-import errno
 import mmap
-import os
 import sys
 
 from pyverbs.device import Context
 from pyverbs.mr import MR, MW
 from pyverbs.pd import PD
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
 import pyverbs.enums as e
+
+from testlib import (DEBUG_KERNEL, DEV, check, kmemleak_clean, kmemleak_clear, meminfo, outcome,
+                     summary)
 
 LW = e.IBV_ACCESS_LOCAL_WRITE
 RW = e.IBV_ACCESS_REMOTE_WRITE
@@ -41,35 +43,6 @@ PAGE = mmap.PAGESIZE
 # Key index ranges of rdma_rxe's MR and MW pools (RXE_MIN/MAX_*_INDEX).
 MR_INDEX = (1, 0x7FFFF)
 MW_INDEX = (0x80001, 0xFFFFF)
-
-passed = 0
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-    sys.stdout.flush()
-
-
-def name_of(code):
-    return {errno.EOPNOTSUPP: "EOPNOTSUPP"}.get(code) or errno.errorcode.get(code, str(code))
-
-
-def outcome(fn):
-    """Runs fn; returns ("ok", result) or (errno name, None)."""
-    try:
-        return "ok", fn()
-    except PyverbsRDMAError as err:
-        return name_of(err.error_code), None
-    except PyverbsError as err:
-        return f"pyverbs: {err}", None
-
 
 class Buffer:
     """Anonymous memory at a known address, for registrations at chosen
@@ -220,35 +193,27 @@ def test_mw(ctx, pd):
     check("dealloc mw", True)
 
 
-def slab_kb():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("Slab:"):
-                return int(line.split()[1])
-    return 0
-
-
 def test_loop(ctx, pd, buf, n):
     for _ in range(200):
         reg(pd, PAGE, LW, buf.addr).close()
-    before = slab_kb()
+    before = meminfo("Slab")
     for i in range(n):
         mr = reg(pd, 2 * PAGE, LW | RW | RR, buf.addr + (i % PAGE))
         mr.close()
-    after = slab_kb()
+    after = meminfo("Slab")
     growth = after - before
     # KASAN parks freed objects in a quarantine (up to 1/32 of memory) before
     # they return to the slabs, so a debug kernel only bounds gross leaks;
-    # kmemleak (verbs_mr.sh) checks it precisely there.
-    limit = 16384 if os.environ.get("RXE_FLAVOUR") == "debug" else 2048
+    # kmemleak (main) checks it precisely there.
+    limit = 16384 if DEBUG_KERNEL else 2048
     print(f"INFO slab before {before} kB after {after} kB ({n} reg/dereg)")
     check(f"{n} reg/dereg: slab growth under {limit} kB", growth < limit, f"grew {growth} kB")
 
 
 def main():
-    dev = os.environ.get("RXE_DEV", "rxe0")
-    loops = int(os.environ.get("MR_LOOPS", "10000"))
-    ctx = Context(name=dev)
+    loops = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 10000
+    kmemleak_clear()
+    ctx = Context(name=DEV)
     pd = PD(ctx)
     buf = Buffer(8)
     test_access_combos(ctx, pd, buf)
@@ -259,8 +224,9 @@ def main():
     test_loop(ctx, pd, buf, loops)
     pd.close()
     ctx.close()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    buf.close()
+    check("kmemleak reports nothing", kmemleak_clean())
+    return summary("verbs_mr")
 
 
 if __name__ == "__main__":

@@ -3,34 +3,40 @@
 """QP verbs through pyverbs (and raw libibverbs where pyverbs is too kind),
 checked against rdma_rxe's behaviour.
 
-Run by verbs_qp.sh in a qemu-test guest (one node is enough):
+In a qemu-test guest (one node is enough), with the GSI QP the MAD layer
+creates checked too:
 
-    qemu-test/run --nodes 1 --drivers rs qemu-test/tests/verbs_qp.sh
-    qemu-test/run --nodes 1 --drivers c  qemu-test/tests/verbs_qp.sh
+    qemu-test/run --nodes 1 --drivers rs qemu-test/tests/verbs_qp.py
+    qemu-test/run --nodes 1 --drivers c  qemu-test/tests/verbs_qp.py [LOOPS]
 
 Every case records "ok" or the errno the verb failed with; the expected
 outcomes are rdma_rxe's (with the core's checks in front of it). Prints
 one line per check and "N passed, N failed" at the end; exits non-zero on
-any failure. QP_LOOPS sets the create/destroy loop length (default 10000),
-RXE_FLAVOUR=debug loosens the memory bound for KASAN's quarantine.
+any failure. LOOPS sets the create/destroy loop length (default 10000).
+On the debug kernel the memory bound is looser (KASAN's quarantine) and
+kmemleak must find nothing afterwards.
 """
 
 import ctypes
 import errno
 import os
 import select
+import subprocess
 import sys
 import time
 
-from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
+from pyverbs.addr import AH, AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.pd import PD
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+from pyverbs.pyverbs_error import PyverbsError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr, QPInitAttrEx
 from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
+
+from testlib import (DEBUG_KERNEL, DEV, IbvCap, IbvInitAttr, Libibverbs, check, expect,
+                     kmemleak_clean, kmemleak_clear, meminfo, name_of, summary)
 
 RC, UC, UD = e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD
 RESET, INIT, RTR, RTS = e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS
@@ -69,41 +75,6 @@ MAX_QP_WR = 1 << 20
 MAX_SGE = 32
 MAX_INLINE = 512
 
-passed = 0
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-    sys.stdout.flush()
-
-
-def name_of(code):
-    return {errno.EOPNOTSUPP: "EOPNOTSUPP"}.get(code) or errno.errorcode.get(code, str(code))
-
-
-def outcome(fn):
-    """Runs fn; returns ("ok", result) or (errno name, None)."""
-    try:
-        return "ok", fn()
-    except PyverbsRDMAError as err:
-        return name_of(err.error_code), None
-    except PyverbsError as err:
-        return f"pyverbs: {err}", None
-
-
-def expect(name, fn, want):
-    res, val = outcome(fn)
-    check(name, res == want, f"got {res}, want {want}")
-    return val
-
-
 def pow2_at_least(n):
     p = 1
     while p < n:
@@ -127,6 +98,11 @@ class Env:
         self.pd = PD(self.ctx)
         self.cq = CQ(self.ctx, 256)
         self.gid_index, self.gid = self.find_gid()
+
+    def close(self):
+        self.cq.close()
+        self.pd.close()
+        self.ctx.close()
 
     def find_gid(self):
         """The RoCE v2 GID of the node's IPv4 address (v4-mapped)."""
@@ -461,58 +437,9 @@ def test_srq(env):
     srq.close()
 
 
-class IbvCap(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint32) for n in
-                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
-
-
-class IbvInitAttr(ctypes.Structure):
-    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
-                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
-                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
-
-
-class Ibv:
-    """The few raw libibverbs calls needed to destroy objects in an order
-    pyverbs would never use (it closes children first)."""
-
-    def __init__(self, dev):
-        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
-        for fn, res, args in (
-            ("ibv_get_device_list", ctypes.c_void_p, [ctypes.POINTER(ctypes.c_int)]),
-            ("ibv_get_device_name", ctypes.c_char_p, [ctypes.c_void_p]),
-            ("ibv_open_device", ctypes.c_void_p, [ctypes.c_void_p]),
-            ("ibv_close_device", ctypes.c_int, [ctypes.c_void_p]),
-            ("ibv_free_device_list", None, [ctypes.c_void_p]),
-            ("ibv_alloc_pd", ctypes.c_void_p, [ctypes.c_void_p]),
-            ("ibv_dealloc_pd", ctypes.c_int, [ctypes.c_void_p]),
-            ("ibv_create_cq", ctypes.c_void_p,
-             [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]),
-            ("ibv_destroy_cq", ctypes.c_int, [ctypes.c_void_p]),
-            ("ibv_create_qp", ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(IbvInitAttr)]),
-            ("ibv_destroy_qp", ctypes.c_int, [ctypes.c_void_p]),
-        ):
-            f = getattr(lib, fn)
-            f.restype = res
-            f.argtypes = args
-        self.lib = lib
-        n = ctypes.c_int()
-        lst = lib.ibv_get_device_list(ctypes.byref(n))
-        devs = ctypes.cast(lst, ctypes.POINTER(ctypes.c_void_p))
-        self.ctx = None
-        for i in range(n.value):
-            if lib.ibv_get_device_name(devs[i]).decode() == dev:
-                self.ctx = lib.ibv_open_device(devs[i])
-        lib.ibv_free_device_list(lst)
-        if not self.ctx:
-            raise RuntimeError(f"cannot open {dev}")
-
-    def close(self):
-        self.lib.ibv_close_device(self.ctx)
-
-
 def test_destroy_order(dev):
-    v = Ibv(dev)
+    # pyverbs would never destroy in this order (it closes children first).
+    v = Libibverbs(dev)
     lib = v.lib
     pd = lib.ibv_alloc_pd(v.ctx)
     cq = lib.ibv_create_cq(v.ctx, 16, None, None, 0)
@@ -530,20 +457,11 @@ def test_destroy_order(dev):
     v.close()
 
 
-def meminfo():
-    vals = {}
-    with open("/proc/meminfo") as f:
-        for line in f:
-            k, v = line.split(":", 1)
-            vals[k] = int(v.split()[0])
-    return vals
-
-
 def test_create_destroy_loop(env, loops):
     # Warm up caches (slabs, uverbs objects) before measuring.
     for _ in range(50):
         env.qp(RC).close()
-    before = meminfo()
+    before = {k: meminfo(k) for k in ("Slab", "VmallocUsed")}
     t0 = time.time()
     qps = []
     errors = 0
@@ -558,23 +476,34 @@ def test_create_destroy_loop(env, loops):
             qps = []
     for q in qps:
         q.close()
-    after = meminfo()
+    after = {k: meminfo(k) for k in ("Slab", "VmallocUsed")}
     grew = (after["Slab"] - before["Slab"]) + (after["VmallocUsed"] - before["VmallocUsed"])
     print(f"create/destroy {loops} QPs in {time.time() - t0:.1f}s; slab {before['Slab']} -> {after['Slab']} kB,"
           f" vmalloc {before['VmallocUsed']} -> {after['VmallocUsed']} kB")
     check(f"{loops} create/destroy without error", errors == 0, f"{errors} errors")
     # KASAN parks freed objects in a quarantine (up to 1/32 of memory)
     # before they return to the slabs, so on the debug kernel this only
-    # bounds gross leaks; kmemleak (verbs_qp.sh) is precise there.
-    limit = 32768 if os.environ.get("RXE_FLAVOUR") == "debug" else 4096
+    # bounds gross leaks; kmemleak (main) is precise there.
+    limit = 32768 if DEBUG_KERNEL else 4096
     check(f"{loops} create/destroy memory back under {limit} kB", grew < limit, f"grew {grew} kB")
 
 
+def gsi_qps():
+    """The lines of `rdma res show qp` for this device's port."""
+    res = subprocess.run(["rdma", "res", "show", "qp", "link", f"{DEV}/1"],
+                         capture_output=True, text=True, check=True).stdout
+    return [line for line in res.splitlines() if "lqpn" in line]
+
+
 def main():
-    dev = os.environ.get("RXE_DEV", "rxe0")
-    loops = int(os.environ.get("QP_LOOPS", "10000"))
-    env = Env(dev)
-    print(f"device {dev}, IPv4 GID index {env.gid_index} ({env.gid.gid})")
+    loops = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 10000
+    # The MAD layer creates QP1 at registration and brings it to RTS.
+    qps = gsi_qps()
+    print("\n".join(qps))
+    check("GSI QP in RTS", any("lqpn 1 type GSI state RTS" in line for line in qps))
+    kmemleak_clear()
+    env = Env(DEV)
+    print(f"device {DEV}, IPv4 GID index {env.gid_index} ({env.gid.gid})")
     test_create_types(env)
     test_caps(env)
     test_rc_state_machine(env, RC)
@@ -582,10 +511,13 @@ def main():
     test_ud_state_machine(env)
     test_post_before_rts(env)
     test_srq(env)
-    test_destroy_order(dev)
+    test_destroy_order(DEV)
     test_create_destroy_loop(env, loops)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    env.close()
+    left = gsi_qps()
+    check("only the GSI QP is left", len(left) == 1, f"{len(left)} QPs")
+    check("kmemleak reports nothing", kmemleak_clean())
+    return summary("verbs_qp")
 
 
 if __name__ == "__main__":

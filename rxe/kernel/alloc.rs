@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Allocation of arrays whose length a verbs caller chooses (queue depths,
 //! pages of an MR).
 

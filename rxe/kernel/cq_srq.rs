@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! What CQs and SRQs need from the RDMA core beyond their ops table: the
 //! callbacks the core installs in its objects (completion handler, async
 //! events), kernel work completions (`struct ib_wc`), kernel receive work

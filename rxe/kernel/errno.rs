@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Errnos the 6.12 kernel crate does not name.
 
 use kernel::error::Error;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Asynchronous events on QPs, delivered through the core's event handler
 //! of the `ib_qp`.
 //!

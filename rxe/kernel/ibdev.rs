@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The `ib_device` of an rxe link: allocation, registration and lookups.
 
 use core::{mem::size_of, ptr::NonNull};

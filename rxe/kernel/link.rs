@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The `rxe` link type: `rdma link add NAME type rxe netdev DEV`.
 
 use kernel::{error::from_result, ffi::c_char, prelude::*, str::CStr, types::Opaque};

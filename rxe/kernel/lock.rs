@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! A spinlock that also masks softirqs: the 6.12 kernel crate has none.
 //!
 //! Packet receive runs in softirq context and takes the same locks as the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Link-layer multicast addresses of the netdev under an rxe device.
 
 use kernel::{error::to_result, prelude::*};

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Safe wrappers over the kernel objects the 6.12 kernel crate lacks.
 //!
 //! All of the driver's `unsafe` code lives in this layer (and the crate

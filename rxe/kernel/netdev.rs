@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Network devices: counted references and the netdev event notifier.
 
 use core::ptr::NonNull;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Verbs objects the RDMA core allocates with room for the driver's state.
 //!
 //! For PDs, CQs, QPs, SRQs, AHs, MWs and user contexts the core allocates

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The memory behind MRs, reached one page at a time: pinned user pages,
 //! kernel pages a fast-reg mapping describes, and the kernel addresses a DMA
 //! MR stands for.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Random numbers from the kernel's generator.
 
 use crate::rxe::sys as b;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Addressing for packets: IP routes out of a netdev and the GID table
 //! entries that name our own addresses.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Socket buffers owned by the driver: received packets (`Skb`) and packets
 //! being built for transmission (`TxSkb`).
 

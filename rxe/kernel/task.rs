@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Serialized per-object tasks on the driver's workqueue: the requester,
 //! completer and responder of each QP run as one of these.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! One-shot kernel timers (`timer_list`) owned by an object in an [`Arc`]:
 //! the retransmit and RNR timers of a QP.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! `ib_udata`: the driver-specific command and response buffers of a verb.
 
 use kernel::{prelude::*, uaccess::UserSlice};

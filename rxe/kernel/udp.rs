@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Kernel UDP sockets: the tunnel sockets RoCEv2 packets arrive on (port
 //! 4791), and the per-sender sockets that own transmitted skbs in flight.
 

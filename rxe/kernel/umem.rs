@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Pinned user memory (`struct ib_umem`) behind user MRs.
 
 use core::ptr::NonNull;

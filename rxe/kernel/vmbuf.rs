@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Buffers shared with user space: the rxe queues (`vmalloc_user` memory
 //! user space maps with `mmap`).
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Work requests posted by kernel verbs users: safe views of the
 //! `ib_send_wr` and `ib_recv_wr` chains `post_send`/`post_recv` receive.
 //!

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Whether a QP takes a received packet: the transport class, QP state,
 //! address and key checks rdma_rxe makes before a packet reaches a QP.
 

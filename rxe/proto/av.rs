@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Address vectors from AH attributes (`rxe_av.c`): the checks of an
 //! `rdma_ah_attr`, the `rxe_av` built from it, what a query returns, and
 //! the numbers derived from addresses and QPNs (UDP source ports, the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Completer decisions of rdma_rxe (rxe_comp.c): matching ACKs, NAKs, read
 //! responses and atomic ACKs against the send queue, retiring WQEs,
 //! counting retries, and the completion a send WQE produces.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Tests of the completer state machine with a model send queue.
 
 use super::*;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The rules rdma_rxe applies to completion queues and shared receive queues
 //! that need no kernel: size and attribute checks, completion notification
 //! arming, the SRQ limit event, and receive WQEs posted by kernel users.

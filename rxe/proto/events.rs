@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Protocol events the engines report for the port counters.
 //!
 //! The engines in this crate only say what happened; the driver maps each

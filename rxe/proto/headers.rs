@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! IB transport header layouts (BTH and extension headers) and whole-packet parsing.
 //!
 //! Headers are decoded into small `Copy` structs and encoded back into byte

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! RoCEv2 invariant CRC (ICRC): which bytes it covers, which are masked, and its byte order.
 //!
 //! The CRC is CRC-32 (reflected polynomial 0xEDB88320) started from all ones

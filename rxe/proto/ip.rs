@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The IP and UDP framing around RoCEv2 transport packets: addresses as GIDs
 //! name them, the UDP source port a QP uses, and the IPv4/IPv6/UDP headers.
 //!

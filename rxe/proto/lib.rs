@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Host build of the kernel-independent protocol code, for `cargo test`.
 //!
 //! The kernel module includes `mod.rs` directly; this crate only wraps it so

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Memory region and window rules: key layout, access rights, bounds checks,
 //! the iova-to-page arithmetic behind MR copies, and the checks of the
 //! fast-register, invalidate and bind operations.

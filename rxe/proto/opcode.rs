@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! IBTA transport opcodes as rxe handles them: per-opcode header layout and properties.
 //!
 //! The table covers exactly the opcodes rdma_rxe 6.12 knows (RC, UC, RD, UD); every

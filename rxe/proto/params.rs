@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Device, port and pool limits that rdma_rxe of Linux 6.12 reports and enforces
 //! (`rxe_param.h`, `rxe_init_device_param()`, `rxe_init_port_param()`, `rxe_pool.c`).
 //!

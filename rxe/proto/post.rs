@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Work requests posted by kernel users: the checks of `validate_send_wr()`,
 //! `init_send_wr()` and `post_one_recv()`, and the `rxe_send_wqe` /
 //! `rxe_recv_wqe` images written into the rings, the same layout user space

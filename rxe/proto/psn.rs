@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! 24-bit sequence number arithmetic for PSNs and MSNs.
 //!
 //! Both counters wrap at 2^24. Ordering is by the sign of the 24-bit

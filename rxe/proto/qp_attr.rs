@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Verbs-level QP attribute rules of rxe: the create-time checks, the
 //! modify-QP checks and what a modify stores (`rxe_qp.c` and `rxe_verbs.c`;
 //! the errors here are the ones they return). Address vectors are in `av`.

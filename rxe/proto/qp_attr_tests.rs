@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Tests of the QP attribute rules.
 
 use super::super::av::tests::{ah, sgid_v4};

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! QP states, QP types, the modify-QP attribute mask and the transition rules of
 //! `ib_modify_qp_is_ok()` as Linux 6.12 defines them.
 //!

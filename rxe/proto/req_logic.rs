@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Requester decisions of rdma_rxe (rxe_req.c): the opcode of each packet of
 //! a send WQE, when the requester has to wait, the BTH flags and PSNs of the
 //! packets it sends, what it does with local operations, and how a retry

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Responder decisions of rdma_rxe (rxe_resp.c): sequence, opcode, access,
 //! resource and length checks of incoming requests, duplicate handling with
 //! the responder resources, the ACK/NAK to send, error classes, and the

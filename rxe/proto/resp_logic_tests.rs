@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Tests of the responder's request checks against transliterations of rxe_resp.c.
 
 use super::*;

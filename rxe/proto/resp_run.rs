@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The responder state machine (`rxe_receiver()`) over the engine's [`Io`].
 //!
 //! # API

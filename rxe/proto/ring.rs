@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Index keeping of a fixed-capacity FIFO over a slice of slots, for
 //! `rxe::fifo` (the 6.12 `KVec` has no pop).
 

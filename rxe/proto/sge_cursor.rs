@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Where a transfer is in a work request's scatter/gather list: which SGE,
 //! how far into it, how many bytes are left (C's `rxe_dma_info` progress
 //! fields and the walk of `copy_data`/`advance_dma_data`).

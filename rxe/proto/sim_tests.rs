@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! End-to-end check of the three state machines: an RC requester and
 //! completer (req_logic, comp_logic) talk to a responder (resp_logic,
 //! resp_run) over a network that drops, duplicates and delays packets.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! In-memory models of the engines' primitives, for the state machine tests:
 //! a responder [`Io`] with receive buffers, memory regions and a wire log.
 

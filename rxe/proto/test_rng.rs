@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Deterministic xorshift generator shared by the fuzz tests.
 
 use std::convert::TryFrom;

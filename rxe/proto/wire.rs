@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Wire encodings around the transport headers: AETH syndromes, credit and
 //! RNR timer codes, the local ACK timeout, and IB path MTUs.
 

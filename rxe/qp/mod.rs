@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Queue pairs at the verbs level: creation with their rings, the state
 //! machine and attributes, multicast membership, and the state the
 //! datapath reaches through the device's QP pool.
@@ -11,10 +13,49 @@
 //!   `on_reset` and `on_destroy` are where the requester, responder and
 //!   completer plug in; `finish_sq_drain` is for the requester to call.
 //!
-//! Lock order: `state` is never held while `sq` or `rq` is taken, nor the
-//! other way round. The locks mask interrupts: kernel users post and
-//! modify with interrupts off (the MAD layer posts sends under its own
-//! `spin_lock_irqsave`).
+//! # Lock order
+//!
+//! The whole driver's, outermost first; a lock is only taken with the ones
+//! to its left (or above it) held, or with none. The names are the lockdep
+//! classes (`new_spinlock_bh!`/`new_spinlock_irq!` give each its own).
+//!
+//! - `rxe_qp_comp` (`Shared::comp`: the completer's batch of send
+//!   completions, held for a whole completer step) -> `rxe_qp_req`, and the
+//!   send CQ (`rxe_cq_link` -> `rxe_cq`) when the batch is posted, after
+//!   `rxe_qp_req` is released.
+//! - `rxe_qp_req` (`Shared::req`: requester and completer state, one lock
+//!   for both engines) -> `rxe_qp_sq` (the WQEs it reads and retires),
+//!   `rxe_qp_comp_pkts` (the completer's responses), the lookups below,
+//!   and the send CQ (`rxe_cq_link` -> `rxe_cq`, when a completer run fills
+//!   its batch of completions).
+//! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
+//!   `rxe_srq` (then `rxe_srq_link`, after it), `rxe_qp_link` (across the
+//!   QP's event handler for LAST_WQE_REACHED), the receive CQ
+//!   (`rxe_cq_link` -> `rxe_cq`), the lookups below, and a reply's send:
+//!   `rxe_route_cache`, and on loopback the receive of the reply, which
+//!   takes the peer QP's `rxe_qp_state` and `rxe_qp_comp_pkts`, and
+//!   `rxe_task`.
+//! - `rxe_cq_link` -> `rxe_cq`: a CQ's consumer handlers run under the link
+//!   (not under `rxe_cq`); a kernel consumer may post from there, which
+//!   takes `rxe_qp_sq`/`rxe_qp_rq` and `rxe_task`. As the two items above
+//!   say, a handler can run with `rxe_qp_req` or `rxe_qp_resp` held (the
+//!   completer's full batch, every receive completion), so it must not
+//!   modify the QP synchronously: that takes both engine locks.
+//! - `rxe_req_wake` -> `rxe_task` (skbs drained: schedule the requester).
+//! - Lookups: `rxe_pool` (an index to an object, released before the
+//!   object's lock), then `rxe_mr`, `rxe_mw` or `rxe_ah_av`.
+//! - Taken alone (with at most the engine locks above held): `rxe_qp_state`,
+//!   `rxe_qp_sq`, `rxe_qp_rq`, `rxe_qp_link` (copying the handle out),
+//!   `rxe_qp_comp_pkts`, `rxe_qp_resp_pkts`, `rxe_task`, `rxe_timer`,
+//!   `rxe_mcast` (members are copied out before delivery), `rxe_mmaps`.
+//!
+//! In particular `rxe_qp_state` is never held while another lock is taken,
+//! `rxe_qp_req` and `rxe_qp_resp` are never held together (a QP modify
+//! takes them one after the other), and no engine runs the other inline.
+//! The `_irq` locks (`state`, `sq`, `rq`, QP link, pool, AH, task, requester
+//! waker) save and mask interrupts: kernel users post and modify with
+//! interrupts off (the MAD layer posts sends under its own
+//! `spin_lock_irqsave`); no `_bh` lock is taken under one of them.
 
 mod post;
 
@@ -147,8 +188,9 @@ pub(crate) struct Shared {
     /// The engines' transmit socket and skb count.
     pub(crate) flow: TxFlow<req::ReqWake>,
 
-    // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs): each
-    // owns its state, behind its own lock, and runs as its own task.
+    // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs), each
+    // run as its own task: the requester and the completer share `req`
+    // (one protocol state), the responder has `resp`.
     #[pin]
     pub(crate) req: SpinLockBh<req::State>,
     #[pin]

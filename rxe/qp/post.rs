@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Posting work requests: the send doorbell of user QPs, and the send and
 //! receive WRs of kernel users, checked and written into the rings as the
 //! WQEs user space would have written.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Bindings generated at build time from the headers of the target kernel.
 //!
 //! Private to the driver: only `rxe::kernel` uses them, to build the safe

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Entry points for the AH verbs, and the `rdma_ah_attr` conversions the
 //! QP verbs share.
 

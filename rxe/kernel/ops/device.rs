@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Entry points of the device itself: queries, port, contexts, mmap, PDs.
 
 use kernel::{error::from_result, ffi::c_int, prelude::*};

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The `ib_device_ops` table: every entry point the RDMA core calls.
 //!
 //! Each trampoline turns the core's raw pointers into references to driver

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Entry points for the MR verbs.
 //!
 //! Unlike most verbs objects, the `ib_mr` is allocated by the driver: the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Entry points for the MW verbs. The core allocates `ib_mw` with room for
 //! the driver's [`Mw`] after it.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Entry points for the QP verbs: create, modify, query, destroy, post and
 //! multicast attach/detach.
 

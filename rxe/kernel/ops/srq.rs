@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Entry points for the srq verbs.
 
 use kernel::{error::from_result, ffi::c_int};

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Hardware counter entry points: `rdma statistic` and sysfs `hw_counters`
 //! read the device's counters through these.
 

@@ -1,7 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! What the kernel hands back: CQEs, mmap info and create/resize responses.
 
-#[allow(unused_imports)]
-use super::*;
+use super::layout::{mminfo, put, resp, u64_at, uverbs_wc, ShortBuffer, CQE_LEN};
+use super::verbs::{WcOpcode, WcStatus};
 
 /// A completion as user space reads it (`struct ib_uverbs_wc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

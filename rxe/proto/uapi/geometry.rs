@@ -1,7 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Queue geometry: slot size and count for each kind of ring.
 
-#[allow(unused_imports)]
-use super::*;
+use core::ops::Range;
+
+use super::layout::{
+    put, queue_buf, small, to_usize, ShortBuffer, CQE_LEN, HEADER_LEN, RECV_WQE_LEN, SEND_WQE_LEN,
+    SGE_LEN,
+};
+use super::limits;
 
 /// A queue size request the driver refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

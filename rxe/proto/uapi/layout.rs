@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Byte layouts of the rxe user ABI structures and the little readers and
 //! writers the parsers share.
 
-#[allow(unused_imports)]
-use super::*;
+use super::limits;
 
 /// Lossless on every target the kernel builds Rust for (usize is 64 bits there).
 pub(super) const fn to_usize(v: u32) -> usize {

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! The memory rxe shares with user space: queue layout (`rdma_user_rxe.h`,
 //! `ib_user_verbs.h`), parsers for the work requests user space posts there,
 //! and writers for what the kernel hands back (WQE status, CQEs, mmap info).
@@ -7,8 +9,6 @@
 //! that copy once, validate it and return plain values. Fields are in CPU byte
 //! order, as user space stores them; `__be32` fields (immediate data) are kept
 //! as the raw 32 bits that sit in memory.
-
-use core::ops::Range;
 
 use super::params::{limits, MAX_MSG_SZ};
 use super::qp_state::QpType;

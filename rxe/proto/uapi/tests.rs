@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Unit and fuzz tests of the user ABI code.
 use super::*;
 use std::vec;

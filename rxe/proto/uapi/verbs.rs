@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Verbs enums and flag sets as user space writes them into WQEs and reads
 //! them from CQEs.
 
-#[allow(unused_imports)]
-use super::*;
+use super::layout::to_usize;
+use super::QpType;
 
 /// `enum ib_wr_opcode` values user space and rxe use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

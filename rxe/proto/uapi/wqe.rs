@@ -1,8 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
 //! Send and receive WQEs: copied out of a shared queue, validated once,
 //! returned as plain values; and the fields the kernel writes back.
 
-#[allow(unused_imports)]
-use super::*;
+use super::layout::{
+    av, bytes_at, dma, global_route, put, recv_wqe, send_wqe, send_wr, sge, sockaddr, to_usize,
+    u16_at, u32_at, u64_at, u8_at, ShortBuffer, RECV_DATA_AREA, SEND_DATA_AREA,
+};
+use super::verbs::{NetworkType, SendFlags, WcStatus, WqeState, WrMask, WrOpcode};
+use super::{limits, QpType, MAX_MSG_SZ};
 
 /// Why a WQE read from a shared queue was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

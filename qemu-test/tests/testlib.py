@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Helpers shared by the Python tests in this folder (the verbs tests,
+misuse.py, hardening.py and rc_lib.py's two-node tests).
+
+The guest's root is the host's, shared over 9p, so a test runs from this
+folder and imports this module as a sibling (`import testlib`). It keeps
+one count of passed and failed checks per process:
+
+    from testlib import check, expect, summary
+    check("CQ(1) holds 1", cq.cqe == 1)
+    expect("CQ(0)", lambda: CQ(ctx, 0), "EINVAL")
+    sys.exit(summary("verbs_cq"))
+
+The kmemleak helpers run qemu-test/lib.sh's kmemleak_clear and
+kmemleak_scan, so shell and Python tests scan the same way.
+"""
+import ctypes
+import errno
+import os
+import subprocess
+import sys
+import time
+
+from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
+DEV = os.environ.get("RXE_DEV", "rxe0")
+DRIVER = os.environ.get("RXE_DRIVER", "")
+DEBUG_KERNEL = os.environ.get("RXE_FLAVOUR") == "debug"
+LIB_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib.sh")
+
+passed = 0
+failed = 0
+
+
+def check(name, cond, detail=""):
+    """Counts and prints one check: PASS NAME, or FAIL NAME DETAIL."""
+    global passed, failed
+    if cond:
+        passed += 1
+        print(f"PASS {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name} {detail}".rstrip())
+    sys.stdout.flush()
+
+
+def summary(what=""):
+    """Prints the counts; the exit status for them (1 on any failure)."""
+    print(f"{what + ': ' if what else ''}{passed} passed, {failed} failed")
+    sys.stdout.flush()
+    return 1 if failed else 0
+
+
+def name_of(code):
+    """errno's name for code (EOPNOTSUPP rather than its alias ENOTSUP)."""
+    return {errno.EOPNOTSUPP: "EOPNOTSUPP"}.get(code) or errno.errorcode.get(code, str(code))
+
+
+def outcome(fn):
+    """Runs fn; returns ("ok", result) or (errno name, None)."""
+    try:
+        return "ok", fn()
+    except PyverbsRDMAError as err:
+        return name_of(err.error_code), None
+    except PyverbsError as err:
+        return f"pyverbs: {err}", None
+
+
+def expect(name, fn, want):
+    """fn must end as want ("ok" or an errno name); returns its result."""
+    res, val = outcome(fn)
+    check(name, res == want, f"got {res}, want {want}")
+    return val
+
+
+def expect_errno(err, name, fn, *args):
+    """fn(*args) must fail with errno err."""
+    expect(name, lambda: fn(*args), name_of(err))
+
+
+def capacity(n):
+    """What a ring asked for n entries holds: n + 1 slots rounded up to a
+    power of two, one of them kept free."""
+    slots = 1
+    while slots < n + 1:
+        slots *= 2
+    return slots - 1
+
+
+def meminfo(key):
+    """The /proc/meminfo value of key, in kB (0 when absent)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+# struct rxe_queue_buf (rdma_user_rxe.h): the header of every mapped ring.
+LOG2_ELEM, INDEX_MASK, PROD, CONS, DATA = 0, 4, 128, 256, 384
+
+
+def uverbs_maps():
+    """(start, end) of every mapping of the uverbs device in this process."""
+    out = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "/dev/infiniband/uverbs" in line:
+                a, b = line.split()[0].split("-")
+                out.add((int(a, 16), int(b, 16)))
+    return out
+
+
+def ring_of(maps, index_mask):
+    """The one mapping whose queue header has this index mask, or None."""
+    found = [a for a, _ in maps if u32(a + INDEX_MASK).value == index_mask]
+    return found[0] if len(found) == 1 else None
+
+
+def u32(addr):
+    return ctypes.c_uint32.from_address(addr)
+
+
+def u64(addr):
+    return ctypes.c_uint64.from_address(addr)
+
+
+def _lib_sh(function):
+    """Runs a qemu-test/lib.sh function; its exit status."""
+    return subprocess.run(["bash", "-c", '. "$1" && ' + function, "lib.sh", LIB_SH]).returncode
+
+
+def kmemleak_clear():
+    """Forgets the leaks kmemleak suspects so far (lib.sh kmemleak_clear)."""
+    sys.stdout.flush()
+    _lib_sh("kmemleak_clear")
+
+
+def kmemleak_clean(settle=6):
+    """After settle seconds (kmemleak reports only objects a few seconds
+    old), scans (lib.sh kmemleak_scan); True when nothing leaked since the
+    last kmemleak_clear, or the kernel has no kmemleak. A report is printed
+    and copied to the kernel log, which fails the boot."""
+    if not os.path.exists("/sys/kernel/debug/kmemleak"):
+        print("INFO no kmemleak on this kernel")
+        return True
+    time.sleep(settle)
+    sys.stdout.flush()
+    clean = _lib_sh("kmemleak_scan") == 0
+    print(f"INFO kmemleak scanned: {'nothing' if clean else 'leaks'}")
+    return clean
+
+
+# libibverbs through ctypes, where pyverbs is too kind (it destroys children
+# before their parents) or lacks a call (multicast attach).
+class IbvCap(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in
+                ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data")]
+
+
+class IbvInitAttr(ctypes.Structure):
+    _fields_ = [("qp_context", ctypes.c_void_p), ("send_cq", ctypes.c_void_p),
+                ("recv_cq", ctypes.c_void_p), ("srq", ctypes.c_void_p),
+                ("cap", IbvCap), ("qp_type", ctypes.c_int), ("sq_sig_all", ctypes.c_int)]
+
+
+class Libibverbs:
+    """libibverbs (`lib`) with a context of dev open (`ctx`): the calls to
+    open it, PDs, CQs and QPs, and the (name, restype, argtypes) of `more`."""
+
+    def __init__(self, dev, more=()):
+        vp = ctypes.c_void_p
+        lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
+        for fn, res, args in (
+            ("ibv_get_device_list", vp, [ctypes.POINTER(ctypes.c_int)]),
+            ("ibv_get_device_name", ctypes.c_char_p, [vp]),
+            ("ibv_open_device", vp, [vp]),
+            ("ibv_close_device", ctypes.c_int, [vp]),
+            ("ibv_free_device_list", None, [vp]),
+            ("ibv_alloc_pd", vp, [vp]),
+            ("ibv_dealloc_pd", ctypes.c_int, [vp]),
+            ("ibv_create_cq", vp, [vp, ctypes.c_int, vp, vp, ctypes.c_int]),
+            ("ibv_destroy_cq", ctypes.c_int, [vp]),
+            ("ibv_create_qp", vp, [vp, ctypes.POINTER(IbvInitAttr)]),
+            ("ibv_destroy_qp", ctypes.c_int, [vp]),
+            *more,
+        ):
+            f = getattr(lib, fn)
+            f.restype = res
+            f.argtypes = args
+        self.lib = lib
+        n = ctypes.c_int()
+        lst = lib.ibv_get_device_list(ctypes.byref(n))
+        devs = ctypes.cast(lst, ctypes.POINTER(vp))
+        self.ctx = None
+        for i in range(n.value):
+            if lib.ibv_get_device_name(devs[i]).decode() == dev:
+                self.ctx = lib.ibv_open_device(devs[i])
+        lib.ibv_free_device_list(lst)
+        if not self.ctx:
+            raise RuntimeError(f"cannot open {dev}")
+
+    def close(self):
+        self.lib.ibv_close_device(self.ctx)
+
+
+def check_flat_memory(what, loops, one, vmalloc_kb=1024):
+    """Runs one(i) for i in range(loops) after kmemleak_clear: Slab must
+    grow less than 2 MiB (32 MiB on the debug kernel, where KASAN keeps
+    freed objects in quarantine a while), VmallocUsed less than
+    vmalloc_kb, and kmemleak must report nothing."""
+    kmemleak_clear()
+    time.sleep(1)
+    slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
+    t0 = time.monotonic()
+    for i in range(loops):
+        one(i)
+    dt = time.monotonic() - t0
+    time.sleep(1)
+    slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
+    print(f"{loops} {what} in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
+    slab_bound = 32768 if DEBUG_KERNEL else 2048
+    check(f"Slab grew {slab1 - slab0} kB over {loops} {what} (bound {slab_bound})", slab1 - slab0 < slab_bound)
+    check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {loops} {what}", vmalloc1 - vmalloc0 < vmalloc_kb)
+    check("kmemleak reports nothing", kmemleak_clean())
