@@ -13,6 +13,7 @@ use crate::rxe::kernel::timer::Jiffies;
 use crate::rxe::mr::PdId;
 use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
+use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
@@ -251,6 +252,14 @@ fn step(qp: &Arc<Shared>) -> Progress {
         let out = cl::run(&mut st.comp, &mut st.req, &mut io);
         if let Some(p) = io.pkt.take() {
             p.consume();
+        }
+        // Everything sent is acknowledged: a retransmit timer left pending
+        // would fire later, while the next message is in flight, and have
+        // it resent for nothing. The requester arms it again when it sends;
+        // it moves the PSN under this lock before it arms, so no timer it
+        // armed for a packet not yet acknowledged is cancelled here.
+        if qp.qp_type == QpType::Rc && !psn_after(st.req.psn, st.comp.psn) {
+            qp.retrans_timer.cancel(qp);
         }
         out
     };
