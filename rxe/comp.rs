@@ -8,7 +8,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::dma::{Cursor, LocalAccess};
-use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::kernel::task::Progress;
 use crate::rxe::kernel::timer::Jiffies;
 use crate::rxe::mr::PdId;
 use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
@@ -19,7 +19,7 @@ use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
 use crate::rxe::proto::wire::rnr_timer_us;
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::Shared;
 use crate::rxe::recv::RxPacket;
 use crate::rxe::req::{self, Track};
 
@@ -231,7 +231,7 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
     }
 }
 
-fn step(qp: &Arc<Shared>) -> Progress {
+pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     let (state, valid, timeout) = {
         let s = qp.state.lock();
         (s.attrs.state, s.valid, s.attrs.timeout)
@@ -277,11 +277,11 @@ fn step(qp: &Arc<Shared>) -> Progress {
         return Progress::More;
     }
     if out.again {
-        qp.req_task.schedule(qp);
+        qp.kick_requester();
     }
     // An SQD drain may have just completed.
     if state == QpState::Sqd {
-        qp.req_task.schedule(qp);
+        qp.kick_requester();
     }
     if out.progress || out.again {
         Progress::More
@@ -290,8 +290,3 @@ fn step(qp: &Arc<Shared>) -> Progress {
     }
 }
 
-impl TaskOwner<{ qp::COMP_TASK }> for Shared {
-    fn step(this: &Arc<Self>) -> Progress {
-        step(this)
-    }
-}

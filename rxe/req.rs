@@ -17,7 +17,7 @@ use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, LocalAccess};
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::task::{Progress as TaskProgress, TaskOwner};
+use crate::rxe::kernel::task::Progress as TaskProgress;
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
 use crate::rxe::mr::{self, PdId};
 use crate::rxe::mw;
@@ -69,7 +69,7 @@ impl ReqWake {
 impl net::TxWake for ReqWake {
     fn wake(&self) {
         if let Some(qp) = self.qp.lock().as_ref() {
-            qp.req_task.schedule(qp);
+            qp.kick_requester();
         }
     }
 }
@@ -647,7 +647,7 @@ fn run_wqe<'a>(
 }
 
 /// One step of the requester: at most one packet or local operation.
-fn step(qp: &Arc<Shared>) -> TaskProgress {
+pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let Some(snap) = snapshot(qp) else {
         return TaskProgress::Done;
     };
@@ -661,7 +661,7 @@ fn step(qp: &Arc<Shared>) -> TaskProgress {
             return TaskProgress::Done;
         }
         QpState::Err => {
-            qp.comp_task.schedule(qp);
+            qp.kick_completer();
             return TaskProgress::Done;
         }
         _ => return TaskProgress::Done,
@@ -688,21 +688,15 @@ fn step(qp: &Arc<Shared>) -> TaskProgress {
         Outcome::Sent { retire } => {
             // The completer retires what is done without a response.
             if retire {
-                qp.comp_task.schedule(qp);
+                qp.kick_completer();
             }
             TaskProgress::More
         }
         Outcome::Failed => {
-            qp.comp_task.schedule(qp);
+            qp.kick_completer();
             qp_error(qp);
             TaskProgress::Done
         }
-    }
-}
-
-impl TaskOwner<{ qp::REQ_TASK }> for Shared {
-    fn step(this: &Arc<Self>) -> TaskProgress {
-        step(this)
     }
 }
 
@@ -712,7 +706,7 @@ impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
             return;
         }
         this.req.lock().comp.timer_fired();
-        this.comp_task.schedule(&this);
+        this.kick_completer();
     }
 }
 
@@ -722,6 +716,6 @@ impl TimerOwner<{ qp::RNR_TIMER }> for Shared {
             return;
         }
         this.req.lock().req.rnr_timer_fired();
-        this.req_task.schedule(&this);
+        this.kick_requester();
     }
 }
