@@ -8,19 +8,36 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::dma::{Cursor, LocalAccess};
-use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::kernel::task::Progress;
 use crate::rxe::kernel::timer::Jiffies;
 use crate::rxe::mr::PdId;
 use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
+use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
 use crate::rxe::proto::wire::rnr_timer_us;
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::Shared;
 use crate::rxe::recv::RxPacket;
 use crate::rxe::req::{self, Track};
+
+/// Per-QP state of the engine, behind `Shared::comp`, which the completer
+/// holds for a whole step (outside the engines' lock `Shared::req`). The
+/// completer's protocol state sits with the requester's (see `req::State`);
+/// here is only the batch of send completions a step collects under the
+/// engines' lock and posts after releasing it. It lives with the QP so that
+/// no step builds (and the compiler moves) a batch on the stack.
+pub(crate) struct State {
+    cqes: Cqes,
+}
+
+impl State {
+    pub(crate) fn new() -> Self {
+        Self { cqes: Cqes::EMPTY }
+    }
+}
 
 /// Send completions collected under the engines' lock, posted after it.
 const CQE_BATCH: usize = 16;
@@ -31,9 +48,7 @@ struct Cqes {
 }
 
 impl Cqes {
-    fn new() -> Self {
-        Self { list: [None; CQE_BATCH], n: 0 }
-    }
+    const EMPTY: Self = Self { list: [None; CQE_BATCH], n: 0 };
 
     fn is_full(&self) -> bool {
         self.n >= CQE_BATCH
@@ -178,9 +193,8 @@ impl cl::Sq for Io<'_> {
 
 /// `flush_send_queue()`: a QP in ERR completes every WQE, the first one
 /// that failed with its own status, the others with `WR_FLUSH_ERR`.
-fn flush(qp: &Arc<Shared>, notify: bool) -> Progress {
+fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
     qp.comp_pkts.lock().clear();
-    let mut cqes = Cqes::new();
     let more = {
         let mut st = qp.req.lock();
         loop {
@@ -202,7 +216,7 @@ fn flush(qp: &Arc<Shared>, notify: bool) -> Progress {
                 }
             };
             if notify {
-                retire_head(qp, &mut st.sq, &info, status, &mut cqes);
+                retire_head(qp, &mut st.sq, &info, status, cqes);
             } else {
                 qp.sq.lock().queue.advance();
                 st.sq.retired();
@@ -217,7 +231,7 @@ fn flush(qp: &Arc<Shared>, notify: bool) -> Progress {
     }
 }
 
-fn step(qp: &Arc<Shared>) -> Progress {
+pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     let (state, valid, timeout) = {
         let s = qp.state.lock();
         (s.attrs.state, s.valid, s.attrs.timeout)
@@ -226,21 +240,31 @@ fn step(qp: &Arc<Shared>) -> Progress {
         qp.comp_pkts.lock().clear();
         return Progress::Done;
     }
+    let mut comp = qp.comp.lock();
+    let cqes = &mut comp.cqes;
     if state == QpState::Err {
-        return flush(qp, true);
+        return flush(qp, cqes, true);
     }
-    let mut cqes = Cqes::new();
     let out = {
         let mut guard = qp.req.lock();
         let st = &mut *guard;
-        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes: &mut cqes };
+        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes };
         let out = cl::run(&mut st.comp, &mut st.req, &mut io);
         if let Some(p) = io.pkt.take() {
             p.consume();
         }
+        // Everything sent is acknowledged: a retransmit timer left pending
+        // would fire later, while the next message is in flight, and have
+        // it resent for nothing. The requester arms it again when it sends;
+        // it moves the PSN under this lock before it arms, so no timer it
+        // armed for a packet not yet acknowledged is cancelled here.
+        if qp.qp_type == QpType::Rc && !psn_after(st.req.psn, st.comp.psn) {
+            qp.retrans_timer.cancel(qp);
+        }
         out
     };
     cqes.post(qp);
+    drop(comp);
     if let Some(code) = out.rnr_timer {
         let us = rnr_timer_us(code).unwrap_or(0);
         qp.rnr_timer.arm_in(qp, Jiffies::from_usecs(us).at_least_one());
@@ -253,11 +277,11 @@ fn step(qp: &Arc<Shared>) -> Progress {
         return Progress::More;
     }
     if out.again {
-        qp.req_task.schedule(qp);
+        qp.kick_requester();
     }
     // An SQD drain may have just completed.
     if state == QpState::Sqd {
-        qp.req_task.schedule(qp);
+        qp.kick_requester();
     }
     if out.progress || out.again {
         Progress::More
@@ -266,8 +290,3 @@ fn step(qp: &Arc<Shared>) -> Progress {
     }
 }
 
-impl TaskOwner<{ qp::COMP_TASK }> for Shared {
-    fn step(this: &Arc<Self>) -> Progress {
-        step(this)
-    }
-}

@@ -114,9 +114,11 @@ pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload
     if paylen + ip::UDP_HLEN + ip::IPV6_HLEN > usize::from(u16::MAX) {
         return Err(errno::emsgsize());
     }
-    let headroom = ip::ETH_HLEN + ip::UDP_HLEN + av.ip_hdr_len();
-    // Both fit in u32: bounded by 64 KiB above.
-    let mut skb = TxSkb::alloc(&ndev, headroom as u32, paylen as u32)?;
+    // The link layer's reserve, then the IP and UDP headers: enough for
+    // every layer below to push its header in place.
+    let headroom = ndev.ll_reserved_space().saturating_add((ip::UDP_HLEN + av.ip_hdr_len()) as u32);
+    // Fits in u32: bounded by 64 KiB above.
+    let mut skb = TxSkb::alloc(&ndev, headroom, paylen as u32)?;
     skb.set_protocol(match av.network_type() {
         NetworkType::Ipv4 => PROTO_IPV4,
         NetworkType::Ipv6 => PROTO_IPV6,

@@ -107,6 +107,15 @@ impl Queue {
         self.buf.read(self.slot_off(index), out)
     }
 
+    /// Copies `out.len()` bytes from `offset` into the slot at `index`
+    /// (masked) into `out`.
+    pub(crate) fn read_slot_at(&self, index: u32, offset: usize, out: &mut [u8]) -> Result {
+        if !offset.checked_add(out.len()).is_some_and(|end| end <= self.elem_size()) {
+            return Err(EINVAL);
+        }
+        self.buf.read(self.slot_off(index) + offset, out)
+    }
+
     /// Writes `data` into the slot at `index` (masked).
     pub(crate) fn write_slot(&self, index: u32, data: &[u8]) -> Result {
         if data.len() > self.elem_size() {
@@ -132,6 +141,16 @@ impl Queue {
             return Ok(false);
         }
         self.read_slot(self.own, out)?;
+        Ok(true)
+    }
+
+    /// Consumer: copies `out.len()` bytes at `offset` of the head entry into
+    /// `out`, without consuming it; `Ok(false)` when the queue is empty.
+    pub(crate) fn peek_at(&self, offset: usize, out: &mut [u8]) -> Result<bool> {
+        if self.role != Role::Consumer || self.is_empty() {
+            return Ok(false);
+        }
+        self.read_slot_at(self.own, offset, out)?;
         Ok(true)
     }
 

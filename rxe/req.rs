@@ -17,7 +17,7 @@ use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, LocalAccess};
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::task::{Progress as TaskProgress, TaskOwner};
+use crate::rxe::kernel::task::Progress as TaskProgress;
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
 use crate::rxe::mr::{self, PdId};
 use crate::rxe::mw;
@@ -69,7 +69,7 @@ impl ReqWake {
 impl net::TxWake for ReqWake {
     fn wake(&self) {
         if let Some(qp) = self.qp.lock().as_ref() {
-            qp.req_task.schedule(qp);
+            qp.kick_requester();
         }
     }
 }
@@ -140,12 +140,11 @@ impl WqeCopy {
         }
         self.slot = None;
         let parsed = match read_wqe(qp, buf, off) {
-            Some((s, len)) if s == slot => parse_wqe(qp, buf.get(..len).unwrap_or(&[])).map_err(Some),
+            Some((s, len)) if s == slot => parse_wqe(qp, buf.get(..len).unwrap_or(&[]), &mut wqe).map_err(Some),
             _ => Err(None),
         };
         match parsed {
-            Ok(w) => {
-                *wqe = w;
+            Ok(()) => {
                 self.slot = Some(slot);
                 Ok(wqe)
             }
@@ -253,16 +252,24 @@ pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
 /// Copies the WQE `off` entries past the SQ consumer into the start of
 /// `buf`; returns its slot and the bytes copied, `None` when the SQ holds
 /// no such WQE.
+///
+/// Only the fixed part and the SGE or inline bytes its header names are
+/// copied, not the whole slot; the parse checks the copy against itself.
 fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<(u32, usize)> {
     let sq = qp.sq.lock();
     let slot = slot_of(&sq.queue, off)?;
-    let len = sq.queue.elem_size().min(buf.len());
-    sq.queue.read_slot(slot, buf.get_mut(..len)?).ok()?;
+    let slot_len = sq.queue.elem_size().min(buf.len());
+    let head = slot_len.min(uapi::send_wqe::LEN);
+    sq.queue.read_slot(slot, buf.get_mut(..head)?).ok()?;
+    let len = SendWqe::needed_len(buf.get(..head)?, slot_len);
+    if len > head {
+        sq.queue.read_slot_at(slot, head, buf.get_mut(head..len)?).ok()?;
+    }
     Some((slot, len))
 }
 
-/// Validates the slot copy `slot`.
-fn parse_wqe(qp: &Shared, slot: &[u8]) -> Result<SendWqe, uapi::WqeError> {
+/// Validates the slot copy `slot` into `wqe`.
+fn parse_wqe(qp: &Shared, slot: &[u8], wqe: &mut SendWqe) -> Result<(), uapi::WqeError> {
     let limits = SqLimits {
         qp_type: qp.qp_type,
         max_sge: qp.sq_caps.max_sge,
@@ -270,7 +277,7 @@ fn parse_wqe(qp: &Shared, slot: &[u8]) -> Result<SendWqe, uapi::WqeError> {
         // A kernel QP's ring is written only by `post_send`.
         kernel: !qp.is_user,
     };
-    SendWqe::from_bytes(slot, &limits)
+    wqe.parse_from(slot, &limits)
 }
 
 /// The QP facts one requester run works with.
@@ -640,7 +647,7 @@ fn run_wqe<'a>(
 }
 
 /// One step of the requester: at most one packet or local operation.
-fn step(qp: &Arc<Shared>) -> TaskProgress {
+pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let Some(snap) = snapshot(qp) else {
         return TaskProgress::Done;
     };
@@ -654,7 +661,7 @@ fn step(qp: &Arc<Shared>) -> TaskProgress {
             return TaskProgress::Done;
         }
         QpState::Err => {
-            qp.comp_task.schedule(qp);
+            qp.kick_completer();
             return TaskProgress::Done;
         }
         _ => return TaskProgress::Done,
@@ -681,21 +688,15 @@ fn step(qp: &Arc<Shared>) -> TaskProgress {
         Outcome::Sent { retire } => {
             // The completer retires what is done without a response.
             if retire {
-                qp.comp_task.schedule(qp);
+                qp.kick_completer();
             }
             TaskProgress::More
         }
         Outcome::Failed => {
-            qp.comp_task.schedule(qp);
+            qp.kick_completer();
             qp_error(qp);
             TaskProgress::Done
         }
-    }
-}
-
-impl TaskOwner<{ qp::REQ_TASK }> for Shared {
-    fn step(this: &Arc<Self>) -> TaskProgress {
-        step(this)
     }
 }
 
@@ -705,7 +706,7 @@ impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
             return;
         }
         this.req.lock().comp.timer_fired();
-        this.comp_task.schedule(&this);
+        this.kick_completer();
     }
 }
 
@@ -715,6 +716,6 @@ impl TimerOwner<{ qp::RNR_TIMER }> for Shared {
             return;
         }
         this.req.lock().req.rnr_timer_fired();
-        this.req_task.schedule(&this);
+        this.kick_requester();
     }
 }

@@ -45,13 +45,44 @@ struct HeldWqe {
     cursor: Cursor,
 }
 
+/// Storage for the [`HeldWqe`], kept with the QP: a receive WQE (over
+/// 500 bytes) is read from the ring straight into it, never built on the
+/// stack and moved.
+struct WqeHold {
+    w: KBox<HeldWqe>,
+    live: bool,
+}
+
+impl WqeHold {
+    fn new() -> Result<Self> {
+        let w = KBox::new(HeldWqe { wqe: RecvWqe::empty(), cursor: Cursor::new(0) }, GFP_KERNEL)?;
+        Ok(Self { w, live: false })
+    }
+
+    fn get(&self) -> Option<&HeldWqe> {
+        self.live.then_some(&*self.w)
+    }
+
+    fn get_mut(&mut self) -> Option<&mut HeldWqe> {
+        if self.live {
+            Some(&mut self.w)
+        } else {
+            None
+        }
+    }
+
+    fn clear(&mut self) {
+        self.live = false;
+    }
+}
+
 /// Per-QP state of the responder, behind `Shared::resp`.
 pub(crate) struct State {
     rs: KBox<RespState>,
     /// The request being worked on: taken off `resp_pkts`, kept while a
     /// read reply spans several runs.
     head: Option<RxPacket>,
-    wqe: Option<HeldWqe>,
+    wqe: WqeHold,
     /// Owns the responder's skbs in flight; the responder never pauses.
     flow: TxFlow<()>,
     /// An SRQ QP in ERR reported its last WQE.
@@ -86,7 +117,7 @@ impl State {
         Ok(Self {
             rs: KBox::init(resp_state_init(), GFP_KERNEL)?,
             head: None,
-            wqe: None,
+            wqe: WqeHold::new()?,
             flow: TxFlow::new(())?,
             last_wqe_reported: false,
         })
@@ -97,7 +128,7 @@ impl State {
         if let Some(p) = self.head.take() {
             p.consume();
         }
-        self.wqe = None;
+        self.wqe.clear();
     }
 }
 
@@ -179,7 +210,7 @@ impl Shared {
     /// at most [`FLUSH_BATCH`] (a task step is one of up to 1024 in a row);
     /// returns whether WQEs may be left.
     fn resp_flush_recv(&self, st: &mut State, notify: bool) -> bool {
-        st.wqe = None;
+        st.wqe.clear();
         if self.srq.is_some() {
             if notify && !st.last_wqe_reported {
                 st.last_wqe_reported = true;
@@ -261,7 +292,7 @@ struct Io<'a> {
     sh: &'a Arc<Shared>,
     f: &'a Facts,
     head: &'a mut Option<RxPacket>,
-    wqe: &'a mut Option<HeldWqe>,
+    wqe: &'a mut WqeHold,
     flow: &'a TxFlow<()>,
     /// The region `lookup` resolved, until `release_mr`.
     mr: Option<Arc<mr::Shared>>,
@@ -347,36 +378,45 @@ impl resp_run::Io for Io<'_> {
     }
 
     fn take_recv(&mut self) -> Result<u32, RecvError> {
-        let wqe = if let Some(srq) = &self.sh.srq {
-            take_srq(srq)?
+        if let Some(srq) = &self.sh.srq {
+            self.wqe.clear();
+            take_srq(srq, &mut self.wqe.w.wqe)?;
         } else {
-            if let Some(h) = self.wqe.as_ref() {
+            if let Some(h) = self.wqe.get() {
                 // The RQ head stays ours until it completes.
                 return Ok(h.wqe.length);
             }
-            let mut buf = [0u8; RECV_WQE_MAX];
             let rq = self.sh.rq.lock();
             let rq = rq.as_ref().ok_or(RecvError::Empty)?;
-            let len = rq.queue.elem_size().min(RECV_WQE_MAX);
-            let slot = buf.get_mut(..len).ok_or(RecvError::Empty)?;
-            match rq.queue.peek(slot) {
-                Ok(true) => {}
-                _ => return Err(RecvError::Empty),
+            let mut empty = false;
+            let r = self.wqe.w.wqe.read_from(rq.queue.elem_size(), self.sh.rq_caps.max_sge, |off, out| {
+                match rq.queue.peek_at(off, out) {
+                    Ok(true) => true,
+                    Ok(false) => {
+                        empty = true;
+                        false
+                    }
+                    Err(_) => false,
+                }
+            });
+            if empty {
+                return Err(RecvError::Empty);
             }
-            RecvWqe::from_bytes(slot, self.sh.rq_caps.max_sge).map_err(|_| RecvError::Malformed)?
-        };
-        let length = wqe.length;
-        *self.wqe = Some(HeldWqe { wqe, cursor: Cursor::new(length) });
-        Ok(length)
+            r.map_err(|_| RecvError::Malformed)?;
+        }
+        let h = &mut *self.wqe.w;
+        h.cursor = Cursor::new(h.wqe.length);
+        self.wqe.live = true;
+        Ok(h.wqe.length)
     }
 
     fn has_recv(&self) -> bool {
-        self.wqe.is_some()
+        self.wqe.live
     }
 
     fn recv_data(&mut self, with_grh: bool) -> Result<(), RecvCopyError> {
         let p = self.head.as_ref().ok_or(RecvCopyError::Fault)?;
-        let h = self.wqe.as_mut().ok_or(RecvCopyError::Fault)?;
+        let h = self.wqe.get_mut().ok_or(RecvCopyError::Fault)?;
         let mem = LocalAccess::new(p.device().state(), PdId(self.sh.pd), Access::LOCAL_WRITE);
         let map = |e: DmaError| match e {
             DmaError::TooLong => RecvCopyError::TooLong,
@@ -390,25 +430,26 @@ impl resp_run::Io for Io<'_> {
     }
 
     fn recv_received(&self) -> u32 {
-        self.wqe.as_ref().map_or(0, |h| h.wqe.length.saturating_sub(h.cursor.resid()))
+        self.wqe.get().map_or(0, |h| h.wqe.length.saturating_sub(h.cursor.resid()))
     }
 
     fn rewind_recv(&mut self) {
-        if let Some(h) = self.wqe.as_mut() {
+        if let Some(h) = self.wqe.get_mut() {
             h.cursor.reset(h.wqe.length);
         }
     }
 
     fn complete(&mut self, c: &RecvCqe) -> Result<(), CqFull> {
-        let Some(h) = self.wqe.take() else {
+        let Some(wr_id) = self.wqe.get().map(|h| h.wqe.wr_id) else {
             return Ok(());
         };
+        self.wqe.clear();
         if self.sh.srq.is_none() {
             if let Some(rq) = self.sh.rq.lock().as_mut() {
                 rq.queue.advance();
             }
         }
-        let mut cqe = Cqe::new(h.wqe.wr_id, c.status, self.sh.qpn);
+        let mut cqe = Cqe::new(wr_id, c.status, self.sh.qpn);
         if c.status == WcStatus::Success {
             cqe.opcode = c.opcode;
             cqe.byte_len = c.byte_len;
@@ -515,11 +556,11 @@ impl resp_run::Io for Io<'_> {
 }
 
 /// A consumed SRQ WQE as the responder's held WQE.
-fn take_srq(srq: &srq::Shared) -> Result<RecvWqe, RecvError> {
-    match srq.take() {
+fn take_srq(srq: &srq::Shared, wqe: &mut RecvWqe) -> Result<(), RecvError> {
+    match srq.take_into(wqe) {
         None => Err(RecvError::Empty),
         Some(Err(_)) => Err(RecvError::Malformed),
-        Some(Ok(w)) => Ok(w),
+        Some(Ok(())) => Ok(()),
     }
 }
 

@@ -257,28 +257,34 @@ impl Shared {
     ///
     /// When the WQEs left fall below an armed limit, the owner gets
     /// `IB_EVENT_SRQ_LIMIT_REACHED`, once per arming.
-    pub(crate) fn take(&self) -> Option<core::result::Result<RecvWqe, WqeError>> {
-        let mut buf = [0u8; RECV_WQE_MAX];
-        let (wqe, fire) = {
+    pub(crate) fn take_into(&self, wqe: &mut RecvWqe) -> Option<core::result::Result<(), WqeError>> {
+        let fire = {
             let mut inner = self.inner.lock();
-            let len = inner.wqe_len().min(RECV_WQE_MAX);
-            let slot = buf.get_mut(..len)?;
-            if !inner.queue.peek(slot).ok()? {
+            let mut empty = false;
+            let slot_len = inner.wqe_len();
+            let max_sge = inner.max_sge;
+            let q = &inner.queue;
+            let r = wqe.read_from(slot_len, max_sge, |off, out| match q.peek_at(off, out) {
+                Ok(true) => true,
+                Ok(false) => {
+                    empty = true;
+                    false
+                }
+                Err(_) => false,
+            });
+            if empty {
                 return None;
             }
-            match RecvWqe::from_bytes(slot, inner.max_sge) {
-                Err(e) => return Some(Err(e)),
-                Ok(w) => {
-                    inner.queue.advance();
-                    let count = inner.queue.count();
-                    let fire = srq_limit_reached(&mut inner.limit, count, self.has_handler);
-                    (w, fire)
-                }
+            if let Err(e) = r {
+                return Some(Err(e));
             }
+            inner.queue.advance();
+            let count = inner.queue.count();
+            srq_limit_reached(&mut inner.limit, count, self.has_handler)
         };
         if fire {
             self.link.lock().limit_event();
         }
-        Some(Ok(wqe))
+        Some(Ok(()))
     }
 }

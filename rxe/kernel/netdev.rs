@@ -53,6 +53,15 @@ impl NetDevice {
         unsafe { self.0.as_ref() }
     }
 
+    /// Room the link layer wants in front of a packet it transmits (C:
+    /// `LL_RESERVED_SPACE`): the hardware header plus the device's own
+    /// headroom (virtio-net's header, a VLAN tag...), rounded up. A sender
+    /// that leaves less makes the IP layer reallocate the head of every skb.
+    pub(crate) fn ll_reserved_space(&self) -> u32 {
+        // SAFETY: By the type invariant the device is alive while we hold it.
+        unsafe { b::rxe_rs_ll_reserved_space(self.as_ptr()) }
+    }
+
     /// The interface name, without the trailing NULs.
     pub(crate) fn name(&self) -> &[u8] {
         // `name` is a fixed char array; the kernel keeps it NUL terminated.

@@ -272,8 +272,16 @@ fn check_psn(comp: &mut CompState, h: &Head, pkt: &Response) -> St {
     }
     let diff = psn_diff(pkt.psn, comp.psn);
     if diff < 0 {
-        if pkt.psn == h.progress.last_psn {
+        // An old response for the head's last PSN completes it only while
+        // the head is sent whole (pending). A retry may be resending it:
+        // retired now, the requester would find the next WQE where it
+        // left this one and go on with this message's opcodes and PSNs
+        // (C does; the responder then NAKs an invalid request). Such a
+        // head completes once its resend ends (`fully_acked`).
+        if pkt.psn == h.progress.last_psn && h.progress.state == WqeState::Pending {
             St::CompAck
+        } else if pkt.psn == h.progress.last_psn {
+            St::Done
         } else if pkt.opcode == Opcode::RcAck && read_in_progress(comp.opcode) && !is_ack(pkt.syndrome) {
             // An old NAK still reports an error on the read in progress. C
             // also takes an old positive ACK here, which ends the read's

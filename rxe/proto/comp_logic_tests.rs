@@ -450,6 +450,22 @@ fn duplicate_of_the_last_packet_completes() {
 }
 
 #[test]
+fn old_ack_does_not_retire_a_head_being_resent() {
+    // A retry rewound the head (PSNs 10..=13) and resent 10..=12; the
+    // original ACK of 13 moved comp.psn to 14. A duplicate ACK of 13 must
+    // leave the head to the requester, which still has packet 13 to send.
+    let mut f = Fixture::new(14, 13);
+    f.wqe(head(WrOpcode::Send, 4096, 10, 13, WqeState::Processing)).resp(ack(13), 0);
+    f.run();
+    assert!(f.retired().is_empty());
+    assert_eq!(f.comp.psn, 14);
+    // Once the resend is whole the head completes without another ACK.
+    f.sq.wqes[0].progress.state = WqeState::Pending;
+    f.run();
+    assert_eq!(f.retired(), [WcStatus::Success]);
+}
+
+#[test]
 fn heads_without_packets() {
     // Done WQEs (UC/UD sends, local ops) retire without any response.
     let mut f = Fixture::new(0, 0);

@@ -19,6 +19,10 @@
 //! to its left (or above it) held, or with none. The names are the lockdep
 //! classes (`new_spinlock_bh!`/`new_spinlock_irq!` give each its own).
 //!
+//! - `rxe_qp_comp` (`Shared::comp`: the completer's batch of send
+//!   completions, held for a whole completer step) -> `rxe_qp_req`, and the
+//!   send CQ (`rxe_cq_link` -> `rxe_cq`) when the batch is posted, after
+//!   `rxe_qp_req` is released.
 //! - `rxe_qp_req` (`Shared::req`: requester and completer state, one lock
 //!   for both engines) -> `rxe_qp_sq` (the WQEs it reads and retires),
 //!   `rxe_qp_comp_pkts` (the completer's responses), the lookups below,
@@ -55,7 +59,7 @@
 
 mod post;
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -75,10 +79,10 @@ use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::fifo::Fifo;
-use crate::rxe::kernel::task::{impl_has_task, new_task, Task};
+use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
 use crate::rxe::recv::RxPacket;
-use crate::rxe::req;
+use crate::rxe::{comp, req};
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
@@ -194,6 +198,8 @@ pub(crate) struct Shared {
     #[pin]
     pub(crate) req: SpinLockBh<req::State>,
     #[pin]
+    pub(crate) comp: SpinLockBh<comp::State>,
+    #[pin]
     pub(crate) resp: SpinLockBh<crate::rxe::resp::State>,
     /// Acknowledgements and read responses waiting for the completer.
     #[pin]
@@ -201,10 +207,15 @@ pub(crate) struct Shared {
     /// Requests waiting for the responder.
     #[pin]
     pub(crate) resp_pkts: SpinLockBh<Fifo<RxPacket>>,
+    /// The sender: the completer and the requester share one task, as in
+    /// C since 6.9, so a completer run never overlaps a requester run, and
+    /// the task can run inline wherever a response arrives. `want_comp`
+    /// and `want_req` say which half has work; each is set before the
+    /// task is scheduled and cleared by the run that takes it.
     #[pin]
-    pub(crate) req_task: Task<Shared, REQ_TASK>,
-    #[pin]
-    pub(crate) comp_task: Task<Shared, COMP_TASK>,
+    pub(crate) send_task: Task<Shared, SEND_TASK>,
+    want_comp: AtomicBool,
+    want_req: AtomicBool,
     #[pin]
     pub(crate) resp_task: Task<Shared, RESP_TASK>,
     /// Local ACK timeout: retransmit when nothing was acknowledged.
@@ -216,8 +227,7 @@ pub(crate) struct Shared {
 }
 
 /// Task and timer identities of a QP.
-pub(crate) const REQ_TASK: u64 = 0;
-pub(crate) const COMP_TASK: u64 = 1;
+pub(crate) const SEND_TASK: u64 = 0;
 pub(crate) const RESP_TASK: u64 = 2;
 pub(crate) const RETRANS_TIMER: u64 = 0;
 pub(crate) const RNR_TIMER: u64 = 1;
@@ -230,8 +240,7 @@ const PKT_QUEUE_INITIAL: usize = 64;
 const PKT_QUEUE_LIMIT: usize = 8192;
 
 impl_has_task! {
-    impl HasTask<REQ_TASK> for Shared { self.req_task }
-    impl HasTask<COMP_TASK> for Shared { self.comp_task }
+    impl HasTask<SEND_TASK> for Shared { self.send_task }
     impl HasTask<RESP_TASK> for Shared { self.resp_task }
 }
 
@@ -272,17 +281,15 @@ impl Shared {
         use crate::rxe::proto::opcode::Mask;
         use crate::rxe::proto::opcode::Opcode;
         let to_comp = pkt.mask().intersects(Mask::ACK);
-        // A request from the network that finds the responder idle is
-        // executed right here in the receive softirq: a worker wake-up and
-        // a context switch less per message. Looped-back packets are queued
-        // (a reply would recurse through the sender), and so is a read
-        // request, whose reply can be a long run of packets. The completer
-        // stays on the workqueue: run inline, it overtook the requester
-        // between sending a packet and arming the retransmit timer, and the
-        // retry that followed resent a finished message's tail (remote
-        // invalid request in `ibv_rc_pingpong -s 4096`); until that retry
-        // path is understood the completer keeps the worker's order.
-        let inline = !to_comp && !pkt.is_loopback() && pkt.opcode() != Opcode::RcReadRequest;
+        // A packet from the network that finds its engine idle is handled
+        // right here in the receive softirq: a worker wake-up and a context
+        // switch less per message. Looped-back packets are queued (a reply
+        // would recurse through the sender), and so is a read request,
+        // whose reply can be a long run of packets. Responses go to the
+        // send task, which runs the completer and then the requester the
+        // acknowledgement may have unblocked; the two never overlap, so the
+        // completer cannot retire a message the requester is still sending.
+        let inline = !pkt.is_loopback() && pkt.opcode() != Opcode::RcReadRequest;
         let fifo = if to_comp { &self.comp_pkts } else { &self.resp_pkts };
         let (queued, alone) = {
             let mut f = fifo.lock();
@@ -294,8 +301,13 @@ impl Shared {
             return;
         }
         if to_comp {
-            counters::inc(&self.dev, Counter::AckDeferred);
-            self.comp_task.schedule(self);
+            self.want_comp.store(true, Ordering::Release);
+            if inline && alone {
+                self.send_task.run(self);
+            } else {
+                counters::inc(&self.dev, Counter::AckDeferred);
+                self.send_task.schedule(self);
+            }
         } else if inline && alone {
             self.resp_task.run(self);
         } else {
@@ -306,7 +318,15 @@ impl Shared {
     /// Schedules the requester; it ends an SQD drain once nothing is in
     /// flight.
     pub(crate) fn kick_requester(self: &Arc<Self>) {
-        self.req_task.schedule(self);
+        self.want_req.store(true, Ordering::Release);
+        self.send_task.schedule(self);
+    }
+
+    /// Schedules the completer: responses, a retransmit timeout, WQEs to
+    /// retire or flush.
+    pub(crate) fn kick_completer(self: &Arc<Self>) {
+        self.want_comp.store(true, Ordering::Release);
+        self.send_task.schedule(self);
     }
 
     /// Runs the requester now in the caller's context when it is idle
@@ -314,7 +334,8 @@ impl Shared {
     /// context of the post_send system call, with no lock held. Saves the
     /// hand-off to a worker per message, as C's `rxe_run_task` does there.
     pub(crate) fn run_requester(self: &Arc<Self>) {
-        self.req_task.run(self);
+        self.want_req.store(true, Ordering::Release);
+        self.send_task.run(self);
     }
 
     /// Schedules the responder (receive WQEs posted on a QP in error are to
@@ -326,32 +347,29 @@ impl Shared {
     /// The QP entered ERR: the datapath flushes both queues with error
     /// completions. Datapath hook.
     pub(crate) fn on_error(self: &Arc<Self>) {
-        self.comp_task.schedule(self);
-        self.req_task.schedule(self);
+        self.want_comp.store(true, Ordering::Release);
+        self.kick_requester();
         self.resp_task.schedule(self);
     }
 
     /// The QP entered RESET: the datapath stops its work and drops packets
     /// in flight before the rings are emptied. Datapath hook.
     fn on_reset(self: &Arc<Self>) {
-        self.req_task.disable();
-        self.comp_task.disable();
+        self.send_task.disable();
         self.resp_task.disable();
         self.retrans_timer.cancel(self);
         self.rnr_timer.cancel(self);
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
         req::reset(self);
-        self.req_task.enable();
-        self.comp_task.enable();
+        self.send_task.enable();
         self.resp_task.enable();
     }
 
     /// The QP is being destroyed and already out of the pool: the datapath
     /// stops its tasks and timers and waits for those running. Datapath hook.
     fn on_destroy(self: &Arc<Self>) {
-        self.req_task.shutdown();
-        self.comp_task.shutdown();
+        self.send_task.shutdown();
         self.resp_task.shutdown();
         self.retrans_timer.shutdown(self);
         self.rnr_timer.shutdown(self);
@@ -359,6 +377,26 @@ impl Shared {
         self.flow.waker().disarm();
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
+    }
+
+    /// One step of the send task: the completer if it has work, then the
+    /// requester if it has. A half that reports more work keeps its flag
+    /// for the next step.
+    fn send_step(self: &Arc<Self>) -> Progress {
+        let mut more = false;
+        if self.want_comp.swap(false, Ordering::AcqRel) && comp::step(self) == Progress::More {
+            self.want_comp.store(true, Ordering::Release);
+            more = true;
+        }
+        if self.want_req.swap(false, Ordering::AcqRel) && req::step(self) == Progress::More {
+            self.want_req.store(true, Ordering::Release);
+            more = true;
+        }
+        if more {
+            Progress::More
+        } else {
+            Progress::Done
+        }
     }
 
     /// Ends an SQD drain once nothing is in flight: clears `sq_draining`
@@ -577,11 +615,13 @@ impl Qp {
                 dev: dev_ref,
                 flow,
                 req <- new_spinlock_bh!(req_state, "rxe_qp_req"),
+                comp <- new_spinlock_bh!(comp::State::new(), "rxe_qp_comp"),
                 resp <- new_spinlock_bh!(resp_state, "rxe_qp_resp"),
                 comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
                 resp_pkts <- new_spinlock_bh!(resp_fifo, "rxe_qp_resp_pkts"),
-                req_task <- new_task!("rxe_req"),
-                comp_task <- new_task!("rxe_comp"),
+                send_task <- new_task!("rxe_send"),
+                want_comp: AtomicBool::new(false),
+                want_req: AtomicBool::new(false),
                 resp_task <- new_task!("rxe_resp"),
                 retrans_timer <- new_timer!("rxe_retrans"),
                 rnr_timer <- new_timer!("rxe_rnr"),
@@ -685,5 +725,11 @@ impl Qp {
     /// detach_mcast.
     pub(crate) fn detach_mcast(&self, dev: &Device, mgid: &Mgid) -> Result {
         dev.state().mcast.detach(dev, &self.shared, mgid)
+    }
+}
+
+impl TaskOwner<SEND_TASK> for Shared {
+    fn step(this: &Arc<Self>) -> Progress {
+        this.send_step()
     }
 }

@@ -793,3 +793,49 @@ fn fuzz_wqe_parsers() {
     assert!(accepted[0] > 5_000 && accepted[1] > 20_000, "{accepted:?}");
 }
 
+
+/// The requester copies only `needed_len` bytes of a slot out of the ring
+/// and parses them into a recycled WQE: that must give what a parse of the
+/// whole slot into a fresh WQE gives, errors included.
+#[test]
+fn partial_copy_parses_like_the_whole_slot() {
+    use crate::proto::test_rng::Rng;
+    let mut rng = Rng::new(0x5eed_0a11);
+    let ops = [0u32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16, 99];
+    let mut recycled = SendWqe::empty();
+    for _ in 0..20_000 {
+        let slot = send_wqe::LEN + 16 * (rng.below(40) as usize);
+        let flags = if rng.bool() { SendFlags::INLINE } else { 0 } | SendFlags::SIGNALED;
+        let mut img = SendImage::new(slot, rng.pick(&ops), flags);
+        for b in img.buf[send_wqe::DATA..].iter_mut() {
+            *b = rng.next() as u8;
+        }
+        let n = rng.below(8);
+        let sges: Vec<Sge> = (0..n).map(|i| sge(0x1000 * u64::from(i), rng.below(300), 7)).collect();
+        if (n as usize) * sge::LEN <= slot - send_wqe::DATA {
+            img.sges(&sges);
+        } else {
+            img.u32(send_wqe::DMA + dma::NUM_SGE, n);
+        }
+        if rng.chance(30) {
+            img.dma_len(rng.below(600));
+        }
+        let limits = rng.pick(&[RC, UD, SqLimits { max_inline: 512, max_sge: 32, ..RC }]);
+        let whole = SendWqe::from_bytes(&img.buf, &limits);
+        let need = SendWqe::needed_len(&img.buf[..send_wqe::LEN], img.buf.len());
+        assert!(need >= send_wqe::LEN && need <= img.buf.len());
+        let part = recycled.parse_from(&img.buf[..need], &limits);
+        match whole {
+            Err(e) => assert_eq!(part, Err(e)),
+            Ok(w) => {
+                assert_eq!(part, Ok(()));
+                let r = &recycled;
+                assert_eq!((r.wr_id, r.opcode, r.send_flags, r.ex), (w.wr_id, w.opcode, w.send_flags, w.ex));
+                assert_eq!((r.wr, r.iova, r.ssn, r.mask), (w.wr, w.iova, w.ssn, w.mask));
+                assert_eq!((r.length, r.num_sge, r.payload), (w.length, w.num_sge, w.payload));
+                assert!(r.sges().eq(w.sges()));
+                assert_eq!(r.inline_data(), w.inline_data());
+            }
+        }
+    }
+}

@@ -245,6 +245,30 @@ impl SendWqe {
     /// Parses and validates the slot copy `buf` (the whole slot, so that the
     /// SGE/inline area can be bounded by it).
     pub(crate) fn from_bytes(buf: &[u8], sq: &SqLimits) -> Result<SendWqe, WqeError> {
+        let mut w = SendWqe::empty();
+        w.parse_from(buf, sq)?;
+        Ok(w)
+    }
+
+    /// How many bytes of a slot the WQE whose fixed part begins `head`
+    /// needs: the fixed part and the SGE or inline bytes it names, at most
+    /// `slot_len`. Copying just these out of the ring is enough for
+    /// [`SendWqe::parse_from`]; an inconsistent header is refused there.
+    pub(crate) fn needed_len(head: &[u8], slot_len: usize) -> usize {
+        let rd32 = |off: usize| u32_at(head, off).map_or(0, to_usize);
+        let flags = SendFlags(u32_at(head, send_wr::SEND_FLAGS).unwrap_or(0));
+        let sges = rd32(send_wqe::DMA + dma::NUM_SGE).saturating_mul(sge::LEN);
+        let inline = if flags.has(SendFlags::INLINE) { rd32(send_wqe::DMA + dma::LENGTH) } else { 0 };
+        // An atomic write's 8 bytes sit in the area too.
+        // SEND_DATA_AREA is well above 8, so the clamp cannot panic.
+        let area = sges.max(inline).clamp(8, SEND_DATA_AREA);
+        send_wqe::DATA.saturating_add(area).min(slot_len)
+    }
+
+    /// Parses and validates the slot copy `buf` into `self`, in place: only
+    /// the SGE or inline bytes the WQE uses are copied into the area. On
+    /// error `self` holds an unspecified (but valid) WQE.
+    pub(crate) fn parse_from(&mut self, buf: &[u8], sq: &SqLimits) -> Result<(), WqeError> {
         if buf.len() < send_wqe::LEN {
             return Err(WqeError::Truncated);
         }
@@ -271,12 +295,10 @@ impl SendWqe {
         // Everything after the fixed part that the slot holds, capped at the
         // largest area any rxe SQ has.
         let avail = buf.len().saturating_sub(send_wqe::DATA).min(SEND_DATA_AREA);
-        let mut area = [0u8; SEND_DATA_AREA];
-        let src = buf.get(send_wqe::DATA..send_wqe::DATA + avail).ok_or(WqeError::Truncated)?;
-        area.get_mut(..avail).ok_or(WqeError::Truncated)?.copy_from_slice(src);
+        let data = buf.get(send_wqe::DATA..send_wqe::DATA + avail).ok_or(WqeError::Truncated)?;
 
-        let payload = if mask.intersects(WrMask::LOCAL_OP) || mask.intersects(WrMask::FLUSH) {
-            Payload::None
+        let (payload, used) = if mask.intersects(WrMask::LOCAL_OP) || mask.intersects(WrMask::FLUSH) {
+            (Payload::None, 0)
         } else if mask.intersects(WrMask::ATOMIC_WRITE) {
             if length != 8 {
                 return Err(WqeError::AtomicLength(length));
@@ -284,19 +306,17 @@ impl SendWqe {
             if avail < 8 {
                 return Err(WqeError::Truncated);
             }
-            Payload::AtomicWrite(bytes_at(&area, 0).ok_or(WqeError::Truncated)?)
+            (Payload::AtomicWrite(bytes_at(data, 0).ok_or(WqeError::Truncated)?), 8)
         } else if send_flags.has(SendFlags::INLINE) && mask.intersects(WrMask::INLINE) {
             let len = to_usize(length);
             if length > sq.max_inline || len > avail {
                 return Err(WqeError::InlineTooLong(length));
             }
-            Payload::Inline { len }
+            (Payload::Inline { len }, len)
         } else {
             let count = to_usize(num_sge);
-            if !count.checked_mul(sge::LEN).is_some_and(|n| n <= avail) {
-                return Err(WqeError::SgeOutsideSlot);
-            }
-            let sum = sge_sum(&area, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
+            let used = count.checked_mul(sge::LEN).filter(|&n| n <= avail).ok_or(WqeError::SgeOutsideSlot)?;
+            let sum = sge_sum(data, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
             if sum != u64::from(length) {
                 return Err(WqeError::LengthMismatch { length, sum });
             }
@@ -304,7 +324,7 @@ impl SendWqe {
             if mask.intersects(WrMask::ATOMIC) && length < 8 {
                 return Err(WqeError::AtomicLength(length));
             }
-            Payload::Sges { count }
+            (Payload::Sges { count }, used)
         };
 
         let wr = if sq.qp_type.is_datagram() {
@@ -363,20 +383,24 @@ impl SendWqe {
             }
         };
 
-        Ok(SendWqe {
-            wr_id: rd64(send_wr::WR_ID)?,
-            opcode,
-            send_flags,
-            ex: rd32(send_wr::EX)?,
-            wr,
-            iova: rd64(send_wqe::IOVA)?,
-            ssn: rd32(send_wqe::SSN)?,
-            mask,
-            length,
-            num_sge,
-            payload,
-            area,
-        })
+        let wr_id = rd64(send_wr::WR_ID)?;
+        let ex = rd32(send_wr::EX)?;
+        let iova = rd64(send_wqe::IOVA)?;
+        let ssn = rd32(send_wqe::SSN)?;
+        let src = data.get(..used).ok_or(WqeError::Truncated)?;
+        self.area.get_mut(..used).ok_or(WqeError::Truncated)?.copy_from_slice(src);
+        self.wr_id = wr_id;
+        self.opcode = opcode;
+        self.send_flags = send_flags;
+        self.ex = ex;
+        self.wr = wr;
+        self.iova = iova;
+        self.ssn = ssn;
+        self.mask = mask;
+        self.length = length;
+        self.num_sge = num_sge;
+        self.payload = payload;
+        Ok(())
     }
 
     /// SGE `i` of an SGE payload.
@@ -428,32 +452,60 @@ pub(crate) struct RecvWqe {
 }
 
 impl RecvWqe {
+    /// An empty WQE, for storage that [`RecvWqe::read_from`] fills.
+    pub(crate) const fn empty() -> RecvWqe {
+        RecvWqe { wr_id: 0, length: 0, num_sge: 0, area: [0; RECV_DATA_AREA] }
+    }
+
     /// Parses and validates the slot copy `buf` of an RQ or SRQ created with
     /// `max_sge` SGEs per WQE.
     pub(crate) fn from_bytes(buf: &[u8], max_sge: u32) -> Result<RecvWqe, WqeError> {
-        if buf.len() < recv_wqe::LEN {
+        let mut w = RecvWqe::empty();
+        w.read_from(buf.len(), max_sge, |off, out| {
+            let src = off.checked_add(out.len()).and_then(|end| buf.get(off..end));
+            src.map(|b| out.copy_from_slice(b)).is_some()
+        })?;
+        Ok(w)
+    }
+
+    /// Reads and validates into `self`, in place, the WQE of a `slot_len`
+    /// byte slot of an RQ or SRQ created with `max_sge` SGEs per WQE.
+    /// `read(offset, out)` copies `out.len()` bytes at `offset` of the slot
+    /// (false if it cannot): the fixed part once, then just the SGEs it
+    /// names, each byte once, so a producer rewriting the slot meanwhile
+    /// cannot make the copy disagree with what was checked. On error `self`
+    /// holds an unspecified (but valid) WQE.
+    pub(crate) fn read_from(
+        &mut self,
+        slot_len: usize,
+        max_sge: u32,
+        mut read: impl FnMut(usize, &mut [u8]) -> bool,
+    ) -> Result<(), WqeError> {
+        let mut head = [0u8; recv_wqe::LEN];
+        if slot_len < recv_wqe::LEN || !read(0, &mut head) {
             return Err(WqeError::Truncated);
         }
-        let rd32 = |off: usize| u32_at(buf, off).ok_or(WqeError::Truncated);
+        let rd32 = |off: usize| u32_at(&head, off).ok_or(WqeError::Truncated);
         let num_sge = rd32(recv_wqe::DMA + dma::NUM_SGE)?;
         if num_sge > max_sge.min(limits::MAX_SGE) {
             return Err(WqeError::TooManySge(num_sge));
         }
-        let avail = buf.len().saturating_sub(recv_wqe::DATA).min(RECV_DATA_AREA);
+        let avail = slot_len.saturating_sub(recv_wqe::DATA).min(RECV_DATA_AREA);
         let count = to_usize(num_sge);
-        if !count.checked_mul(sge::LEN).is_some_and(|n| n <= avail) {
-            return Err(WqeError::SgeOutsideSlot);
+        let used = count.checked_mul(sge::LEN).filter(|&n| n <= avail).ok_or(WqeError::SgeOutsideSlot)?;
+        let area = self.area.get_mut(..used).ok_or(WqeError::SgeOutsideSlot)?;
+        if !read(recv_wqe::DATA, area) {
+            return Err(WqeError::Truncated);
         }
-        let mut area = [0u8; RECV_DATA_AREA];
-        let src = buf.get(recv_wqe::DATA..recv_wqe::DATA + avail).ok_or(WqeError::Truncated)?;
-        area.get_mut(..avail).ok_or(WqeError::Truncated)?.copy_from_slice(src);
-
         let length = rd32(recv_wqe::DMA + dma::LENGTH)?;
-        let sum = sge_sum(&area, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
+        let sum = sge_sum(&self.area, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
         if sum != u64::from(length) {
             return Err(WqeError::LengthMismatch { length, sum });
         }
-        Ok(RecvWqe { wr_id: u64_at(buf, recv_wqe::WR_ID).ok_or(WqeError::Truncated)?, length, num_sge, area })
+        self.wr_id = u64_at(&head, recv_wqe::WR_ID).ok_or(WqeError::Truncated)?;
+        self.length = length;
+        self.num_sge = num_sge;
+        Ok(())
     }
 
     /// SGE `i`.
