@@ -51,7 +51,10 @@
 //!
 //! In particular `rxe_qp_state` is never held while another lock is taken,
 //! `rxe_qp_req` and `rxe_qp_resp` are never held together (a QP modify
-//! takes them one after the other), and no engine runs the other inline.
+//! takes them one after the other). The completer and the requester are
+//! the two halves of one task (`send_task`), one after the other, never
+//! nested; the responder is its own task and never runs the send task
+//! inline, nor the other way round.
 //! The `_irq` locks (`state`, `sq`, `rq`, QP link, pool, AH, task, requester
 //! waker) save and mask interrupts: kernel users post and modify with
 //! interrupts off (the MAD layer posts sends under its own
