@@ -13,7 +13,9 @@ use kernel::prelude::*;
 
 mod rxe;
 
-use rxe::kernel::{errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp, udp::TunnelSocket};
+use rxe::kernel::{
+    errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp, udp::TunnelSocket,
+};
 
 module! {
     type: RxeModule,

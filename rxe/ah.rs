@@ -10,8 +10,8 @@ use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::ibdev::Device;
-use crate::rxe::kernel::route;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::route;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::proto::av::{self as pav, AhAttr};
 use crate::rxe::proto::ip::IpAddr;
@@ -82,12 +82,19 @@ pub(crate) fn embedded_av(dev: &Device, av: Av) -> Option<Av> {
 impl Ah {
     /// create_ah and create_user_ah.
     pub(crate) fn new(dev: &Device, args: CreateArgs<'_>) -> Result<Self> {
-        let flags: Flags = if args.sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        let flags: Flags = if args.sleepable {
+            GFP_KERNEL
+        } else {
+            GFP_ATOMIC
+        };
         let state = dev.state();
         let slot = state.take_slot(ObjKind::Ah)?;
         pav::check_ah_attr(&args.attr).map_err(errno)?;
         let av = pav::av_from_ah_attr(&args.attr).map_err(errno)?;
-        let shared = Arc::pin_init(pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }), flags)?;
+        let shared = Arc::pin_init(
+            pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }),
+            flags,
+        )?;
         let index = state.ahs.reserve(flags)?;
         let num = match args.udata {
             // Providers that know AH numbers make room for the response.
@@ -102,7 +109,12 @@ impl Ah {
             None => index,
         };
         state.ahs.set(index, shared.clone());
-        Ok(Self { shared, index, num, _slot: slot })
+        Ok(Self {
+            shared,
+            index,
+            num,
+            _slot: slot,
+        })
     }
 
     /// The number UD send WQEs name this AH by.

@@ -13,8 +13,8 @@ use crate::rxe::kernel::timer::Jiffies;
 use crate::rxe::mr::PdId;
 use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
-use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::mr_logic::Access;
+use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
@@ -48,7 +48,10 @@ struct Cqes {
 }
 
 impl Cqes {
-    const EMPTY: Self = Self { list: [None; CQE_BATCH], n: 0 };
+    const EMPTY: Self = Self {
+        list: [None; CQE_BATCH],
+        n: 0,
+    };
 
     fn is_full(&self) -> bool {
         self.n >= CQE_BATCH
@@ -118,7 +121,8 @@ impl Io<'_> {
         }
         let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
         let mut cur = Cursor::new(wqe.length);
-        cur.advance(wqe, wqe.length - sh.progress.resid).map_err(|_| CopyFault)?;
+        cur.advance(wqe, wqe.length - sh.progress.resid)
+            .map_err(|_| CopyFault)?;
         cur.copy_to_mem(&mem, wqe, data).map_err(|_| CopyFault)?;
         sh.progress.resid -= len;
         Ok(sh.progress.resid)
@@ -127,10 +131,16 @@ impl Io<'_> {
     /// Returns the original value of an atomic reply into the head WQE
     /// `wqe`'s buffer.
     fn atomic_into(&self, wqe: &SendWqe) -> Result<(), CopyFault> {
-        let orig = self.pkt.as_ref().and_then(|p| p.atmack()).ok_or(CopyFault)?.orig;
+        let orig = self
+            .pkt
+            .as_ref()
+            .and_then(|p| p.atmack())
+            .ok_or(CopyFault)?
+            .orig;
         let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
         let mut cur = Cursor::new(wqe.length);
-        cur.copy_to_mem(&mem, wqe, &orig.to_ne_bytes()).map_err(|_| CopyFault)
+        cur.copy_to_mem(&mem, wqe, &orig.to_ne_bytes())
+            .map_err(|_| CopyFault)
     }
 }
 
@@ -153,10 +163,16 @@ impl cl::Sq for Io<'_> {
         if self.track.touched == 0 {
             // Not started: only its being posted matters.
             let info = WqeInfo::new(WrOpcode::Send, self.qp.qp_type, SendFlags(0), 0, 0);
-            return Some(Head { info, progress: rl::Progress::posted(0, 0) });
+            return Some(Head {
+                info,
+                progress: rl::Progress::posted(0, 0),
+            });
         }
         let slot = self.head_slot();
-        self.track.shadow(slot).map(|s| Head { info: s.info, progress: s.progress })
+        self.track.shadow(slot).map(|s| Head {
+            info: s.info,
+            progress: s.progress,
+        })
     }
 
     fn read_data(&mut self) -> Result<u32, CopyFault> {
@@ -180,7 +196,10 @@ impl cl::Sq for Io<'_> {
         let Some(sh) = self.track.shadow(slot).copied() else {
             return;
         };
-        if matches!(sh.info.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv) {
+        if matches!(
+            sh.info.opcode,
+            WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv
+        ) {
             counters::inc(&self.qp.dev, Counter::RdmaSends);
         }
         retire_head(self.qp, self.track, &sh.info, status, self.cqes);
@@ -208,7 +227,9 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
             }
             let slot = qp.sq.lock().queue.own_index();
             let (info, status) = match (st.sq.touched > 0, st.sq.shadow(slot).copied()) {
-                (true, Some(sh)) if sh.progress.state == WqeState::Error => (sh.info, sh.progress.status),
+                (true, Some(sh)) if sh.progress.state == WqeState::Error => {
+                    (sh.info, sh.progress.status)
+                }
                 (true, Some(sh)) => (sh.info, cl::FLUSH_STATUS),
                 _ => {
                     let info = WqeInfo::new(WrOpcode::Send, qp.qp_type, SendFlags(0), 0, 0);
@@ -248,7 +269,12 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     let out = {
         let mut guard = qp.req.lock();
         let st = &mut *guard;
-        let mut io = Io { qp, track: &mut st.sq, pkt: None, cqes };
+        let mut io = Io {
+            qp,
+            track: &mut st.sq,
+            pkt: None,
+            cqes,
+        };
         let out = cl::run(&mut st.comp, &mut st.req, &mut io);
         if let Some(p) = io.pkt.take() {
             p.consume();
@@ -267,7 +293,8 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     drop(comp);
     if let Some(code) = out.rnr_timer {
         let us = rnr_timer_us(code).unwrap_or(0);
-        qp.rnr_timer.arm_in(qp, Jiffies::from_usecs(us).at_least_one());
+        qp.rnr_timer
+            .arm_in(qp, Jiffies::from_usecs(us).at_least_one());
     }
     if out.rearm_retransmit && qp.qp_type == QpType::Rc {
         req::arm_retransmit(qp, timeout, false);
@@ -289,4 +316,3 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         Progress::Done
     }
 }
-

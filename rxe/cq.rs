@@ -18,7 +18,6 @@
 //! must not complete work into the same CQ synchronously (nor could it with
 //! the C driver, which runs handlers under its CQ lock).
 
-
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{ObjCount, ObjKind};
@@ -27,7 +26,9 @@ use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
-use crate::rxe::proto::uapi::{cq_geometry, create_cq_resp, resp, Cqe, MmInfo, SizeError, CQE_LEN, DEFAULT_CACHE_LINE};
+use crate::rxe::proto::uapi::{
+    cq_geometry, create_cq_resp, resp, Cqe, MmInfo, SizeError, CQE_LEN, DEFAULT_CACHE_LINE,
+};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
 
@@ -72,12 +73,20 @@ pub(crate) struct Published<'a> {
 
 impl<'a> Published<'a> {
     /// Publishes `queue` in the caller's context (nothing for kernel callers).
-    pub(crate) fn new(queue: &Queue, user: Option<&'a UserCall<'a>>) -> Result<(Self, Option<MmInfo>)> {
+    pub(crate) fn new(
+        queue: &Queue,
+        user: Option<&'a UserCall<'a>>,
+    ) -> Result<(Self, Option<MmInfo>)> {
         let Some(u) = user else {
             return Ok((Self { pending: None }, None));
         };
         let mi = u.ctx.publish(queue.buf().clone())?;
-        Ok((Self { pending: Some((u, mi.offset)) }, Some(mi)))
+        Ok((
+            Self {
+                pending: Some((u, mi.offset)),
+            },
+            Some(mi),
+        ))
     }
 
     /// The offset the buffer is published at.
@@ -103,7 +112,10 @@ impl Drop for Published<'_> {
 /// A new ring of at least `cqe` entries; for user space published, with its
 /// mmap info written to the response.
 fn new_ring<'a>(cqe: u32, user: Option<&'a UserCall<'a>>) -> Result<(Queue, Published<'a>)> {
-    let queue = Queue::new(cq_geometry(cqe, DEFAULT_CACHE_LINE).map_err(queue_error)?, Role::Producer)?;
+    let queue = Queue::new(
+        cq_geometry(cqe, DEFAULT_CACHE_LINE).map_err(queue_error)?,
+        Role::Producer,
+    )?;
     let (published, mi) = Published::new(&queue, user)?;
     if let (Some(u), Some(mi)) = (user, mi) {
         u.udata.write_out(&create_cq_resp(mi))?;
@@ -114,7 +126,12 @@ fn new_ring<'a>(cqe: u32, user: Option<&'a UserCall<'a>>) -> Result<(Queue, Publ
 impl Cq {
     /// `create_cq`: a CQ of at least `cqe` entries (the C `int` the verbs
     /// pass). Check order and errnos follow `rxe_create_cq()`.
-    pub(crate) fn new(dev: &Device, cqe: i32, flags: u32, user: Option<&UserCall<'_>>) -> Result<Self> {
+    pub(crate) fn new(
+        dev: &Device,
+        cqe: i32,
+        flags: u32,
+        user: Option<&UserCall<'_>>,
+    ) -> Result<Self> {
         if user.is_some_and(|u| u.udata.outlen() < resp::CREATE_CQ_LEN) {
             return Err(EINVAL);
         }
@@ -137,7 +154,10 @@ impl Cq {
             GFP_KERNEL,
         )?;
         published.keep();
-        Ok(Self { shared, _slot: slot })
+        Ok(Self {
+            shared,
+            _slot: slot,
+        })
     }
 
     /// Entries the CQ holds: what the core reports as `cqe`.
@@ -207,7 +227,13 @@ impl Shared {
 
     /// [`Self::post`] for a receive completion: a kernel consumer also gets
     /// the network header type and VLAN of the packet.
-    pub(crate) fn post_recv(&self, cqe: &Cqe, qp: QpHandle, solicited: bool, net: RecvNet) -> Result {
+    pub(crate) fn post_recv(
+        &self,
+        cqe: &Cqe,
+        qp: QpHandle,
+        solicited: bool,
+        net: RecvNet,
+    ) -> Result {
         self.post_entry(cqe, qp, solicited, Some(net))
     }
 

@@ -12,8 +12,8 @@ use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
 use crate::rxe::proto::params as p;
-use crate::rxe::{ah, mcast, mr, mw, qp};
 use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
+use crate::rxe::{ah, mcast, mr, mw, qp};
 
 /// The verbs object kinds whose number the device limits.
 #[derive(Clone, Copy)]
@@ -148,7 +148,19 @@ fn device_attr(guid: [u8; 8]) -> DeviceAttr {
 impl DeviceState {
     fn new(guid: [u8; 8], netdev_mtu: u32) -> Result<impl PinInit<Self, Error>> {
         let zero = || AtomicU32::new(0);
-        let counts = Arc::new(Counts([zero(), zero(), zero(), zero(), zero(), zero(), zero(), zero()]), GFP_KERNEL)?;
+        let counts = Arc::new(
+            Counts([
+                zero(),
+                zero(),
+                zero(),
+                zero(),
+                zero(),
+                zero(),
+                zero(),
+                zero(),
+            ]),
+            GFP_KERNEL,
+        )?;
         Ok(try_pin_init!(Self {
             attr: device_attr(guid),
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
@@ -185,7 +197,12 @@ impl DeviceState {
         })
     }
 
-    pub(crate) fn query_device(&self, _dev: &Device, attr: &mut DeviceAttr, udata: Option<&Udata>) -> Result {
+    pub(crate) fn query_device(
+        &self,
+        _dev: &Device,
+        attr: &mut DeviceAttr,
+        udata: Option<&Udata>,
+    ) -> Result {
         if udata.is_some_and(|u| u.inlen() != 0 || u.outlen() != 0) {
             return Err(EINVAL);
         }
@@ -228,7 +245,8 @@ impl DeviceState {
         let (speed, width) = dev.eth_speed()?;
         attr.active_speed = speed;
         attr.active_width = width;
-        attr.phys_state = PhysState::reported(state == PortState::Active as u32, ndev.is_up()) as u8;
+        attr.phys_state =
+            PhysState::reported(state == PortState::Active as u32, ndev.is_up()) as u8;
         Ok(())
     }
 
@@ -244,7 +262,9 @@ impl DeviceState {
         let _ = self
             .port
             .cap_flags
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| Some((f | set) & !clear));
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+                Some((f | set) & !clear)
+            });
         if reset_qkey_cntr {
             self.port.qkey_viol_cntr.store(0, Ordering::Relaxed);
         }
@@ -276,7 +296,9 @@ impl DeviceState {
     }
 
     fn set_mtu(&self, mtu: u32) {
-        self.port.active_mtu.store(IbMtu::from_netdev_mtu(mtu).as_raw(), Ordering::Relaxed);
+        self.port
+            .active_mtu
+            .store(IbMtu::from_netdev_mtu(mtu).as_raw(), Ordering::Relaxed);
     }
 
     /// A packet came with a P_Key we do not have (saturates at 0xffff, as the
@@ -316,7 +338,9 @@ impl DeviceState {
 }
 
 fn saturating_inc16(c: &AtomicU32) {
-    let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| (v < 0xffff).then_some(v + 1));
+    let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        (v < 0xffff).then_some(v + 1)
+    });
 }
 
 fn dev_info(_dev: &Device, ndev: &NetDevice, what: &str) {

@@ -44,7 +44,6 @@ pub(crate) enum DmaError {
 }
 
 impl DmaError {
-
     /// The status of a send WQE whose payload could not be read (C: a fault
     /// is a protection error, anything else a QP operation error).
     pub(crate) fn requester_status(self) -> WcStatus {
@@ -126,7 +125,12 @@ impl Cursor {
     /// Copies `data` into the memory of the next `data.len()` bytes of
     /// `sges` (C: `RXE_TO_MR_OBJ`; received SEND payload, READ responses,
     /// the original value of an atomic).
-    pub(crate) fn copy_to_mem<L: SgeList + ?Sized>(&mut self, mem: &LocalAccess<'_>, sges: &L, data: &[u8]) -> Result<(), DmaError> {
+    pub(crate) fn copy_to_mem<L: SgeList + ?Sized>(
+        &mut self,
+        mem: &LocalAccess<'_>,
+        sges: &L,
+        data: &[u8],
+    ) -> Result<(), DmaError> {
         self.transfer(mem, sges, data.len(), |mr, addr, piece| {
             let src = data.get(piece.range()).ok_or(DmaError::Fault)?;
             Ok(mr.copy_in(addr, src)?)
@@ -149,7 +153,11 @@ impl Cursor {
 
     /// Moves `len` bytes on without copying or looking up keys (a
     /// retransmission restarting inside a message).
-    pub(crate) fn advance<L: SgeList + ?Sized>(&mut self, sges: &L, len: u32) -> Result<(), DmaError> {
+    pub(crate) fn advance<L: SgeList + ?Sized>(
+        &mut self,
+        sges: &L,
+        len: u32,
+    ) -> Result<(), DmaError> {
         self.pos.advance(sges, len)?;
         self.drop_stale();
         Ok(())
@@ -188,7 +196,9 @@ impl Cursor {
             Some(h) => {
                 h.index == piece.index
                     && h.lkey == lkey
-                    && h.mr.check_key(lkey, KeyKind::Local, mem.pd, mem.access).is_ok()
+                    && h.mr
+                        .check_key(lkey, KeyKind::Local, mem.pd, mem.access)
+                        .is_ok()
             }
             None => false,
         };

@@ -27,7 +27,11 @@ impl<T> Fifo<T> {
         for _ in 0..initial {
             slots.push(None, flags)?;
         }
-        Ok(Self { slots, ring: Ring::new(), limit: limit.max(initial) })
+        Ok(Self {
+            slots,
+            ring: Ring::new(),
+            limit: limit.max(initial),
+        })
     }
 
     /// Appends `item`, growing the FIFO when it is full and below its

@@ -39,11 +39,16 @@ struct Group {
 
 impl Group {
     fn new() -> Self {
-        Self { members: [const { None }; MAX_PER_GROUP], count: 0 }
+        Self {
+            members: [const { None }; MAX_PER_GROUP],
+            count: 0,
+        }
     }
 
     fn position(&self, qp: &Arc<qp::Shared>) -> Option<usize> {
-        self.members.iter().position(|m| m.as_ref().is_some_and(|m| Arc::ptr_eq(m, qp)))
+        self.members
+            .iter()
+            .position(|m| m.as_ref().is_some_and(|m| Arc::ptr_eq(m, qp)))
     }
 }
 
@@ -61,10 +66,16 @@ impl Inner {
         if group.position(qp).is_some() {
             return Ok(());
         }
-        if *num_attached >= limits::MAX_TOT_MCAST_QP_ATTACH || group.count >= limits::MAX_MCAST_QP_ATTACH {
+        if *num_attached >= limits::MAX_TOT_MCAST_QP_ATTACH
+            || group.count >= limits::MAX_MCAST_QP_ATTACH
+        {
             return Err(ENOMEM);
         }
-        let slot = group.members.iter_mut().find(|m| m.is_none()).ok_or(ENOMEM)?;
+        let slot = group
+            .members
+            .iter_mut()
+            .find(|m| m.is_none())
+            .ok_or(ENOMEM)?;
         *slot = Some(qp.clone());
         group.count += 1;
         *num_attached += 1;

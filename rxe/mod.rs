@@ -13,8 +13,8 @@ pub(crate) mod kernel;
 pub(crate) mod proto;
 
 pub(crate) mod ah;
-pub(crate) mod counters;
 pub(crate) mod comp;
+pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod dma;
@@ -29,10 +29,10 @@ pub(crate) mod pd;
 pub(crate) mod pool;
 pub(crate) mod qp;
 pub(crate) mod queue;
-#[cfg(rxe_rs_selftest)]
-pub(crate) mod selftest;
 pub(crate) mod recv;
 pub(crate) mod req;
 pub(crate) mod resp;
+#[cfg(rxe_rs_selftest)]
+pub(crate) mod selftest;
 pub(crate) mod srq;
 pub(crate) mod ucontext;

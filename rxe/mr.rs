@@ -206,7 +206,8 @@ struct Window {
 impl Window {
     /// The MR iova of window address `va`, if `[va, va + len)` is inside.
     fn target(&self, va: u64, len: u64) -> Result<u64, AccessError> {
-        rules::window_target(self.addr, self.length, self.zero_based, va, len).ok_or(AccessError::Range)
+        rules::window_target(self.addr, self.length, self.zero_based, va, len)
+            .ok_or(AccessError::Range)
     }
 }
 
@@ -252,7 +253,13 @@ impl Shared {
 
     /// A view of `[addr, addr + length)` of `mr` for a bound window.
     /// Allocated atomically: binds run in the requester.
-    pub(crate) fn window(mr: &Arc<Shared>, addr: u64, length: u64, zero_based: bool, pd: PdId) -> Result<Arc<Self>> {
+    pub(crate) fn window(
+        mr: &Arc<Shared>,
+        addr: u64,
+        length: u64,
+        zero_based: bool,
+        pd: PdId,
+    ) -> Result<Arc<Self>> {
         let w = Window {
             mr: mr.clone(),
             addr,
@@ -281,7 +288,13 @@ impl Shared {
 
     /// Whether `key` still grants `access` to a QP of `pd` (what [`lookup`]
     /// checks), for callers that keep an MR across accesses.
-    pub(crate) fn check_key(&self, key: u32, kind: KeyKind, pd: PdId, access: Access) -> Result<(), AccessError> {
+    pub(crate) fn check_key(
+        &self,
+        key: u32,
+        kind: KeyKind,
+        pd: PdId,
+        access: Access,
+    ) -> Result<(), AccessError> {
         let i = self.inner.lock();
         let own = match kind {
             KeyKind::Local => i.lkey,
@@ -340,7 +353,9 @@ impl Shared {
             return Ok(d.read(iova, out)?);
         }
         i.each_chunk(iova, out.len(), |pages, c| {
-            let dst = out.get_mut(c.pos..c.pos + c.len).ok_or(AccessError::Fault)?;
+            let dst = out
+                .get_mut(c.pos..c.pos + c.len)
+                .ok_or(AccessError::Fault)?;
             Ok(pages.read(c.block, c.offset, dst)?)
         })
     }
@@ -400,7 +415,9 @@ impl Shared {
         if let Memory::Dma(_) = i.mem {
             return Err(AccessError::Fault);
         }
-        i.each_chunk(iova, len, |pages, c| Ok(pages.flush(c.block, c.offset, c.len)?))
+        i.each_chunk(iova, len, |pages, c| {
+            Ok(pages.flush(c.block, c.offset, c.len)?)
+        })
     }
 
     /// Executes a REG_MR work request: a free fast-reg MR of the QP's PD
@@ -509,11 +526,19 @@ pub(crate) fn fast_reg(dev: &DeviceState, qp_pd: PdId, reg: &FastReg) -> Result 
 
 /// LOCAL_INV and send with invalidate: invalidates the MR or window `key`
 /// names, if `qp` (of PD `pd`) may.
-pub(crate) fn invalidate_key(dev: &DeviceState, key: u32, pd: PdId, qp: QpId) -> Result<(), InvalidateError> {
+pub(crate) fn invalidate_key(
+    dev: &DeviceState,
+    key: u32,
+    pd: PdId,
+    qp: QpId,
+) -> Result<(), InvalidateError> {
     if rules::rkey_is_mw(key) {
         return mw::invalidate(dev, key, pd, qp);
     }
-    let mr = dev.mrs.get(rules::key_index(key)).ok_or(InvalidateError::Invalid)?;
+    let mr = dev
+        .mrs
+        .get(rules::key_index(key))
+        .ok_or(InvalidateError::Invalid)?;
     mr.invalidate(key, pd)
 }
 
@@ -566,7 +591,14 @@ impl Mr {
 
     /// `reg_user_mr`: pins `[start, start + length)` of the caller, seen by
     /// the MR's users at `iova`.
-    pub(crate) fn user(dev: &Device, pd: PdId, start: u64, length: u64, iova: u64, access: u32) -> Result<Self> {
+    pub(crate) fn user(
+        dev: &Device,
+        pd: PdId,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+    ) -> Result<Self> {
         let access = Access::from_raw(access);
         rules::check_reg_access(access).map_err(rule_errno)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
@@ -638,12 +670,18 @@ impl Mr {
         }
         let sys = 1u32 << PAGE_SHIFT;
         // Widening u32 -> usize.
-        let per_page = if page_size > sys { (page_size / sys) as usize } else { 1 };
+        let per_page = if page_size > sys {
+            (page_size / sys) as usize
+        } else {
+            1
+        };
         let blocks = per_page.checked_mul(self.max_sg).ok_or(ENOMEM)?;
         let mut i = self.shared.inner.lock();
         let list = match &mut i.staging {
             Some(l) => l,
-            None => i.staging.insert(PageList::with_capacity(blocks, GFP_ATOMIC)?),
+            None => i
+                .staging
+                .insert(PageList::with_capacity(blocks, GFP_ATOMIC)?),
         };
         list.reset(blocks, GFP_ATOMIC)?;
         i.staging_shift = page_size.trailing_zeros();

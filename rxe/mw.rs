@@ -21,7 +21,9 @@ use crate::rxe::kernel::{
     random,
 };
 use crate::rxe::mr::{self, AccessError, PdId, QpId};
-use crate::rxe::proto::mr_logic::{self as rules, Access, BindReq, InvalidateError, MwType, RuleError, State};
+use crate::rxe::proto::mr_logic::{
+    self as rules, Access, BindReq, InvalidateError, MwType, RuleError, State,
+};
 use crate::rxe::qp;
 
 /// A bound MR: counts as one window on the MR while it lives.
@@ -79,7 +81,6 @@ impl Shared {
     pub(crate) fn rkey(&self) -> u32 {
         self.inner.lock().rkey
     }
-
 }
 
 /// A memory window, as the core's `ib_mw` holds it.
@@ -184,7 +185,9 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
     let view = match &mr {
         Some(m) => {
             let zero_based = req.access.contains(Access::ZERO_BASED);
-            Some(mr::Shared::window(m, wr.addr, wr.length, zero_based, mw.pd)?)
+            Some(mr::Shared::window(
+                m, wr.addr, wr.length, zero_based, mw.pd,
+            )?)
         }
         None => None,
     };
@@ -194,7 +197,8 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
     };
     let old = {
         let mut i = mw.inner.lock();
-        rules::check_bind(mw.mw_type, i.state, mw.pd == qp_pd, facts.as_ref(), &req).map_err(map_err)?;
+        rules::check_bind(mw.mw_type, i.state, mw.pd == qp_pd, facts.as_ref(), &req)
+            .map_err(map_err)?;
         i.rkey = rules::with_key_byte(i.rkey, wr.rkey);
         i.access = req.access;
         i.state = State::Valid;
@@ -205,7 +209,11 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
             _ => None,
         };
         let old_binding = core::mem::replace(&mut i.binding, binding);
-        let old_qp = if new_qp.is_some() { core::mem::replace(&mut i.qp, new_qp) } else { None };
+        let old_qp = if new_qp.is_some() {
+            core::mem::replace(&mut i.qp, new_qp)
+        } else {
+            None
+        };
         (old_binding, old_qp)
     };
     drop(old);
@@ -214,8 +222,16 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
 
 /// Invalidates a bound type 2 window (LOCAL_INV, send with invalidate) for
 /// `qp` of PD `pd`: the window must be in that PD and bound to that QP.
-pub(crate) fn invalidate(dev: &DeviceState, rkey: u32, pd: PdId, qp: QpId) -> Result<(), InvalidateError> {
-    let mw = dev.mws.get(rules::key_index(rkey)).ok_or(InvalidateError::Invalid)?;
+pub(crate) fn invalidate(
+    dev: &DeviceState,
+    rkey: u32,
+    pd: PdId,
+    qp: QpId,
+) -> Result<(), InvalidateError> {
+    let mw = dev
+        .mws
+        .get(rules::key_index(rkey))
+        .ok_or(InvalidateError::Invalid)?;
     let held = {
         let mut i = mw.inner.lock();
         if i.rkey != rkey {
@@ -241,7 +257,10 @@ pub(crate) fn lookup(
     pd: PdId,
     access: Access,
 ) -> Result<Arc<mr::Shared>, AccessError> {
-    let mw = dev.mws.get(rules::key_index(rkey)).ok_or(AccessError::Key)?;
+    let mw = dev
+        .mws
+        .get(rules::key_index(rkey))
+        .ok_or(AccessError::Key)?;
     let i = mw.inner.lock();
     let qp_ok = match mw.mw_type {
         MwType::One => true,
@@ -256,5 +275,8 @@ pub(crate) fn lookup(
     {
         return Err(AccessError::Key);
     }
-    i.binding.as_ref().map(|b| b.view.clone()).ok_or(AccessError::Key)
+    i.binding
+        .as_ref()
+        .map(|b| b.view.clone())
+        .ok_or(AccessError::Key)
 }

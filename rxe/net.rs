@@ -35,12 +35,12 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
+use crate::rxe::kernel::errno;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::netdev::NetDevice;
 use crate::rxe::kernel::route::{self, Dst, RouteCache};
 use crate::rxe::kernel::skb::{TxSkb, Xmit, PROTO_IPV4, PROTO_IPV6};
 use crate::rxe::kernel::udp::{SkbOwner, TxSocket};
-use crate::rxe::kernel::errno;
 use crate::rxe::proto::headers::{self, Bth, ExtHeader};
 use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType};
@@ -104,7 +104,12 @@ pub(crate) struct TxPacket<'a> {
 ///
 /// Fails with `EINVAL` when the source GID has no netdev (any more) or the
 /// packet would not fit a UDP datagram, `ENOMEM` when out of memory.
-pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload_len: usize) -> Result<TxPacket<'a>> {
+pub(crate) fn alloc_packet<'a>(
+    dev: &'a Device,
+    av: &Av,
+    opcode: Opcode,
+    payload_len: usize,
+) -> Result<TxPacket<'a>> {
     if av.src.network_type() != av.dst.network_type() {
         return Err(EINVAL);
     }
@@ -116,7 +121,9 @@ pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload
     }
     // The link layer's reserve, then the IP and UDP headers: enough for
     // every layer below to push its header in place.
-    let headroom = ndev.ll_reserved_space().saturating_add((ip::UDP_HLEN + av.ip_hdr_len()) as u32);
+    let headroom = ndev
+        .ll_reserved_space()
+        .saturating_add((ip::UDP_HLEN + av.ip_hdr_len()) as u32);
     // Fits in u32: bounded by 64 KiB above.
     let mut skb = TxSkb::alloc(&ndev, headroom, paylen as u32)?;
     skb.set_protocol(match av.network_type() {
@@ -134,7 +141,6 @@ pub(crate) fn alloc_packet<'a>(dev: &'a Device, av: &Av, opcode: Opcode, payload
 }
 
 impl TxPacket<'_> {
-
     /// BTH through ICRC: the UDP payload length.
     pub(crate) fn len(&self) -> usize {
         self.skb.data().len()
@@ -218,7 +224,11 @@ impl<W: TxWake> TxFlow<W> {
             GFP_KERNEL,
         )?;
         let sock = Some(TxSocket::new(&inflight)?);
-        Ok(Self { inflight, routes: RouteCache::new(GFP_KERNEL)?, sock })
+        Ok(Self {
+            inflight,
+            routes: RouteCache::new(GFP_KERNEL)?,
+            sock,
+        })
     }
 
     /// A flow whose skbs have no owner (nothing counted), usable without a
@@ -233,7 +243,11 @@ impl<W: TxWake> TxFlow<W> {
             },
             GFP_ATOMIC,
         )?;
-        Ok(Self { inflight, routes: RouteCache::new(GFP_ATOMIC)?, sock: None })
+        Ok(Self {
+            inflight,
+            routes: RouteCache::new(GFP_ATOMIC)?,
+            sock: None,
+        })
     }
 
     /// Skbs sent and not yet freed.
@@ -256,7 +270,6 @@ impl<W: TxWake> TxFlow<W> {
         self.inflight.waiting.store(true, Ordering::SeqCst);
         self.inflight.count.load(Ordering::SeqCst) >= INFLIGHT_LOW
     }
-
 }
 
 /// The CRC-32 of the ICRC, sent and received.
@@ -329,7 +342,10 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
 /// wire. Errors: `EHOSTUNREACH` without a route, or the IP layer's errno.
 pub(crate) fn send<W: TxWake>(mut tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result {
     let dev = tx.dev;
-    let dst = flow.routes.output(&tx.ndev, tx.av.src, tx.av.dst).map_err(|_| errno::ehostunreach())?;
+    let dst = flow
+        .routes
+        .output(&tx.ndev, tx.av.src, tx.av.dst)
+        .map_err(|_| errno::ehostunreach())?;
     let loopback = dst.is_local() || tx.av.dmac == tx.ndev.mac();
     prepare(&mut tx, &dst)?;
     drop(dst);

@@ -52,7 +52,13 @@ fn pong(ping: &RxPacket, to: IpAddr, len: usize) -> Option<()> {
         sport: ping.udp_sport(),
     };
     let mut tx = alloc_packet(dev, &av, Opcode::UdSendOnly, len).ok()?;
-    tx.write_bth(Bth::new(Opcode::UdSendOnly, DEFAULT_PKEY, MULTICAST_QPN, ping.psn())).ok()?;
+    tx.write_bth(Bth::new(
+        Opcode::UdSendOnly,
+        DEFAULT_PKEY,
+        MULTICAST_QPN,
+        ping.psn(),
+    ))
+    .ok()?;
     tx.write_ext(&Deth {
         qkey: ping.deth()?.qkey,
         src_qpn: 1,

@@ -93,5 +93,4 @@ impl<T: Clone> Pool<T> {
     pub(crate) fn remove(&self, idx: u32) -> Option<T> {
         self.inner.lock().map.remove(&idx).flatten()
     }
-
 }

@@ -36,9 +36,16 @@ impl Queue {
     /// bytes fit in `QueueGeometry::new(num_elem, elem_size, ..)`.
     pub(crate) fn new(geo: QueueGeometry, role: Role) -> Result<Self> {
         let buf = Arc::new(VmBuf::new(geo.buf_size())?, GFP_KERNEL)?;
-        let q = Self { buf, geo, role, own: 0 };
-        q.buf.write(hdr::LOG2_ELEM_SIZE, &geo.log2_elem_size().to_ne_bytes())?;
-        q.buf.write(hdr::INDEX_MASK, &geo.index_mask().to_ne_bytes())?;
+        let q = Self {
+            buf,
+            geo,
+            role,
+            own: 0,
+        };
+        q.buf
+            .write(hdr::LOG2_ELEM_SIZE, &geo.log2_elem_size().to_ne_bytes())?;
+        q.buf
+            .write(hdr::INDEX_MASK, &geo.index_mask().to_ne_bytes())?;
         Ok(q)
     }
 
@@ -66,7 +73,8 @@ impl Queue {
             Role::Consumer => hdr::PRODUCER_INDEX,
         };
         // The offset is a fixed, aligned header field: the load cannot fail.
-        self.geo.mask(self.buf.load_acquire(off).unwrap_or(self.own))
+        self.geo
+            .mask(self.buf.load_acquire(off).unwrap_or(self.own))
     }
 
     fn publish(&self) {
@@ -110,7 +118,10 @@ impl Queue {
     /// Copies `out.len()` bytes from `offset` into the slot at `index`
     /// (masked) into `out`.
     pub(crate) fn read_slot_at(&self, index: u32, offset: usize, out: &mut [u8]) -> Result {
-        if !offset.checked_add(out.len()).is_some_and(|end| end <= self.elem_size()) {
+        if !offset
+            .checked_add(out.len())
+            .is_some_and(|end| end <= self.elem_size())
+        {
             return Err(EINVAL);
         }
         self.buf.read(self.slot_off(index) + offset, out)
@@ -172,7 +183,8 @@ impl Queue {
             return Err(ENOMEM);
         }
         self.write_slot(prod, data)?;
-        self.buf.store_release(hdr::PRODUCER_INDEX, self.geo.next(prod))
+        self.buf
+            .store_release(hdr::PRODUCER_INDEX, self.geo.next(prod))
     }
 
     /// The driver as consumer on behalf of a kernel user (poll_cq of a
@@ -183,7 +195,8 @@ impl Queue {
             return Ok(false);
         }
         self.read_slot(cons, out)?;
-        self.buf.store_release(hdr::CONSUMER_INDEX, self.geo.next(cons))?;
+        self.buf
+            .store_release(hdr::CONSUMER_INDEX, self.geo.next(cons))?;
         Ok(true)
     }
 

@@ -25,8 +25,7 @@ use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::headers::{
-    self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN,
-    MULTICAST_QPN,
+    self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN, MULTICAST_QPN,
 };
 use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
@@ -209,7 +208,8 @@ pub(crate) fn receive_udp(mut skb: Skb) {
     let Some(pkt) = RxPacket::new(dev, skb, false) else {
         return;
     };
-    if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none() {
+    if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none()
+    {
         return;
     }
     drop(ndev);

@@ -29,7 +29,9 @@ use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, Gates, ReqQp, ReqState, Step, Wait, WqeInfo};
-use crate::rxe::proto::uapi::{self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams};
+use crate::rxe::proto::uapi::{
+    self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams,
+};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Shared};
 use crate::rxe::queue::Queue;
@@ -47,7 +49,9 @@ pub(crate) struct ReqWake {
 impl ReqWake {
     /// Process context.
     pub(crate) fn new() -> Result<Self> {
-        Ok(Self { qp: KBox::pin_init(new_spinlock_irq!(None, "rxe_req_wake"), GFP_KERNEL)? })
+        Ok(Self {
+            qp: KBox::pin_init(new_spinlock_irq!(None, "rxe_req_wake"), GFP_KERNEL)?,
+        })
     }
 
     /// The requester of `qp` is about to pause on its skbs.
@@ -119,7 +123,10 @@ struct WqeCopy {
 
 impl WqeCopy {
     fn new() -> Result<Self> {
-        Ok(Self { wqe: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?), slot: None })
+        Ok(Self {
+            wqe: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
+            slot: None,
+        })
     }
 
     /// The parsed WQE `off` entries past the SQ consumer, which lies in
@@ -140,7 +147,9 @@ impl WqeCopy {
         }
         self.slot = None;
         let parsed = match read_wqe(qp, buf, off) {
-            Some((s, len)) if s == slot => parse_wqe(qp, buf.get(..len).unwrap_or(&[]), &mut wqe).map_err(Some),
+            Some((s, len)) if s == slot => {
+                parse_wqe(qp, buf.get(..len).unwrap_or(&[]), &mut wqe).map_err(Some)
+            }
             _ => Err(None),
         };
         match parsed {
@@ -263,7 +272,9 @@ fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<(u32, usize)> {
     sq.queue.read_slot(slot, buf.get_mut(..head)?).ok()?;
     let len = SendWqe::needed_len(buf.get(..head)?, slot_len);
     if len > head {
-        sq.queue.read_slot_at(slot, head, buf.get_mut(head..len)?).ok()?;
+        sq.queue
+            .read_slot_at(slot, head, buf.get_mut(head..len)?)
+            .ok()?;
     }
     Some((slot, len))
 }
@@ -351,7 +362,8 @@ pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) 
     if only_if_idle && qp.retrans_timer.pending() {
         return;
     }
-    qp.retrans_timer.arm_in(qp, Jiffies::from_nsecs(ns).at_least_one());
+    qp.retrans_timer
+        .arm_in(qp, Jiffies::from_nsecs(ns).at_least_one());
 }
 
 /// modify_qp changed attributes the engines keep a copy of.
@@ -405,14 +417,48 @@ fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
     let pd = PdId(qp.pd);
     let status = rl::local_op_error(wqe.opcode);
     match (wqe.opcode, wqe.wr) {
-        (WrOpcode::LocalInv, _) => mr::invalidate_key(dev, wqe.ex, pd, mr::QpId::of(qp)).map_err(|e| e.local_status()),
-        (WrOpcode::BindMw, WrParams::Mw { addr, length, mr_lkey, mw_rkey, rkey, access }) => {
-            let wr = mw::BindWr { mw_rkey, mr_lkey, rkey, addr, length, access };
+        (WrOpcode::LocalInv, _) => {
+            mr::invalidate_key(dev, wqe.ex, pd, mr::QpId::of(qp)).map_err(|e| e.local_status())
+        }
+        (
+            WrOpcode::BindMw,
+            WrParams::Mw {
+                addr,
+                length,
+                mr_lkey,
+                mw_rkey,
+                rkey,
+                access,
+            },
+        ) => {
+            let wr = mw::BindWr {
+                mw_rkey,
+                mr_lkey,
+                rkey,
+                addr,
+                length,
+                access,
+            };
             mw::bind(dev, qp, pd, &wr).map_err(|_| status)
         }
         // Parsed only from kernel rings (`SqLimits::kernel`).
-        (WrOpcode::RegMr, WrParams::Reg { mr_lkey, key, access, iova, length }) => {
-            let reg = mr::FastReg { mr_lkey, key, access: Access::from_raw(access), iova, length };
+        (
+            WrOpcode::RegMr,
+            WrParams::Reg {
+                mr_lkey,
+                key,
+                access,
+                iova,
+                length,
+            },
+        ) => {
+            let reg = mr::FastReg {
+                mr_lkey,
+                key,
+                access: Access::from_raw(access),
+                iova,
+                length,
+            };
             mr::fast_reg(dev, pd, &reg).map_err(|_| status)
         }
         _ => Err(status),
@@ -425,7 +471,11 @@ fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
         let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
             return None;
         };
-        let av = if ah_num != 0 { ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av() } else { ah::embedded_av(&qp.dev, av?)? };
+        let av = if ah_num != 0 {
+            ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av()
+        } else {
+            ah::embedded_av(&qp.dev, av?)?
+        };
         Some(net_av(&av, snap.sport))
     } else {
         snap.av.as_ref().map(|av| net_av(av, snap.sport))
@@ -443,12 +493,22 @@ fn build<'a>(
     let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
-    let mut tx = net::alloc_packet(&qp.dev, &av, op, p.payload as usize).map_err(|_| WcStatus::LocQpOpErr)?;
+    let mut tx = net::alloc_packet(&qp.dev, &av, op, p.payload as usize)
+        .map_err(|_| WcStatus::LocQpOpErr)?;
     let (dest_qpn, qkey) = match wqe.wr {
         // A remote qkey with the top bit set means the QP's own.
-        WrParams::Ud { remote_qpn, remote_qkey, .. } => {
-            (remote_qpn, if (remote_qkey as i32) < 0 { snap.qkey } else { remote_qkey })
-        }
+        WrParams::Ud {
+            remote_qpn,
+            remote_qkey,
+            ..
+        } => (
+            remote_qpn,
+            if (remote_qkey as i32) < 0 {
+                snap.qkey
+            } else {
+                remote_qkey
+            },
+        ),
         _ => (snap.dest_qpn, snap.qkey),
     };
     let mut bth = Bth::new(op, DEFAULT_PKEY_FULL, dest_qpn, p.psn);
@@ -456,43 +516,72 @@ fn build<'a>(
     bth.ack_req = p.ack_req;
     tx.write_bth(bth).map_err(|_| WcStatus::LocQpOpErr)?;
     let rkey = match wqe.wr {
-        WrParams::Rdma { rkey, .. } | WrParams::Atomic { rkey, .. } | WrParams::Flush { rkey, .. } => rkey,
+        WrParams::Rdma { rkey, .. }
+        | WrParams::Atomic { rkey, .. }
+        | WrParams::Flush { rkey, .. } => rkey,
         _ => 0,
     };
     let hdr_err = |_| WcStatus::LocQpOpErr;
     if mask.contains(Mask::RETH) {
-        tx.write_ext(&Reth { va: p.reth_va, rkey, len: p.reth_len }).map_err(hdr_err)?;
+        tx.write_ext(&Reth {
+            va: p.reth_va,
+            rkey,
+            len: p.reth_len,
+        })
+        .map_err(hdr_err)?;
     }
     if mask.contains(Mask::FETH) {
         if let WrParams::Flush { kind, level, .. } = wqe.wr {
-            tx.write_ext(&Feth { ptype: kind, level }).map_err(hdr_err)?;
+            tx.write_ext(&Feth { ptype: kind, level })
+                .map_err(hdr_err)?;
         }
     }
     if mask.contains(Mask::IMMDT) {
-        tx.write_ext(&ImmDt(wqe.ex.to_ne_bytes())).map_err(hdr_err)?;
+        tx.write_ext(&ImmDt(wqe.ex.to_ne_bytes()))
+            .map_err(hdr_err)?;
     }
     if mask.contains(Mask::IETH) {
         tx.write_ext(&Ieth { rkey: wqe.ex }).map_err(hdr_err)?;
     }
     if mask.contains(Mask::ATMETH) {
-        if let WrParams::Atomic { compare_add, swap, .. } = wqe.wr {
+        if let WrParams::Atomic {
+            compare_add, swap, ..
+        } = wqe.wr
+        {
             let eth = if op == Opcode::RcCompareSwap {
-                AtmEth { va: p.reth_va, rkey, swap_add: swap, compare: compare_add }
+                AtmEth {
+                    va: p.reth_va,
+                    rkey,
+                    swap_add: swap,
+                    compare: compare_add,
+                }
             } else {
-                AtmEth { va: p.reth_va, rkey, swap_add: compare_add, compare: 0 }
+                AtmEth {
+                    va: p.reth_va,
+                    rkey,
+                    swap_add: compare_add,
+                    compare: 0,
+                }
             };
             tx.write_ext(&eth).map_err(hdr_err)?;
         }
     }
     if mask.contains(Mask::DETH) {
-        tx.write_ext(&Deth { qkey, src_qpn: qp.qpn }).map_err(hdr_err)?;
+        tx.write_ext(&Deth {
+            qkey,
+            src_qpn: qp.qpn,
+        })
+        .map_err(hdr_err)?;
     }
     if p.payload > 0 {
         let out = tx.payload_mut();
         match wqe.payload {
             Payload::Inline { .. } => {
                 let start = done as usize;
-                let src = wqe.inline_data().get(start..start + out.len()).ok_or(WcStatus::LocLenErr)?;
+                let src = wqe
+                    .inline_data()
+                    .get(start..start + out.len())
+                    .ok_or(WcStatus::LocLenErr)?;
                 out.copy_from_slice(src);
             }
             Payload::AtomicWrite(bytes) => {
@@ -503,7 +592,8 @@ fn build<'a>(
                 let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
                 let mut cur = Cursor::new(wqe.length);
                 cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-                cur.copy_from_mem(&mem, wqe, out).map_err(|e| e.requester_status())?;
+                cur.copy_from_mem(&mem, wqe, out)
+                    .map_err(|e| e.requester_status())?;
             }
             Payload::None => {}
         }
@@ -522,9 +612,18 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
         let mut first = true;
         let cons = qp.sq.lock().queue.own_index();
         for i in 0..st.sq.touched {
-            let Some(sh) = st.sq.shadow(cons.wrapping_add(i)) else { break };
+            let Some(sh) = st.sq.shadow(cons.wrapping_add(i)) else {
+                break;
+            };
             let mut s = *sh;
-            if !rl::retry_wqe(&mut st.req, &snap.rq, &s.info, &mut s.progress, &mut first, comp_psn) {
+            if !rl::retry_wqe(
+                &mut st.req,
+                &snap.rq,
+                &s.info,
+                &mut s.progress,
+                &mut first,
+                comp_psn,
+            ) {
                 break;
             }
             if let Some(sh) = st.sq.shadow(cons.wrapping_add(i)) {
@@ -574,7 +673,10 @@ fn run_wqe<'a>(
     let info = WqeInfo::from_wqe(wqe, qp.qp_type);
     if fresh {
         if let Some(sh) = st.sq.shadow(slot) {
-            *sh = Shadow { info, progress: rl::Progress::posted(info.length, info.retry_iova) };
+            *sh = Shadow {
+                info,
+                progress: rl::Progress::posted(info.length, info.retry_iova),
+            };
         }
         st.sq.touched = off + 1;
     }
@@ -585,7 +687,11 @@ fn run_wqe<'a>(
         st.sq.off = off + 1;
         return (Outcome::Again, None);
     }
-    let gates = Gates { prior_done: off == 0, comp_psn: st.comp.psn, inflight: qp.flow.inflight() };
+    let gates = Gates {
+        prior_done: off == 0,
+        comp_psn: st.comp.psn,
+        inflight: qp.flow.inflight(),
+    };
     let step = rl::plan(&mut st.req, &snap.rq, &sh.info, &mut sh.progress, &gates);
     let (outcome, tx) = match step {
         // Sleep until the skbs in flight drain; look again at once if they
@@ -599,7 +705,14 @@ fn run_wqe<'a>(
             }
             st.sq.off = off + 1;
             let failed = sh.progress.state == WqeState::Error;
-            (if failed { Outcome::Failed } else { Outcome::Sent { retire: true } }, None)
+            (
+                if failed {
+                    Outcome::Failed
+                } else {
+                    Outcome::Sent { retire: true }
+                },
+                None,
+            )
         }
         // Fully sent and acknowledged already (found again by a retry):
         // move on; the completer retires it.
@@ -628,8 +741,12 @@ fn run_wqe<'a>(
                     // UC/UD messages are done once sent. An RC message is
                     // retired by the response to come, unless the ACKs
                     // already passed it (a retry resending its tail).
-                    let head = Head { info: sh.info, progress: sh.progress };
-                    let retire = end && (qp.qp_type != QpType::Rc || cl::fully_acked(&st.comp, &head));
+                    let head = Head {
+                        info: sh.info,
+                        progress: sh.progress,
+                    };
+                    let retire =
+                        end && (qp.qp_type != QpType::Rc || cl::fully_acked(&st.comp, &head));
                     (Outcome::Sent { retire }, Some(tx))
                 }
                 Err(status) => {

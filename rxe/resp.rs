@@ -30,8 +30,8 @@ use crate::rxe::proto::qp_attr::QpAttrs;
 use crate::rxe::proto::qp_state::{AttrMask, QpState};
 use crate::rxe::proto::resp_logic::{Request, Res, RespQp, RespState, Target, MAX_RESOURCES};
 use crate::rxe::proto::resp_run::{
-    self, Ack, AccessFault, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe, RecvError,
-    SendFailed,
+    self, AccessFault, Ack, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
+    RecvError, SendFailed,
 };
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
@@ -55,7 +55,13 @@ struct WqeHold {
 
 impl WqeHold {
     fn new() -> Result<Self> {
-        let w = KBox::new(HeldWqe { wqe: RecvWqe::empty(), cursor: Cursor::new(0) }, GFP_KERNEL)?;
+        let w = KBox::new(
+            HeldWqe {
+                wqe: RecvWqe::empty(),
+                cursor: Cursor::new(0),
+            },
+            GFP_KERNEL,
+        )?;
         Ok(Self { w, live: false })
     }
 
@@ -168,7 +174,8 @@ impl Shared {
             return;
         }
         if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC) {
-            st.rs.set_max_dest_rd_atomic(rounded_rd_atomic(attrs.max_dest_rd_atomic));
+            st.rs
+                .set_max_dest_rd_atomic(rounded_rd_atomic(attrs.max_dest_rd_atomic));
         }
         if mask.contains(AttrMask::RQ_PSN) {
             st.rs.set_rq_psn(attrs.rq_psn);
@@ -279,10 +286,14 @@ fn facts(sh: &Shared, attrs: &QpAttrs, sport: u16) -> Facts {
         },
         port_num: u8::try_from(attrs.port_num).unwrap_or(1),
         dest_qpn: attrs.dest_qp_num,
-        path: attrs
-            .pri_av
-            .as_ref()
-            .map(|av| (av.grh.sgid_index, av.dmac, av.grh.traffic_class, av.grh.hop_limit)),
+        path: attrs.pri_av.as_ref().map(|av| {
+            (
+                av.grh.sgid_index,
+                av.dmac,
+                av.grh.traffic_class,
+                av.grh.hop_limit,
+            )
+        }),
         sport,
     }
 }
@@ -321,7 +332,15 @@ impl Io<'_> {
 
     fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::Shared>, AccessError> {
         let dev = self.dev().ok_or(AccessError::Key)?;
-        mr::lookup(dev.state(), rkey, KeyKind::Remote { qp: QpId::of(self.sh) }, PdId(self.sh.pd), access)
+        mr::lookup(
+            dev.state(),
+            rkey,
+            KeyKind::Remote {
+                qp: QpId::of(self.sh),
+            },
+            PdId(self.sh.pd),
+            access,
+        )
     }
 
     /// Builds and sends a payload-less or payload-carrying reply; `fill`
@@ -337,13 +356,16 @@ impl Io<'_> {
     ) -> Result<(), SendFailed> {
         let dev = self.dev().ok_or(SendFailed::Send)?;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
-        let mut tx = net::alloc_packet(dev, &av, opcode, len as usize).map_err(|_| SendFailed::Send)?;
-        tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn)).map_err(|_| SendFailed::Send)?;
+        let mut tx =
+            net::alloc_packet(dev, &av, opcode, len as usize).map_err(|_| SendFailed::Send)?;
+        tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn))
+            .map_err(|_| SendFailed::Send)?;
         if opcode.has(Mask::AETH) {
             tx.write_ext(&aeth).map_err(|_| SendFailed::Send)?;
         }
         if opcode.has(Mask::ATMACK) {
-            tx.write_ext(&AtmAck { orig }).map_err(|_| SendFailed::Send)?;
+            tx.write_ext(&AtmAck { orig })
+                .map_err(|_| SendFailed::Send)?;
         }
         fill(tx.payload_mut())?;
         net::send(tx, self.flow).map_err(|_| SendFailed::Send)
@@ -389,16 +411,18 @@ impl resp_run::Io for Io<'_> {
             let rq = self.sh.rq.lock();
             let rq = rq.as_ref().ok_or(RecvError::Empty)?;
             let mut empty = false;
-            let r = self.wqe.w.wqe.read_from(rq.queue.elem_size(), self.sh.rq_caps.max_sge, |off, out| {
-                match rq.queue.peek_at(off, out) {
+            let r = self.wqe.w.wqe.read_from(
+                rq.queue.elem_size(),
+                self.sh.rq_caps.max_sge,
+                |off, out| match rq.queue.peek_at(off, out) {
                     Ok(true) => true,
                     Ok(false) => {
                         empty = true;
                         false
                     }
                     Err(_) => false,
-                }
-            });
+                },
+            );
             if empty {
                 return Err(RecvError::Empty);
             }
@@ -424,13 +448,17 @@ impl resp_run::Io for Io<'_> {
             _ => RecvCopyError::Fault,
         };
         if with_grh {
-            h.cursor.copy_to_mem(&mem, &h.wqe, p.network_hdr()).map_err(map)?;
+            h.cursor
+                .copy_to_mem(&mem, &h.wqe, p.network_hdr())
+                .map_err(map)?;
         }
         h.cursor.copy_to_mem(&mem, &h.wqe, p.payload()).map_err(map)
     }
 
     fn recv_received(&self) -> u32 {
-        self.wqe.get().map_or(0, |h| h.wqe.length.saturating_sub(h.cursor.resid()))
+        self.wqe
+            .get()
+            .map_or(0, |h| h.wqe.length.saturating_sub(h.cursor.resid()))
     }
 
     fn rewind_recv(&mut self) {
@@ -459,7 +487,10 @@ impl resp_run::Io for Io<'_> {
             cqe.port_num = self.f.port_num;
         }
         let net = RecvNet {
-            ipv6: self.head.as_ref().is_some_and(|p| p.network_type() == NetworkType::Ipv6),
+            ipv6: self
+                .head
+                .as_ref()
+                .is_some_and(|p| p.network_type() == NetworkType::Ipv6),
             vlan_id: self.head.as_ref().and_then(|p| p.vlan_id()),
         };
         let Some(handle) = self.sh.link.handle() else {
@@ -473,9 +504,12 @@ impl resp_run::Io for Io<'_> {
     }
 
     fn lookup(&mut self, t: &Target) -> Result<(), AccessFault> {
-        let mr = self.remote_lookup(t.rkey, t.access).map_err(|_| AccessFault)?;
+        let mr = self
+            .remote_lookup(t.rkey, t.access)
+            .map_err(|_| AccessFault)?;
         if t.check_range {
-            mr.check_range(t.va, u64::from(t.len)).map_err(|_| AccessFault)?;
+            mr.check_range(t.va, u64::from(t.len))
+                .map_err(|_| AccessFault)?;
         }
         self.mr = Some(mr);
         Ok(())
@@ -513,9 +547,19 @@ impl resp_run::Io for Io<'_> {
         })
     }
 
-    fn flush(&mut self, whole_mr: bool, va: u64, len: u32, persistent: bool) -> Result<(), AccessFault> {
+    fn flush(
+        &mut self,
+        whole_mr: bool,
+        va: u64,
+        len: u32,
+        persistent: bool,
+    ) -> Result<(), AccessFault> {
         let mr = self.mr.as_ref().ok_or(AccessFault)?;
-        let (start, length) = if whole_mr { mr.bounds() } else { (va, u64::from(len)) };
+        let (start, length) = if whole_mr {
+            mr.bounds()
+        } else {
+            (va, u64::from(len))
+        };
         if persistent {
             mr.flush(start, length).map_err(|_| AccessFault)?;
         }
@@ -531,22 +575,36 @@ impl resp_run::Io for Io<'_> {
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed> {
         let mr = match r.source {
             ReadSource::Held => self.mr.clone(),
-            ReadSource::Recheck(rkey) => {
-                Some(self.remote_lookup(rkey, Access::REMOTE_READ).map_err(|_| SendFailed::Access)?)
-            }
+            ReadSource::Recheck(rkey) => Some(
+                self.remote_lookup(rkey, Access::REMOTE_READ)
+                    .map_err(|_| SendFailed::Access)?,
+            ),
         };
         let ack = Syndrome::ACK_UNLIMITED.encode();
-        self.send_reply(r.opcode, r.psn, Aeth { syndrome: ack, msn: r.msn }, 0, r.len, |out| {
-            if out.is_empty() {
-                return Ok(());
-            }
-            let mr = mr.as_ref().ok_or(SendFailed::Access)?;
-            mr.copy_out(r.va, out).map_err(|_| SendFailed::Access)
-        })
+        self.send_reply(
+            r.opcode,
+            r.psn,
+            Aeth {
+                syndrome: ack,
+                msn: r.msn,
+            },
+            0,
+            r.len,
+            |out| {
+                if out.is_empty() {
+                    return Ok(());
+                }
+                let mr = mr.as_ref().ok_or(SendFailed::Access)?;
+                mr.copy_out(r.va, out).map_err(|_| SendFailed::Access)
+            },
+        )
     }
 
     fn send_ack(&mut self, a: &Ack) {
-        let aeth = Aeth { syndrome: a.syndrome, msn: a.msn };
+        let aeth = Aeth {
+            syndrome: a.syndrome,
+            msn: a.msn,
+        };
         let _ = self.send_reply(a.opcode, a.psn, aeth, a.orig, 0, |_| Ok(()));
     }
 
@@ -575,12 +633,29 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             this.resp_drain_pkts();
             let mut st = this.resp.lock();
             st.forget();
-            return if this.resp_flush_recv(&mut st, notify) { Progress::More } else { Progress::Done };
+            return if this.resp_flush_recv(&mut st, notify) {
+                Progress::More
+            } else {
+                Progress::Done
+            };
         }
         let out = {
             let mut guard = this.resp.lock();
-            let State { rs, head, wqe, flow, .. } = &mut *guard;
-            let mut io = Io { sh: this, f: &f, head, wqe, flow, mr: None };
+            let State {
+                rs,
+                head,
+                wqe,
+                flow,
+                ..
+            } = &mut *guard;
+            let mut io = Io {
+                sh: this,
+                f: &f,
+                head,
+                wqe,
+                flow,
+                mr: None,
+            };
             resp_run::run(rs, &f.qp, &mut io)
         };
         if out.qp_error {

@@ -154,29 +154,47 @@ fn tasks() -> Result {
     // Schedules while it runs give one more run, never a concurrent one.
     p.a_sleep.store(200, Ordering::SeqCst);
     p.a.schedule(&p);
-    check!(wait_for(2000, || p.a_inside.load(Ordering::SeqCst)), "task starts");
+    check!(
+        wait_for(2000, || p.a_inside.load(Ordering::SeqCst)),
+        "task starts"
+    );
     for _ in 0..100 {
         p.a.schedule(&p);
     }
-    check!(wait_for(2000, || a_steps() == 3), "a schedule while running reruns");
+    check!(
+        wait_for(2000, || a_steps() == 3),
+        "a schedule while running reruns"
+    );
     msleep(400);
-    check!(a_steps() == 3, "schedules while running fold into one rerun");
+    check!(
+        a_steps() == 3,
+        "schedules while running fold into one rerun"
+    );
     p.a_sleep.store(0, Ordering::SeqCst);
 
     // `More` keeps it going across budget yields until `Done`.
     let more = 3 * MAX_ITERATIONS + 7;
     p.a_more.store(more, Ordering::SeqCst);
     p.a.schedule(&p);
-    check!(wait_for(5000, || a_steps() == 3 + more + 1), "More runs until Done");
+    check!(
+        wait_for(5000, || a_steps() == 3 + more + 1),
+        "More runs until Done"
+    );
     msleep(50);
     check!(a_steps() == 3 + more + 1, "no step after Done");
 
     // Disable waits for a running step and drops schedules until enable.
     p.a_sleep.store(50, Ordering::SeqCst);
     p.a.schedule(&p);
-    check!(wait_for(2000, || p.a_inside.load(Ordering::SeqCst)), "task starts before disable");
+    check!(
+        wait_for(2000, || p.a_inside.load(Ordering::SeqCst)),
+        "task starts before disable"
+    );
     p.a.disable();
-    check!(!p.a_inside.load(Ordering::SeqCst), "disable waits for the running step");
+    check!(
+        !p.a_inside.load(Ordering::SeqCst),
+        "disable waits for the running step"
+    );
     let n = a_steps();
     p.a.schedule(&p);
     msleep(100);
@@ -184,12 +202,18 @@ fn tasks() -> Result {
     p.a_sleep.store(0, Ordering::SeqCst);
     p.a.enable();
     p.a.schedule(&p);
-    check!(wait_for(2000, || a_steps() == n + 1), "an enabled task runs again");
+    check!(
+        wait_for(2000, || a_steps() == n + 1),
+        "an enabled task runs again"
+    );
 
     // A queued run is dropped by disable and the reference it held goes.
     p.a_more.store(u32::MAX, Ordering::SeqCst);
     p.a.schedule(&p);
-    check!(wait_for(2000, || a_steps() > n + 1 + MAX_ITERATIONS), "endless task yields and requeues");
+    check!(
+        wait_for(2000, || a_steps() > n + 1 + MAX_ITERATIONS),
+        "endless task yields and requeues"
+    );
     p.a.disable();
     let n = a_steps();
     msleep(50);
@@ -202,22 +226,34 @@ fn tasks() -> Result {
     p.a.schedule(&p);
     msleep(50);
     check!(a_steps() == n, "enable does not revive a shut down task");
-    check!(!p.overlap.load(Ordering::SeqCst), "a task never overlaps itself");
+    check!(
+        !p.overlap.load(Ordering::SeqCst),
+        "a task never overlaps itself"
+    );
 
     // Tasks of one owner are independent.
     p.b.schedule(&p);
-    check!(wait_for(2000, || p.b_steps.load(Ordering::SeqCst) == 1), "second task runs");
+    check!(
+        wait_for(2000, || p.b_steps.load(Ordering::SeqCst) == 1),
+        "second task runs"
+    );
     p.b.shutdown();
 
     drop(p);
-    check!(DROPPED.load(Ordering::SeqCst), "no reference left after shutdown");
+    check!(
+        DROPPED.load(Ordering::SeqCst),
+        "no reference left after shutdown"
+    );
 
     // The last reference may go in the worker.
     let p = probe()?;
     p.a_sleep.store(20, Ordering::SeqCst);
     p.a.schedule(&p);
     drop(p);
-    check!(wait_for(2000, || DROPPED.load(Ordering::SeqCst)), "owner freed by its last run");
+    check!(
+        wait_for(2000, || DROPPED.load(Ordering::SeqCst)),
+        "owner freed by its last run"
+    );
     Ok(())
 }
 
@@ -247,7 +283,10 @@ fn timers() -> Result {
     // The callback can schedule a task (softirq context).
     p.fire_schedules_b.store(true, Ordering::SeqCst);
     p.t.arm_in(&p, Jiffies::from_usecs(1));
-    check!(wait_for(2000, || p.b_steps.load(Ordering::SeqCst) == 1), "timer schedules a task");
+    check!(
+        wait_for(2000, || p.b_steps.load(Ordering::SeqCst) == 1),
+        "timer schedules a task"
+    );
 
     // Shutdown while pending, then arming does nothing.
     p.t.arm_in(&p, Jiffies::from_msecs(50));
@@ -259,26 +298,44 @@ fn timers() -> Result {
     p.a.shutdown();
     p.b.shutdown();
     drop(p);
-    check!(DROPPED.load(Ordering::SeqCst), "timer holds no reference after shutdown");
+    check!(
+        DROPPED.load(Ordering::SeqCst),
+        "timer holds no reference after shutdown"
+    );
 
     // An armed timer keeps its owner until it fires.
     let p = probe()?;
     p.t.arm_in(&p, Jiffies::from_msecs(20));
     drop(p);
-    check!(!DROPPED.load(Ordering::SeqCst), "armed timer keeps its owner");
-    check!(wait_for(2000, || DROPPED.load(Ordering::SeqCst)), "owner freed after expiry");
+    check!(
+        !DROPPED.load(Ordering::SeqCst),
+        "armed timer keeps its owner"
+    );
+    check!(
+        wait_for(2000, || DROPPED.load(Ordering::SeqCst)),
+        "owner freed after expiry"
+    );
     Ok(())
 }
 
 fn fifo() -> Result {
     let mut f = Fifo::new(2, 8, GFP_KERNEL)?;
     check!(f.capacity() == 2 && f.len() == 0, "fifo starts empty");
-    check!(f.push(KBox::new(0u32, GFP_KERNEL)?).is_ok(), "fifo takes an item");
+    check!(
+        f.push(KBox::new(0u32, GFP_KERNEL)?).is_ok(),
+        "fifo takes an item"
+    );
     check!(f.pop().map(|b| *b) == Some(0), "fifo pops it");
     for i in 1..9u32 {
-        check!(f.push(KBox::new(i, GFP_KERNEL)?).is_ok(), "fifo grows to its limit");
+        check!(
+            f.push(KBox::new(i, GFP_KERNEL)?).is_ok(),
+            "fifo grows to its limit"
+        );
     }
-    check!(f.capacity() == 8 && f.push(KBox::new(9, GFP_KERNEL)?).is_err(), "full fifo refuses");
+    check!(
+        f.capacity() == 8 && f.push(KBox::new(9, GFP_KERNEL)?).is_err(),
+        "full fifo refuses"
+    );
     check!(f.pop().map(|b| *b) == Some(1), "growth keeps the order");
     check!(f.push(KBox::new(9, GFP_KERNEL)?).is_ok(), "fifo wraps");
     check!(f.len() == 8, "fifo counts its items");

@@ -25,8 +25,8 @@ use crate::rxe::proto::cq_srq::{
     build_recv_wqe, check_srq_modify, srq_limit_reached, PostRecvError, SrqNow, RECV_WQE_MAX,
 };
 use crate::rxe::proto::uapi::{
-    create_srq_resp, modify_srq_cmd, recv_wqe, resp, sge, srq_geometry, RecvWqe, SizeError, WqeError,
-    DEFAULT_CACHE_LINE,
+    create_srq_resp, modify_srq_cmd, recv_wqe, resp, sge, srq_geometry, RecvWqe, SizeError,
+    WqeError, DEFAULT_CACHE_LINE,
 };
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
@@ -113,9 +113,13 @@ impl Srq {
         if !basic {
             return Err(errno::eopnotsupp());
         }
-        let geo = srq_geometry(attr.max_wr, attr.max_sge, DEFAULT_CACHE_LINE).map_err(queue_error)?;
+        let geo =
+            srq_geometry(attr.max_wr, attr.max_sge, DEFAULT_CACHE_LINE).map_err(queue_error)?;
         let slot = dev.state().take_slot(ObjKind::Srq)?;
-        let num = SrqNum { dev, num: dev.state().srqs.insert(())? };
+        let num = SrqNum {
+            dev,
+            num: dev.state().srqs.insert(())?,
+        };
         let queue = Queue::new(geo.queue, Role::Consumer)?;
         let (published, mi) = Published::new(&queue, user)?;
         if let (Some(u), Some(mi)) = (user, mi) {
@@ -140,7 +144,10 @@ impl Srq {
         core::mem::forget(num);
         attr.max_wr = geo.max_wr;
         attr.max_sge = geo.max_sge;
-        Ok(Self { shared, _slot: slot })
+        Ok(Self {
+            shared,
+            _slot: slot,
+        })
     }
 
     /// `destroy_srq`: returns the SRQ number and cuts the SRQ off from the
@@ -171,9 +178,16 @@ impl Srq {
         }
         let (now, max_sge) = {
             let inner = self.shared.inner.lock();
-            (SrqNow { limit: inner.limit, capacity: inner.queue.capacity() }, inner.max_sge)
+            (
+                SrqNow {
+                    limit: inner.limit,
+                    capacity: inner.queue.capacity(),
+                },
+                inner.max_sge,
+            )
         };
-        let change = check_srq_modify(now, mask, attr.max_wr, attr.srq_limit).map_err(|_| EINVAL)?;
+        let change =
+            check_srq_modify(now, mask, attr.max_wr, attr.srq_limit).map_err(|_| EINVAL)?;
         if let Some(max_wr) = change.max_wr {
             attr.max_wr = self.resize(max_wr, max_sge, mi_addr, user)?;
         }
@@ -183,7 +197,13 @@ impl Srq {
         Ok(())
     }
 
-    fn resize(&self, max_wr: u32, max_sge: u32, mi_addr: u64, user: Option<&UserCall<'_>>) -> Result<u32> {
+    fn resize(
+        &self,
+        max_wr: u32,
+        max_sge: u32,
+        mi_addr: u64,
+        user: Option<&UserCall<'_>>,
+    ) -> Result<u32> {
         let geo = srq_geometry(max_wr, max_sge, DEFAULT_CACHE_LINE).map_err(queue_error)?;
         let mut queue = Queue::new(geo.queue, Role::Consumer)?;
         // A null address asks for no mapping of the new ring (as in C).
@@ -191,7 +211,9 @@ impl Srq {
         if let Some(mi) = mi {
             let addr = usize::try_from(mi_addr).map_err(|_| EFAULT)?;
             let bytes = mi.to_bytes();
-            UserSlice::new(addr, bytes.len()).writer().write_slice(&bytes)?;
+            UserSlice::new(addr, bytes.len())
+                .writer()
+                .write_slice(&bytes)?;
         }
         let old_mmap = {
             let mut inner = self.shared.inner.lock();
@@ -220,7 +242,6 @@ impl Srq {
 }
 
 impl Shared {
-
     /// The link to the core's SRQ, for the create op to attach.
     pub(crate) fn link(&self) -> &SrqLink {
         &self.link
@@ -229,19 +250,26 @@ impl Shared {
     /// `post_srq_recv` of a kernel user: queues each work request in turn.
     /// On failure returns the errno and the request that failed; the ones
     /// before it are queued.
-    pub(crate) fn post_recv(&self, wrs: impl Iterator<Item = RecvWr>) -> core::result::Result<(), (Error, RecvWr)> {
+    pub(crate) fn post_recv(
+        &self,
+        wrs: impl Iterator<Item = RecvWr>,
+    ) -> core::result::Result<(), (Error, RecvWr)> {
         let mut img = [0u8; RECV_WQE_MAX];
         let mut inner = self.inner.lock();
         for wr in wrs {
             let res = if inner.queue.is_full() {
                 Err(PostRecvError::Full)
             } else {
-                build_recv_wqe(&mut img, wr.wr_id(), wr.num_sge(), inner.max_sge, |i| wr.sge(i))
+                build_recv_wqe(&mut img, wr.wr_id(), wr.num_sge(), inner.max_sge, |i| {
+                    wr.sge(i)
+                })
             };
             let len = match res {
                 Ok(len) => len,
                 Err(PostRecvError::Full) => return Err((ENOMEM, wr)),
-                Err(PostRecvError::TooManySge | PostRecvError::TooLong) => return Err((EINVAL, wr)),
+                Err(PostRecvError::TooManySge | PostRecvError::TooLong) => {
+                    return Err((EINVAL, wr))
+                }
             };
             if let Err(e) = inner.queue.kernel_produce(img.get(..len).unwrap_or(&[])) {
                 return Err((e, wr));
@@ -257,7 +285,10 @@ impl Shared {
     ///
     /// When the WQEs left fall below an armed limit, the owner gets
     /// `IB_EVENT_SRQ_LIMIT_REACHED`, once per arming.
-    pub(crate) fn take_into(&self, wqe: &mut RecvWqe) -> Option<core::result::Result<(), WqeError>> {
+    pub(crate) fn take_into(
+        &self,
+        wqe: &mut RecvWqe,
+    ) -> Option<core::result::Result<(), WqeError>> {
         let fire = {
             let mut inner = self.inner.lock();
             let mut empty = false;

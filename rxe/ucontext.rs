@@ -50,7 +50,10 @@ impl Ucontext {
         let offset = m.next_offset;
         m.pending.insert(node.into_node(offset, buf));
         m.next_offset = offset + size;
-        Ok(MmInfo { offset, size: size32 })
+        Ok(MmInfo {
+            offset,
+            size: size32,
+        })
     }
 
     /// Takes back a buffer published but never mapped (an object whose

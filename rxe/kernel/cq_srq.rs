@@ -58,7 +58,6 @@ impl CoreLink<b::ib_srq> {
 }
 
 impl<I> CoreLink<I> {
-
     /// Connects the link to the core object `h`.
     ///
     /// # Safety
@@ -172,20 +171,60 @@ pub(crate) fn kernel_wc(cqe: &Cqe, qp: QpHandle, net: Option<RecvNet>) -> [u8; C
     }
     // The address goes back to the consumer, which owns the QP.
     let qp_addr = qp.as_ptr() as usize;
-    put(&mut w, offset_of!(b::ib_wc, __bindgen_anon_1), &cqe.wr_id.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, status), &cqe.status.as_raw().to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, opcode), &cqe.opcode.as_raw().to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, vendor_err), &cqe.vendor_err.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, byte_len), &cqe.byte_len.to_ne_bytes());
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, __bindgen_anon_1),
+        &cqe.wr_id.to_ne_bytes(),
+    );
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, status),
+        &cqe.status.as_raw().to_ne_bytes(),
+    );
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, opcode),
+        &cqe.opcode.as_raw().to_ne_bytes(),
+    );
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, vendor_err),
+        &cqe.vendor_err.to_ne_bytes(),
+    );
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, byte_len),
+        &cqe.byte_len.to_ne_bytes(),
+    );
     put(&mut w, offset_of!(b::ib_wc, qp), &qp_addr.to_ne_bytes());
     put(&mut w, offset_of!(b::ib_wc, ex), &cqe.ex.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, src_qp), &cqe.src_qp.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, slid), &u32::from(cqe.slid).to_ne_bytes());
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, src_qp),
+        &cqe.src_qp.to_ne_bytes(),
+    );
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, slid),
+        &u32::from(cqe.slid).to_ne_bytes(),
+    );
     put(&mut w, offset_of!(b::ib_wc, wc_flags), &flags.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, pkey_index), &cqe.pkey_index.to_ne_bytes());
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, pkey_index),
+        &cqe.pkey_index.to_ne_bytes(),
+    );
     put(&mut w, offset_of!(b::ib_wc, sl), &[cqe.sl]);
-    put(&mut w, offset_of!(b::ib_wc, dlid_path_bits), &[cqe.dlid_path_bits]);
-    put(&mut w, offset_of!(b::ib_wc, port_num), &u32::from(cqe.port_num).to_ne_bytes());
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, dlid_path_bits),
+        &[cqe.dlid_path_bits],
+    );
+    put(
+        &mut w,
+        offset_of!(b::ib_wc, port_num),
+        &u32::from(cqe.port_num).to_ne_bytes(),
+    );
     put(&mut w, offset_of!(b::ib_wc, vlan_id), &vlan.to_ne_bytes());
     put(&mut w, offset_of!(b::ib_wc, network_hdr_type), &[hdr_type]);
     w

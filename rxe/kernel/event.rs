@@ -97,11 +97,16 @@ impl QpLink {
         let qp = h.as_ptr();
         // SAFETY: By the type invariant the object is live while the handle
         // is set, and the lock held keeps `revoke` from returning.
-        let (handler, context, device) = unsafe { ((*qp).event_handler, (*qp).qp_context, (*qp).device) };
+        let (handler, context, device) =
+            unsafe { ((*qp).event_handler, (*qp).qp_context, (*qp).device) };
         let Some(handler) = handler else {
             return;
         };
-        let mut ev = b::ib_event { device, event: event.raw(), ..Default::default() };
+        let mut ev = b::ib_event {
+            device,
+            event: event.raw(),
+            ..Default::default()
+        };
         ev.element.qp = qp;
         // SAFETY: The event is fully initialised and the QP live (see above);
         // this is how the core expects drivers to report QP events.

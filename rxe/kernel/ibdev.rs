@@ -78,10 +78,12 @@ impl Device {
         // SAFETY: `raw` is zeroed memory of the right size that we own, and
         // `state` is not yet initialised. The ops are set only after the state
         // is, so a failed init frees the device without dropping anything.
-        unsafe { state.__pinned_init(core::ptr::addr_of_mut!((*raw).state)) }.inspect_err(|_| {
-            // SAFETY: The device was allocated above and has no ops yet.
-            unsafe { b::ib_dealloc_device(raw.cast()) }
-        })?;
+        unsafe { state.__pinned_init(core::ptr::addr_of_mut!((*raw).state)) }.inspect_err(
+            |_| {
+                // SAFETY: The device was allocated above and has no ops yet.
+                unsafe { b::ib_dealloc_device(raw.cast()) }
+            },
+        )?;
         // From here on `dealloc_driver` drops the state when the device goes.
         let guard = ScopeGuard::new_with_data(raw, |raw| {
             // SAFETY: The device is ours and not registered.
@@ -104,7 +106,11 @@ impl Device {
             let ops = super::ops::device_ops();
             b::ib_set_device_ops(ib, &ops);
             to_result(b::ib_device_set_netdev(ib, ndev.as_ptr(), 1))?;
-            to_result(b::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut()))?;
+            to_result(b::ib_register_device(
+                ib,
+                name.as_char_ptr(),
+                core::ptr::null_mut(),
+            ))?;
         }
         guard.dismiss();
         Ok(())
@@ -176,7 +182,8 @@ impl DeviceRef {
     /// The rxe device bound to `ndev`, if there is one.
     pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
         // SAFETY: FFI; returns a device with a reference taken, or null.
-        let ib = unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
+        let ib =
+            unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
         NonNull::new(ib.cast::<Device>()).map(Self)
     }
 

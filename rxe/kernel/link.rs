@@ -26,7 +26,12 @@ unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut b::net_device) -> k
     from_result(|| {
         // SAFETY: The core passes a NUL-terminated name and a netdev it holds
         // for the duration of the call.
-        let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDevice::get(ndev).ok_or(ENODEV)?) };
+        let (name, ndev) = unsafe {
+            (
+                CStr::from_char_ptr(name),
+                NetDevice::get(ndev).ok_or(ENODEV)?,
+            )
+        };
         crate::rxe::device::newlink(name, &ndev)?;
         Ok(0)
     })

@@ -16,7 +16,11 @@ pub(crate) type SpinLockBh<T> = Lock<T, SpinLockBhBackend>;
 /// Creates a [`SpinLockBh`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_bh {
     ($inner:expr, $name:literal $(,)?) => {
-        $crate::rxe::kernel::lock::SpinLockBh::new($inner, ::kernel::c_str!($name), ::kernel::static_lock_class!())
+        $crate::rxe::kernel::lock::SpinLockBh::new(
+            $inner,
+            ::kernel::c_str!($name),
+            ::kernel::static_lock_class!(),
+        )
     };
 }
 pub(crate) use new_spinlock_bh;
@@ -60,7 +64,11 @@ pub(crate) type SpinLockIrq<T> = Lock<T, SpinLockIrqBackend>;
 /// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_irq {
     ($inner:expr, $name:literal $(,)?) => {
-        $crate::rxe::kernel::lock::SpinLockIrq::new($inner, ::kernel::c_str!($name), ::kernel::static_lock_class!())
+        $crate::rxe::kernel::lock::SpinLockIrq::new(
+            $inner,
+            ::kernel::c_str!($name),
+            ::kernel::static_lock_class!(),
+        )
     };
 }
 pub(crate) use new_spinlock_irq;

@@ -103,7 +103,9 @@ impl NetDevice {
     /// Running with carrier: the port can move packets.
     pub(crate) fn is_running_with_carrier(&self) -> bool {
         // SAFETY: The device is alive (type invariant).
-        unsafe { b::rxe_rs_netif_running(self.as_ptr()) && b::rxe_rs_netif_carrier_ok(self.as_ptr()) }
+        unsafe {
+            b::rxe_rs_netif_running(self.as_ptr()) && b::rxe_rs_netif_carrier_ok(self.as_ptr())
+        }
     }
 
     pub(crate) fn is_vlan(&self) -> bool {

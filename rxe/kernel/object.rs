@@ -28,7 +28,16 @@ macro_rules! ib_object {
         }
     )*};
 }
-ib_object!(ib_pd, ib_ucontext, ib_cq, ib_qp, ib_srq, ib_ah, ib_mw, ib_mr);
+ib_object!(
+    ib_pd,
+    ib_ucontext,
+    ib_cq,
+    ib_qp,
+    ib_srq,
+    ib_ah,
+    ib_mw,
+    ib_mr
+);
 
 /// # Invariants
 ///

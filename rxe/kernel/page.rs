@@ -65,7 +65,12 @@ impl PageRef {
 
     /// Runs `f` on the kernel address of bytes `[off, off + len)` of this
     /// block, mapped for the duration of the call.
-    fn with_mapped<R>(&self, off: usize, len: usize, f: impl FnOnce(*mut u8) -> R) -> Result<R, PageError> {
+    fn with_mapped<R>(
+        &self,
+        off: usize,
+        len: usize,
+        f: impl FnOnce(*mut u8) -> R,
+    ) -> Result<R, PageError> {
         let start = self.offset.checked_add(off).ok_or(PageError::Fault)?;
         match start.checked_add(len) {
             Some(end) if end <= PAGE_SIZE => {}
@@ -227,7 +232,12 @@ impl PageList {
 
     /// Stores `value` at `off` in block `block`, ordered after all earlier
     /// writes (the IBA atomic write).
-    pub(crate) fn store_release(&self, block: usize, off: usize, value: u64) -> Result<(), PageError> {
+    pub(crate) fn store_release(
+        &self,
+        block: usize,
+        off: usize,
+        value: u64,
+    ) -> Result<(), PageError> {
         self.entry(block)?.store_release(off, value)
     }
 

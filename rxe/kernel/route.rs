@@ -109,7 +109,9 @@ struct Cached {
 
 impl RouteCache {
     pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Self> {
-        Ok(Self { last: KBox::pin_init(new_spinlock_bh!(None, "rxe_route_cache"), flags)? })
+        Ok(Self {
+            last: KBox::pin_init(new_spinlock_bh!(None, "rxe_route_cache"), flags)?,
+        })
     }
 
     /// [`Dst::output`], from the cache when it holds this path's route.
@@ -122,7 +124,13 @@ impl RouteCache {
         }
         let route = Dst::output(ndev, src, dst)?;
         let cookie = route.cookie(matches!(dst, IpAddr::V6(_)));
-        let keep = Cached { oif, src, dst, route: route.clone_ref(), cookie };
+        let keep = Cached {
+            oif,
+            src,
+            dst,
+            route: route.clone_ref(),
+            cookie,
+        };
         let old = self.last.lock().replace(keep);
         // The replaced route is released outside the lock.
         drop(old);
@@ -170,7 +178,13 @@ pub(crate) fn find_gid(dev: &Device, gid: [u8; 16], ndev: Option<&NetDevice>) ->
     // SAFETY: FFI on our live device and a held netdev (or none); a found
     // entry comes with a reference, given back at once.
     unsafe {
-        let attr = b::rdma_find_gid_by_port(dev.as_ib(), &gid, b::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP, 1, ndev);
+        let attr = b::rdma_find_gid_by_port(
+            dev.as_ib(),
+            &gid,
+            b::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+            1,
+            ndev,
+        );
         match from_err_ptr(attr.cast_mut()) {
             Ok(attr) if !attr.is_null() => {
                 let index = u32::from((*attr).index);

@@ -154,7 +154,13 @@ impl Skb {
 impl Drop for Skb {
     fn drop(&mut self) {
         // SAFETY: We own the only reference (type invariant).
-        unsafe { b::sk_skb_reason_drop(core::ptr::null_mut(), self.0.as_ptr(), b::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED) };
+        unsafe {
+            b::sk_skb_reason_drop(
+                core::ptr::null_mut(),
+                self.0.as_ptr(),
+                b::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED,
+            )
+        };
     }
 }
 
@@ -304,7 +310,11 @@ impl TxSkb {
     ///
     /// `sk` is a live socket; `destructor` releases that reference with
     /// `release_owner` and may run in any context up to softirq.
-    pub(crate) unsafe fn set_owner(&mut self, sk: *mut b::sock, destructor: unsafe extern "C" fn(*mut b::sk_buff)) {
+    pub(crate) unsafe fn set_owner(
+        &mut self,
+        sk: *mut b::sock,
+        destructor: unsafe extern "C" fn(*mut b::sk_buff),
+    ) {
         // SAFETY: Per the contract; the skb has no owner yet.
         unsafe { b::rxe_rs_skb_set_owner(self.ptr(), sk, Some(destructor)) }
     }

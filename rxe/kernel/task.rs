@@ -87,8 +87,8 @@ use core::{
 
 use kernel::{
     prelude::*,
-    sync::{Arc, LockClassKey},
     str::CStr,
+    sync::{Arc, LockClassKey},
     workqueue::{HasWork, Queue, Work, WorkItem},
 };
 
@@ -157,7 +157,10 @@ pub(crate) struct Task<T, const ID: u64> {
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
 macro_rules! new_task {
     ($name:literal $(,)?) => {
-        $crate::rxe::kernel::task::Task::new(::kernel::c_str!($name), ::kernel::static_lock_class!())
+        $crate::rxe::kernel::task::Task::new(
+            ::kernel::c_str!($name),
+            ::kernel::static_lock_class!(),
+        )
     };
 }
 pub(crate) use new_task;

@@ -116,7 +116,10 @@ pub(crate) unsafe trait HasTimer<const ID: u64>: Sized {
 /// Creates a [`Timer`] initialiser with its own lockdep class.
 macro_rules! new_timer {
     ($name:literal $(,)?) => {
-        $crate::rxe::kernel::timer::Timer::new(::kernel::c_str!($name), ::kernel::static_lock_class!())
+        $crate::rxe::kernel::timer::Timer::new(
+            ::kernel::c_str!($name),
+            ::kernel::static_lock_class!(),
+        )
     };
 }
 pub(crate) use new_timer;
@@ -169,7 +172,9 @@ where
     /// An idle timer. Use [`new_timer!`].
     pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
         // `LockClassKey` is a transparent wrapper of `lock_class_key`.
-        let key = ptr::from_ref(key).cast_mut().cast::<kernel::bindings::lock_class_key>();
+        let key = ptr::from_ref(key)
+            .cast_mut()
+            .cast::<kernel::bindings::lock_class_key>();
         pin_init!(Self {
             raw <- Opaque::ffi_init(move |slot: *mut kernel::bindings::timer_list| {
                 // SAFETY: `slot` is valid for writes and pinned; `name` and
@@ -235,7 +240,8 @@ where
         let held = Arc::into_raw(owner.clone());
         // SAFETY: `raw` was initialised in `new` and stays valid while
         // `self` does.
-        let was_pending = unsafe { kernel::bindings::mod_timer(self.raw.get(), expires.raw()) } != 0;
+        let was_pending =
+            unsafe { kernel::bindings::mod_timer(self.raw.get(), expires.raw()) } != 0;
         if was_pending {
             // The pending timer already held a reference: keep one.
             // SAFETY: `held` is the reference taken above, unused.

@@ -49,12 +49,16 @@ impl Udata {
     pub(crate) fn read_in(&self, buf: &mut [u8]) -> Result {
         buf.fill(0);
         let len = buf.len().min(self.inlen);
-        UserSlice::new(self.inbuf as _, len).reader().read_slice(&mut buf[..len])
+        UserSlice::new(self.inbuf as _, len)
+            .reader()
+            .read_slice(&mut buf[..len])
     }
 
     /// Writes the response, truncated to what user space made room for.
     pub(crate) fn write_out(&self, data: &[u8]) -> Result {
         let len = data.len().min(self.outlen);
-        UserSlice::new(self.outbuf as _, len).writer().write_slice(&data[..len])
+        UserSlice::new(self.outbuf as _, len)
+            .writer()
+            .write_slice(&data[..len])
     }
 }

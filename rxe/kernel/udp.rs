@@ -187,7 +187,10 @@ pub(crate) fn wait_for_tx_skbs() {
             break;
         }
         if waited_ms % 10_000 == 0 {
-            pr_info!("waiting for {} packets still queued in the network stack\n", left);
+            pr_info!(
+                "waiting for {} packets still queued in the network stack\n",
+                left
+            );
         }
         // SAFETY: Plain sleep in process context.
         unsafe { b::msleep(20) };
@@ -214,7 +217,10 @@ impl<O: SkbOwner> TxSocket<O> {
             )
         })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
-        let release = match KBox::pin_init(pin_init!(Release { work <- new_work!("rxe_rs_sock_release"), sock: None }), GFP_KERNEL) {
+        let release = match KBox::pin_init(
+            pin_init!(Release { work <- new_work!("rxe_rs_sock_release"), sock: None }),
+            GFP_KERNEL,
+        ) {
             Ok(r) => r,
             Err(e) => {
                 // SAFETY: Our fresh socket, not used anywhere yet.
@@ -225,7 +231,9 @@ impl<O: SkbOwner> TxSocket<O> {
         let ptr = Arc::into_raw(owner.clone());
         // SAFETY: A fresh socket of ours; the pointer stays valid while any
         // reference to the `O` lives, and this value owns one until `drop`.
-        unsafe { b::rxe_rs_sk_set_user_data(b::rxe_rs_socket_sk(sock.as_ptr()), ptr.cast_mut().cast()) };
+        unsafe {
+            b::rxe_rs_sk_set_user_data(b::rxe_rs_socket_sk(sock.as_ptr()), ptr.cast_mut().cast())
+        };
         Ok(Self {
             sock,
             release: Some(release),
@@ -243,7 +251,8 @@ impl<O: SkbOwner> TxSocket<O> {
         let sk = self.sk();
         // SAFETY: `sk_user_data` came from `Arc::into_raw` and our own
         // reference keeps it alive for this borrow (type invariant).
-        let owner: Arc<O> = unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) }.into();
+        let owner: Arc<O> =
+            unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) }.into();
         // The skb's reference, given back by `tx_destructor`.
         let _ = Arc::into_raw(owner);
         TX_SKBS.fetch_add(1, Ordering::Relaxed);

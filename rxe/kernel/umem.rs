@@ -63,7 +63,8 @@ impl Umem {
         let got = unsafe { b::rxe_rs_umem_get_pages(self.ptr.as_ptr(), raw.as_mut_ptr(), n) };
         // SAFETY: The helper initialised the first `got <= n` entries.
         unsafe { raw.set_len(got.min(n)) };
-        let mut entries = KVVec::with_capacity(raw.len(), caller_sized()).inspect_err(|_| put_all(&raw))?;
+        let mut entries =
+            KVVec::with_capacity(raw.len(), caller_sized()).inspect_err(|_| put_all(&raw))?;
         for &p in raw.iter() {
             if let Some(page) = NonNull::new(p) {
                 // Within capacity: cannot fail.
@@ -84,7 +85,9 @@ impl Umem {
     pub(crate) fn check_rereg(&self, flags: u32, access: u32) -> Result {
         // Flag and access bit sets are C `int`s; the bits carry over.
         // SAFETY: The umem is alive (type invariant).
-        to_result(unsafe { b::ib_umem_check_rereg(self.ptr.as_ptr(), flags as c_int, access as c_int) })
+        to_result(unsafe {
+            b::ib_umem_check_rereg(self.ptr.as_ptr(), flags as c_int, access as c_int)
+        })
     }
 }
 

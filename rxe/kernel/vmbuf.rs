@@ -57,7 +57,9 @@ impl VmBuf {
         self.check(off, out.len())?;
         // SAFETY: In bounds (checked); the source may change under us, which
         // only affects the values copied, never memory safety.
-        unsafe { core::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), out.as_mut_ptr(), out.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), out.as_mut_ptr(), out.len())
+        };
         Ok(())
     }
 
@@ -65,7 +67,9 @@ impl VmBuf {
     pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
         self.check(off, data.len())?;
         // SAFETY: In bounds (checked); the bytes are plain data.
-        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len())
+        };
         Ok(())
     }
 
@@ -98,7 +102,9 @@ impl VmBuf {
     /// `vma` is the area of an `mmap` call in progress.
     pub(crate) unsafe fn map_into(&self, vma: *mut b::vm_area_struct) -> Result {
         // SAFETY: Per the contract; the buffer came from vmalloc_user.
-        kernel::error::to_result(unsafe { b::remap_vmalloc_range(vma, self.ptr.as_ptr().cast(), 0) })
+        kernel::error::to_result(unsafe {
+            b::remap_vmalloc_range(vma, self.ptr.as_ptr().cast(), 0)
+        })
     }
 }
 

@@ -35,7 +35,11 @@ pub(crate) struct SendWr<'a> {
 unsafe fn sge_at(list: *const b::ib_sge, i: usize) -> Sge {
     // SAFETY: Per the contract.
     let s = unsafe { *list.add(i) };
-    Sge { addr: s.addr, length: s.length, lkey: s.lkey }
+    Sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    }
 }
 
 /// Copies the first `num_sge` SGEs of `list` into `out`; `EINVAL` when the
@@ -112,12 +116,21 @@ impl<'a> SendWr<'a> {
             | b::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
                 // SAFETY: These opcodes come in an `ib_rdma_wr` (invariant).
                 let r = unsafe { &*base.cast::<b::ib_rdma_wr>() };
-                Target::Rdma { remote_addr: r.remote_addr, rkey: r.rkey }
+                Target::Rdma {
+                    remote_addr: r.remote_addr,
+                    rkey: r.rkey,
+                }
             }
-            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
                 // SAFETY: These opcodes come in an `ib_atomic_wr` (invariant).
                 let a = unsafe { &*base.cast::<b::ib_atomic_wr>() };
-                Target::Atomic { remote_addr: a.remote_addr, compare_add: a.compare_add, swap: a.swap, rkey: a.rkey }
+                Target::Atomic {
+                    remote_addr: a.remote_addr,
+                    compare_add: a.compare_add,
+                    swap: a.swap,
+                    rkey: a.rkey,
+                }
             }
             b::ib_wr_opcode_IB_WR_REG_MR => {
                 // SAFETY: REG_MR comes in an `ib_reg_wr` (invariant).
@@ -129,9 +142,16 @@ impl<'a> SendWr<'a> {
                 // user may have moved the iova since `ib_map_mr_sg` and
                 // owns the `ib_mr` again once this call returns. A null MR
                 // gives lkey 0, which names no MR, so the WQE fails.
-                let (mr_lkey, iova, length) = mr.map_or((0, 0, 0), |mr| (mr.lkey, mr.iova, mr.length));
+                let (mr_lkey, iova, length) =
+                    mr.map_or((0, 0, 0), |mr| (mr.lkey, mr.iova, mr.length));
                 // Access bits are a bit set the C side keeps in an int.
-                Target::Reg { mr_lkey, key: r.key, access: r.access as u32, iova, length }
+                Target::Reg {
+                    mr_lkey,
+                    key: r.key,
+                    access: r.access as u32,
+                    iova,
+                    length,
+                }
             }
             _ => Target::None,
         }
@@ -146,12 +166,21 @@ impl<'a> SendWr<'a> {
             // SAFETY: `i < num_sge` (type invariant).
             let s = unsafe { sge_at(self.raw.sg_list, i) };
             let len = s.length as usize;
-            let dst = pos.checked_add(len).and_then(|end| out.get_mut(pos..end)).ok_or(EINVAL)?;
+            let dst = pos
+                .checked_add(len)
+                .and_then(|end| out.get_mut(pos..end))
+                .ok_or(EINVAL)?;
             if len != 0 {
                 // SAFETY: rxe has no DMA device, so kernel users give inline
                 // data as kernel virtual addresses (`ib_virt_dma_to_ptr`),
                 // readable for `length` bytes during the call.
-                unsafe { core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, dst.as_mut_ptr(), len) };
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        s.addr as usize as *const u8,
+                        dst.as_mut_ptr(),
+                        len,
+                    )
+                };
             }
             pos += len;
         }
@@ -172,7 +201,11 @@ impl<'a> SendWrs<'a> {
     /// `first` is null or the head of a chain of WRs valid for `'a`, each
     /// as [`SendWr`]'s invariants describe for a QP of the given kind.
     pub(crate) unsafe fn new(first: *const b::ib_send_wr, datagram: bool) -> Self {
-        Self { next: first, datagram, _chain: PhantomData }
+        Self {
+            next: first,
+            datagram,
+            _chain: PhantomData,
+        }
     }
 }
 
@@ -183,7 +216,10 @@ impl<'a> Iterator for SendWrs<'a> {
         // SAFETY: Per `new`, every WR of the chain is valid for `'a`.
         let raw = unsafe { self.next.as_ref()? };
         self.next = raw.next;
-        Some(SendWr { raw, datagram: self.datagram })
+        Some(SendWr {
+            raw,
+            datagram: self.datagram,
+        })
     }
 }
 
@@ -221,7 +257,10 @@ impl<'a> RecvWrs<'a> {
     /// `first` is null or the head of a chain of WRs valid for `'a`, each
     /// with `num_sge` entries in its `sg_list`.
     pub(crate) unsafe fn new(first: *const b::ib_recv_wr) -> Self {
-        Self { next: first, _chain: PhantomData }
+        Self {
+            next: first,
+            _chain: PhantomData,
+        }
     }
 }
 

@@ -86,7 +86,8 @@ fn addr_ok(pkt: &PacketFacts, qp: &QpFacts) -> bool {
         return false;
     }
     // Our address must be the packet's destination and the peer its source.
-    qp.path.is_some_and(|(local, remote)| pkt.dst == local && pkt.src == remote)
+    qp.path
+        .is_some_and(|(local, remote)| pkt.dst == local && pkt.src == remote)
 }
 
 fn keys_ok(pkt: &PacketFacts, qp: &QpFacts, default_pkey: u16) -> Result<(), Reject> {
@@ -118,7 +119,11 @@ pub(crate) fn check(pkt: &PacketFacts, qp: &QpFacts, default_pkey: u16) -> Resul
 }
 
 /// The checks for one member QP of a multicast group: no address check.
-pub(crate) fn check_mcast(pkt: &PacketFacts, qp: &QpFacts, default_pkey: u16) -> Result<(), Reject> {
+pub(crate) fn check_mcast(
+    pkt: &PacketFacts,
+    qp: &QpFacts,
+    default_pkey: u16,
+) -> Result<(), Reject> {
     if !type_ok(pkt, qp) {
         return Err(Reject::Type);
     }
@@ -175,16 +180,28 @@ mod tests {
         let mut ud = pkt(Opcode::UdSendOnly);
         ud.qkey = Some(0x1234);
         assert_eq!(check(&rc, &qp(QpType::Rc, QpState::Rts), 0xffff), Ok(()));
-        assert_eq!(check(&uc, &qp(QpType::Rc, QpState::Rts), 0xffff), Err(Reject::Type));
+        assert_eq!(
+            check(&uc, &qp(QpType::Rc, QpState::Rts), 0xffff),
+            Err(Reject::Type)
+        );
         assert_eq!(check(&uc, &qp(QpType::Uc, QpState::Rts), 0xffff), Ok(()));
         assert_eq!(check(&ud, &qp(QpType::Ud, QpState::Rts), 0xffff), Ok(()));
-        assert_eq!(check(&rc, &qp(QpType::Ud, QpState::Rts), 0xffff), Err(Reject::Type));
-        assert_eq!(check(&ud, &qp(QpType::Rc, QpState::Rts), 0xffff), Err(Reject::Type));
+        assert_eq!(
+            check(&rc, &qp(QpType::Ud, QpState::Rts), 0xffff),
+            Err(Reject::Type)
+        );
+        assert_eq!(
+            check(&ud, &qp(QpType::Rc, QpState::Rts), 0xffff),
+            Err(Reject::Type)
+        );
         let rd = pkt(Opcode::RdSendOnly);
         for t in QpType::ALL {
             assert_eq!(check(&rd, &qp(t, QpState::Rts), 0xffff), Err(Reject::Type));
         }
-        assert_eq!(check(&rc, &qp(QpType::Smi, QpState::Rts), 0xffff), Err(Reject::Type));
+        assert_eq!(
+            check(&rc, &qp(QpType::Smi, QpState::Rts), 0xffff),
+            Err(Reject::Type)
+        );
     }
 
     #[test]
@@ -198,7 +215,10 @@ mod tests {
             assert_eq!(check(&req, &q, 0xffff).is_ok(), req_ok, "{s:?}");
             assert_eq!(check(&ack, &q, 0xffff).is_ok(), ack_ok, "{s:?}");
         }
-        assert_eq!(check(&ack, &qp(QpType::Rc, QpState::Rtr), 0xffff), Err(Reject::State));
+        assert_eq!(
+            check(&ack, &qp(QpType::Rc, QpState::Rtr), 0xffff),
+            Err(Reject::State)
+        );
     }
 
     #[test]
@@ -231,7 +251,10 @@ mod tests {
         p.pkey = 0x7fff;
         assert_eq!(check(&p, &qp(QpType::Rc, QpState::Rts), 0xffff), Ok(()));
         p.pkey = 0x1234;
-        assert_eq!(check(&p, &qp(QpType::Rc, QpState::Rts), 0xffff), Err(Reject::Pkey));
+        assert_eq!(
+            check(&p, &qp(QpType::Rc, QpState::Rts), 0xffff),
+            Err(Reject::Pkey)
+        );
 
         let mut ud = pkt(Opcode::UdSendOnly);
         let u = qp(QpType::Ud, QpState::Rts);

@@ -86,7 +86,13 @@ impl AhAttr {
             ah_flags: 0,
             sl: 0,
             static_rate: 0,
-            grh: GlobalRoute { dgid: [0; 16], flow_label: 0, sgid_index: 0, hop_limit: 0, traffic_class: 0 },
+            grh: GlobalRoute {
+                dgid: [0; 16],
+                flow_label: 0,
+                sgid_index: 0,
+                hop_limit: 0,
+                traffic_class: 0,
+            },
             sgid: None,
             dmac: [0; 6],
         }

@@ -9,7 +9,10 @@ pub(crate) fn sgid_v4() -> SgidAttr {
     gid[10] = 0xff;
     gid[11] = 0xff;
     gid[12..].copy_from_slice(&[10, 77, 0, 1]);
-    SgidAttr { gid, gid_type: gid_type::ROCE_UDP_ENCAP }
+    SgidAttr {
+        gid,
+        gid_type: gid_type::ROCE_UDP_ENCAP,
+    }
 }
 
 pub(crate) fn sgid_v6() -> SgidAttr {
@@ -17,7 +20,10 @@ pub(crate) fn sgid_v6() -> SgidAttr {
     gid[0] = 0xfd;
     gid[1] = 0x77;
     gid[15] = 1;
-    SgidAttr { gid, gid_type: gid_type::ROCE_UDP_ENCAP }
+    SgidAttr {
+        gid,
+        gid_type: gid_type::ROCE_UDP_ENCAP,
+    }
 }
 
 pub(crate) fn ah(sgid: SgidAttr, dgid: [u8; 16]) -> AhAttr {
@@ -26,7 +32,13 @@ pub(crate) fn ah(sgid: SgidAttr, dgid: [u8; 16]) -> AhAttr {
         ah_flags: AH_GRH,
         sl: 3,
         static_rate: 2,
-        grh: GlobalRoute { dgid, flow_label: 0x12345, sgid_index: 1, hop_limit: 64, traffic_class: 7 },
+        grh: GlobalRoute {
+            dgid,
+            flow_label: 0x12345,
+            sgid_index: 1,
+            hop_limit: 64,
+            traffic_class: 7,
+        },
         sgid: Some(sgid),
         dmac: [2, 0, 0, 0, 0, 9],
     }
@@ -36,12 +48,38 @@ pub(crate) fn ah(sgid: SgidAttr, dgid: [u8; 16]) -> AhAttr {
 fn network_types() {
     assert_eq!(sgid_v4().network(), RdmaNetwork::Ipv4);
     assert_eq!(sgid_v6().network(), RdmaNetwork::Ipv6);
-    assert_eq!(SgidAttr { gid_type: gid_type::IB, ..sgid_v4() }.network(), RdmaNetwork::Ib);
-    assert_eq!(SgidAttr { gid_type: gid_type::ROCE, ..sgid_v6() }.network(), RdmaNetwork::RoceV1);
+    assert_eq!(
+        SgidAttr {
+            gid_type: gid_type::IB,
+            ..sgid_v4()
+        }
+        .network(),
+        RdmaNetwork::Ib
+    );
+    assert_eq!(
+        SgidAttr {
+            gid_type: gid_type::ROCE,
+            ..sgid_v6()
+        }
+        .network(),
+        RdmaNetwork::RoceV1
+    );
     assert_eq!(check_ah_attr(&ah(sgid_v6(), [0; 16])), Ok(()));
-    let v1 = ah(SgidAttr { gid_type: gid_type::ROCE, ..sgid_v6() }, [0; 16]);
+    let v1 = ah(
+        SgidAttr {
+            gid_type: gid_type::ROCE,
+            ..sgid_v6()
+        },
+        [0; 16],
+    );
     assert_eq!(check_ah_attr(&v1), Err(AttrError::Invalid));
-    assert_eq!(check_ah_attr(&AhAttr { sgid: None, ..ah(sgid_v6(), [0; 16]) }), Err(AttrError::Invalid));
+    assert_eq!(
+        check_ah_attr(&AhAttr {
+            sgid: None,
+            ..ah(sgid_v6(), [0; 16])
+        }),
+        Err(AttrError::Invalid)
+    );
     // Without a GRH nothing is checked.
     assert_eq!(check_ah_attr(&AhAttr { ah_flags: 0, ..v1 }), Ok(()));
 }
@@ -70,7 +108,13 @@ fn av_from_v4_and_v6() {
     assert!(av.dgid_addr[2..8].iter().all(|&b| b == 0));
     assert!(av.dgid_addr[24..].iter().all(|&b| b == 0));
 
-    assert_eq!(av_from_ah_attr(&AhAttr { sgid: None, ..ah(sgid_v6(), dgid6) }), Err(AttrError::Invalid));
+    assert_eq!(
+        av_from_ah_attr(&AhAttr {
+            sgid: None,
+            ..ah(sgid_v6(), dgid6)
+        }),
+        Err(AttrError::Invalid)
+    );
 }
 
 #[test]
@@ -80,7 +124,10 @@ fn query_returns_grh_and_port_only() {
     assert_eq!(back.grh, a.grh);
     assert_eq!(back.port_num, 1);
     assert_eq!(back.ah_flags, AH_GRH);
-    assert_eq!((back.sl, back.static_rate, back.dmac, back.sgid), (0, 0, [0; 6], None));
+    assert_eq!(
+        (back.sl, back.static_rate, back.dmac, back.sgid),
+        (0, 0, [0; 6], None)
+    );
     let unset = ah_attr_from_av(None);
     assert_eq!(unset.ah_flags, AH_GRH);
     assert_eq!(unset.port_num, 0);
@@ -93,7 +140,10 @@ fn ports_and_macs() {
     assert_eq!(src_port_for_qpn(1), 0xc000 + (0x61c8_8647u32 >> 18) as u16);
     assert_eq!(src_port_for_qpn(0x11) & 0xc000, 0xc000);
     // Flow label given: folded to 14 bits.
-    assert_eq!(udp_sport(0x12345, 1, 2), ((0x12345 & 0x3fff) ^ (0x12345 >> 14)) as u16 | 0xc000);
+    assert_eq!(
+        udp_sport(0x12345, 1, 2),
+        ((0x12345 & 0x3fff) ^ (0x12345 >> 14)) as u16 | 0xc000
+    );
     // No flow label: from the QPN product.
     let v = 0x11u64 * 0x22;
     let fl = ((v ^ (v >> 20) ^ ((v ^ (v >> 20)) >> 40)) & 0xfffff) as u32;

@@ -253,7 +253,10 @@ pub(crate) fn fully_acked(comp: &CompState, h: &Head) -> bool {
 }
 
 fn read_in_progress(op: Option<Opcode>) -> bool {
-    matches!(op, Some(Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle))
+    matches!(
+        op,
+        Some(Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle)
+    )
 }
 
 fn check_psn(comp: &mut CompState, h: &Head, pkt: &Response) -> St {
@@ -282,7 +285,10 @@ fn check_psn(comp: &mut CompState, h: &Head, pkt: &Response) -> St {
             St::CompAck
         } else if pkt.psn == h.progress.last_psn {
             St::Done
-        } else if pkt.opcode == Opcode::RcAck && read_in_progress(comp.opcode) && !is_ack(pkt.syndrome) {
+        } else if pkt.opcode == Opcode::RcAck
+            && read_in_progress(comp.opcode)
+            && !is_ack(pkt.syndrome)
+        {
             // An old NAK still reports an error on the read in progress. C
             // also takes an old positive ACK here, which ends the read's
             // response sequence early and fails the read on its next
@@ -302,14 +308,23 @@ fn is_ack(syndrome: u8) -> bool {
     matches!(Syndrome::try_from(syndrome), Ok(Syndrome::Ack { .. }))
 }
 
-fn check_ack(comp: &mut CompState, req: &mut ReqState, h: &Head, pkt: &Response, sq: &mut impl Sq) -> St {
+fn check_ack(
+    comp: &mut CompState,
+    req: &mut ReqState,
+    h: &Head,
+    pkt: &Response,
+    sq: &mut impl Sq,
+) -> St {
     use Opcode::*;
     let mask = pkt.opcode.mask();
     let wr = h.info.opcode;
 
     // The opcode sequence of a read response.
     if read_in_progress(comp.opcode) {
-        let continues = matches!(pkt.opcode, RcAck | RcReadResponseMiddle | RcReadResponseLast);
+        let continues = matches!(
+            pkt.opcode,
+            RcAck | RcReadResponseMiddle | RcReadResponseLast
+        );
         // A retried read restarts with FIRST (from its first PSN) or ONLY.
         let restarts = (pkt.psn == h.progress.first_psn && pkt.opcode == RcReadResponseFirst)
             || (h.progress.first_psn == h.progress.last_psn && pkt.opcode == RcReadResponseOnly);
@@ -330,7 +345,10 @@ fn check_ack(comp: &mut CompState, req: &mut ReqState, h: &Head, pkt: &Response,
                     return St::WriteSend;
                 }
             }
-            if !matches!(wr, WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv | WrOpcode::Flush) {
+            if !matches!(
+                wr,
+                WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv | WrOpcode::Flush
+            ) {
                 return St::Error(WcStatus::FatalErr);
             }
             comp.reset_retry_counters();
@@ -478,7 +496,11 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
                 St::GetWqe
             }
             (St::UpdateComp, _, Some(p)) => {
-                comp.opcode = if p.opcode.has(Mask::END) { None } else { Some(p.opcode) };
+                comp.opcode = if p.opcode.has(Mask::END) {
+                    None
+                } else {
+                    Some(p.opcode)
+                };
                 if !psn_before(p.psn, comp.psn) {
                     comp.psn = psn_add(p.psn, 1);
                 }
@@ -558,11 +580,19 @@ pub(crate) struct SendCqe {
 
 pub(crate) fn send_cqe(info: &WqeInfo, status: WcStatus) -> SendCqe {
     if status != WcStatus::Success {
-        return SendCqe { opcode: WcOpcode::Send, wc_flags: 0, byte_len: 0 };
+        return SendCqe {
+            opcode: WcOpcode::Send,
+            wc_flags: 0,
+            byte_len: 0,
+        };
     }
     SendCqe {
         opcode: info.opcode.wc_opcode(),
-        wc_flags: if info.opcode.has_imm() { wc_flags::WITH_IMM } else { 0 },
+        wc_flags: if info.opcode.has_imm() {
+            wc_flags::WITH_IMM
+        } else {
+            0
+        },
         byte_len: info.length,
     }
 }

@@ -61,15 +61,27 @@ impl Sq for Model {
 }
 
 fn ack(psn: u32) -> Response {
-    Response { opcode: Opcode::RcAck, psn, syndrome: Syndrome::ACK_UNLIMITED.encode() }
+    Response {
+        opcode: Opcode::RcAck,
+        psn,
+        syndrome: Syndrome::ACK_UNLIMITED.encode(),
+    }
 }
 
 fn nak(psn: u32, syndrome: Syndrome) -> Response {
-    Response { opcode: Opcode::RcAck, psn, syndrome: syndrome.encode() }
+    Response {
+        opcode: Opcode::RcAck,
+        psn,
+        syndrome: syndrome.encode(),
+    }
 }
 
 fn rsp(opcode: Opcode, psn: u32) -> Response {
-    Response { opcode, psn, syndrome: 0x1f }
+    Response {
+        opcode,
+        psn,
+        syndrome: 0x1f,
+    }
 }
 
 fn head(wr: WrOpcode, len: u32, first: u32, last: u32, state: WqeState) -> Head {
@@ -78,7 +90,8 @@ fn head(wr: WrOpcode, len: u32, first: u32, last: u32, state: WqeState) -> Head 
     progress.state = state;
     progress.first_psn = first;
     progress.last_psn = last;
-    progress.has_rd_atomic = info.mask.intersects(WrMask::ATOMIC_OR_READ) || wr == WrOpcode::AtomicWrite;
+    progress.has_rd_atomic =
+        info.mask.intersects(WrMask::ATOMIC_OR_READ) || wr == WrOpcode::AtomicWrite;
     if wr == WrOpcode::Flush {
         progress.resid = 0;
     }
@@ -95,7 +108,11 @@ impl Fixture {
     fn new(comp_psn: u32, req_psn: u32) -> Fixture {
         let mut req = ReqState::new(req_psn, 4);
         req.rd_atomic = 2;
-        Fixture { comp: CompState::new(comp_psn, 3, 2), req, sq: Model::default() }
+        Fixture {
+            comp: CompState::new(comp_psn, 3, 2),
+            req,
+            sq: Model::default(),
+        }
     }
 
     fn wqe(&mut self, h: Head) -> &mut Self {
@@ -131,7 +148,8 @@ impl Fixture {
 #[test]
 fn ack_completes_send() {
     let mut f = Fixture::new(10, 11);
-    f.wqe(head(WrOpcode::Send, 8, 10, 10, WqeState::Pending)).resp(ack(10), 0);
+    f.wqe(head(WrOpcode::Send, 8, 10, 10, WqeState::Pending))
+        .resp(ack(10), 0);
     let o = f.run();
     assert!(o.progress && !o.qp_error);
     assert_eq!(f.retired(), [WcStatus::Success]);
@@ -145,11 +163,23 @@ fn ack_completes_send() {
 #[test]
 fn ack_implicitly_completes_earlier_sends() {
     let mut f = Fixture::new(PSN_MASK - 1, 2);
-    f.wqe(head(WrOpcode::Send, 8, PSN_MASK - 1, PSN_MASK - 1, WqeState::Pending))
-        .wqe(head(WrOpcode::RdmaWrite, 8, PSN_MASK, PSN_MASK, WqeState::Pending))
-        .wqe(head(WrOpcode::SendWithImm, 3000, 0, 2, WqeState::Pending))
-        .wqe(head(WrOpcode::Send, 8, 3, 3, WqeState::Processing))
-        .resp(ack(1), 0);
+    f.wqe(head(
+        WrOpcode::Send,
+        8,
+        PSN_MASK - 1,
+        PSN_MASK - 1,
+        WqeState::Pending,
+    ))
+    .wqe(head(
+        WrOpcode::RdmaWrite,
+        8,
+        PSN_MASK,
+        PSN_MASK,
+        WqeState::Pending,
+    ))
+    .wqe(head(WrOpcode::SendWithImm, 3000, 0, 2, WqeState::Pending))
+    .wqe(head(WrOpcode::Send, 8, 3, 3, WqeState::Processing))
+    .resp(ack(1), 0);
     f.req.wait_psn = true;
     let o = f.run();
     assert_eq!(f.retired(), [WcStatus::Success, WcStatus::Success]);
@@ -166,7 +196,14 @@ fn ack_implicitly_completes_earlier_sends() {
 #[test]
 fn coalesced_ack_inside_a_message_only_moves_the_psn() {
     let mut f = Fixture::new(100, 200);
-    f.wqe(head(WrOpcode::RdmaWrite, 100 * 256, 100, 199, WqeState::Processing)).resp(ack(165), 0);
+    f.wqe(head(
+        WrOpcode::RdmaWrite,
+        100 * 256,
+        100,
+        199,
+        WqeState::Processing,
+    ))
+    .resp(ack(165), 0);
     let o = f.run();
     assert!(o.progress);
     assert!(f.sq.retired.is_empty());
@@ -185,10 +222,16 @@ fn read_responses_in_sequence() {
     f.req.need_rd_atomic = true;
     f.resp(rsp(Opcode::RcReadResponseFirst, 0), 1024);
     f.run();
-    assert_eq!((f.comp.psn, f.comp.opcode), (1, Some(Opcode::RcReadResponseFirst)));
+    assert_eq!(
+        (f.comp.psn, f.comp.opcode),
+        (1, Some(Opcode::RcReadResponseFirst))
+    );
     f.resp(rsp(Opcode::RcReadResponseMiddle, 1), 1024);
     f.run();
-    assert_eq!((f.comp.psn, f.comp.opcode), (2, Some(Opcode::RcReadResponseMiddle)));
+    assert_eq!(
+        (f.comp.psn, f.comp.opcode),
+        (2, Some(Opcode::RcReadResponseMiddle))
+    );
     assert_eq!(f.sq.wqes[0].progress.resid, 452);
     f.resp(rsp(Opcode::RcReadResponseLast, 2), 452);
     let o = f.run();
@@ -218,14 +261,25 @@ fn broken_read_sequences_fail_the_wqe() {
     let cases = [
         (None, RcReadResponseMiddle, 0, BAD_RESPONSE),
         (None, RcReadResponseLast, 0, BAD_RESPONSE),
-        (Some(RcReadResponseFirst), RcReadResponseOnly, 1, BAD_RESPONSE),
-        (Some(RcReadResponseMiddle), RcReadResponseFirst, 1, BAD_RESPONSE),
+        (
+            Some(RcReadResponseFirst),
+            RcReadResponseOnly,
+            1,
+            BAD_RESPONSE,
+        ),
+        (
+            Some(RcReadResponseMiddle),
+            RcReadResponseFirst,
+            1,
+            BAD_RESPONSE,
+        ),
         (Some(RcReadResponseMiddle), RcAtomicAck, 1, BAD_RESPONSE),
     ];
     for (prev, op, psn, status) in cases {
         let mut f = Fixture::new(psn, 3);
         f.comp.opcode = prev;
-        f.wqe(head(WrOpcode::RdmaRead, 3000, 0, 2, WqeState::Pending)).resp(rsp(op, psn), 1024);
+        f.wqe(head(WrOpcode::RdmaRead, 3000, 0, 2, WqeState::Pending))
+            .resp(rsp(op, psn), 1024);
         let o = f.run();
         assert!(o.qp_error, "{prev:?} {op:?}");
         assert_eq!(f.retired(), [status]);
@@ -234,24 +288,40 @@ fn broken_read_sequences_fail_the_wqe() {
     for (first, last, op) in [(1, 3, RcReadResponseFirst), (1, 1, RcReadResponseOnly)] {
         let mut f = Fixture::new(1, 4);
         f.comp.opcode = Some(RcReadResponseMiddle);
-        f.wqe(head(WrOpcode::RdmaRead, 3000, first, last, WqeState::Pending)).resp(rsp(op, 1), 1024);
+        f.wqe(head(
+            WrOpcode::RdmaRead,
+            3000,
+            first,
+            last,
+            WqeState::Pending,
+        ))
+        .resp(rsp(op, 1), 1024);
         let o = f.run();
         assert!(!o.qp_error, "{op:?}");
     }
     // A bad syndrome on a response that carries an AETH.
     let mut f = Fixture::new(0, 1);
     f.wqe(head(WrOpcode::RdmaRead, 10, 0, 0, WqeState::Pending));
-    f.resp(Response { opcode: RcReadResponseOnly, psn: 0, syndrome: 0x61 }, 10);
+    f.resp(
+        Response {
+            opcode: RcReadResponseOnly,
+            psn: 0,
+            syndrome: 0x61,
+        },
+        10,
+    );
     assert!(f.run().qp_error);
     assert_eq!(f.retired(), [BAD_RESPONSE]);
     // A read response for a send.
     let mut f = Fixture::new(0, 1);
-    f.wqe(head(WrOpcode::Send, 10, 0, 0, WqeState::Pending)).resp(rsp(RcReadResponseOnly, 0), 10);
+    f.wqe(head(WrOpcode::Send, 10, 0, 0, WqeState::Pending))
+        .resp(rsp(RcReadResponseOnly, 0), 10);
     assert!(f.run().qp_error);
     assert_eq!(f.retired(), [WcStatus::FatalErr]);
     // More data than the WQE expects, or a bad local key.
     let mut f = Fixture::new(0, 1);
-    f.wqe(head(WrOpcode::RdmaRead, 10, 0, 0, WqeState::Pending)).resp(rsp(RcReadResponseOnly, 0), 11);
+    f.wqe(head(WrOpcode::RdmaRead, 10, 0, 0, WqeState::Pending))
+        .resp(rsp(RcReadResponseOnly, 0), 11);
     assert!(f.run().qp_error);
     assert_eq!(f.retired(), [WcStatus::LocProtErr]);
 }
@@ -259,28 +329,58 @@ fn broken_read_sequences_fail_the_wqe() {
 #[test]
 fn atomics_flush_and_atomic_write() {
     let mut f = Fixture::new(0, 3);
-    f.wqe(head(WrOpcode::AtomicFetchAndAdd, 8, 0, 0, WqeState::Pending))
-        .wqe(head(WrOpcode::AtomicWrite, 8, 1, 1, WqeState::Pending))
-        .wqe(head(WrOpcode::Flush, 4096, 2, 2, WqeState::Pending))
-        .resp(Response { opcode: Opcode::RcAtomicAck, psn: 0, syndrome: 0x1f }, 0)
-        .resp(rsp(Opcode::RcReadResponseOnly, 1), 0)
-        .resp(rsp(Opcode::RcReadResponseOnly, 2), 0);
+    f.wqe(head(
+        WrOpcode::AtomicFetchAndAdd,
+        8,
+        0,
+        0,
+        WqeState::Pending,
+    ))
+    .wqe(head(WrOpcode::AtomicWrite, 8, 1, 1, WqeState::Pending))
+    .wqe(head(WrOpcode::Flush, 4096, 2, 2, WqeState::Pending))
+    .resp(
+        Response {
+            opcode: Opcode::RcAtomicAck,
+            psn: 0,
+            syndrome: 0x1f,
+        },
+        0,
+    )
+    .resp(rsp(Opcode::RcReadResponseOnly, 1), 0)
+    .resp(rsp(Opcode::RcReadResponseOnly, 2), 0);
     f.drain();
     assert_eq!(f.retired(), [WcStatus::Success; 3]);
     assert_eq!(f.comp.psn, 3);
     assert_eq!(f.req.rd_atomic, 4);
     // An atomic ACK for the wrong WQE, or with a NAK syndrome.
-    for (wr, syn) in [(WrOpcode::RdmaRead, 0x1f), (WrOpcode::AtomicCmpAndSwp, 0x20)] {
+    for (wr, syn) in [
+        (WrOpcode::RdmaRead, 0x1f),
+        (WrOpcode::AtomicCmpAndSwp, 0x20),
+    ] {
         let mut f = Fixture::new(0, 1);
         f.wqe(head(wr, 8, 0, 0, WqeState::Pending));
-        f.resp(Response { opcode: Opcode::RcAtomicAck, psn: 0, syndrome: syn }, 0);
+        f.resp(
+            Response {
+                opcode: Opcode::RcAtomicAck,
+                psn: 0,
+                syndrome: syn,
+            },
+            0,
+        );
         assert!(f.run().qp_error);
         assert_eq!(f.retired(), [BAD_RESPONSE]);
     }
     let mut f = Fixture::new(0, 1);
     f.sq.fault = true;
     f.wqe(head(WrOpcode::AtomicCmpAndSwp, 8, 0, 0, WqeState::Pending));
-    f.resp(Response { opcode: Opcode::RcAtomicAck, psn: 0, syndrome: 0x1f }, 0);
+    f.resp(
+        Response {
+            opcode: Opcode::RcAtomicAck,
+            psn: 0,
+            syndrome: 0x1f,
+        },
+        0,
+    );
     assert!(f.run().qp_error);
     assert_eq!(f.retired(), [WcStatus::LocProtErr]);
 }
@@ -301,7 +401,14 @@ fn naks_map_to_statuses() {
         let mut f = Fixture::new(5, 6);
         f.wqe(head(WrOpcode::Send, 8, 5, 5, WqeState::Pending))
             .wqe(head(WrOpcode::Send, 8, 6, 6, WqeState::Posted));
-        f.resp(Response { opcode: Opcode::RcAck, psn: 5, syndrome: syn }, 0);
+        f.resp(
+            Response {
+                opcode: Opcode::RcAck,
+                psn: 5,
+                syndrome: syn,
+            },
+            0,
+        );
         let o = f.run();
         assert!(o.qp_error, "{syn:#x}");
         // Only the head fails; the engine flushes the rest once in ERR.
@@ -312,7 +419,13 @@ fn naks_map_to_statuses() {
 #[test]
 fn psn_sequence_nak_retries_from_its_psn() {
     let mut f = Fixture::new(10, 20);
-    f.wqe(head(WrOpcode::RdmaWrite, 10 * 1024, 10, 19, WqeState::Pending));
+    f.wqe(head(
+        WrOpcode::RdmaWrite,
+        10 * 1024,
+        10,
+        19,
+        WqeState::Pending,
+    ));
     f.req.wait_psn = true;
     f.resp(nak(14, Syndrome::Nak(NakCode::PsnSeqError)), 0);
     let o = f.run();
@@ -328,7 +441,10 @@ fn psn_sequence_nak_retries_from_its_psn() {
     // The requester restarts; a second NAK of the same retry is ignored.
     f.req.need_retry = false;
     f.run();
-    assert_eq!((f.comp.psn, f.comp.retry_cnt, f.req.need_retry), (15, 2, false));
+    assert_eq!(
+        (f.comp.psn, f.comp.retry_cnt, f.req.need_retry),
+        (15, 2, false)
+    );
     // An ACK ends the retry and restores the counters.
     f.resp(ack(19), 0);
     f.run();
@@ -354,7 +470,15 @@ fn rnr_naks_count_and_time() {
     let o = f.run();
     assert!(o.qp_error && o.rnr_timer.is_none());
     assert_eq!(f.retired(), [WcStatus::RnrRetryExcErr]);
-    assert_eq!(f.sq.events, [Event::RcvdRnrNak, Event::RcvdRnrNak, Event::RcvdRnrNak, Event::RnrRetryExceeded]);
+    assert_eq!(
+        f.sq.events,
+        [
+            Event::RcvdRnrNak,
+            Event::RcvdRnrNak,
+            Event::RcvdRnrNak,
+            Event::RnrRetryExceeded
+        ]
+    );
     // 7 retries forever.
     let mut f = Fixture::new(0, 1);
     f.comp.set_rnr_retry(7);
@@ -386,10 +510,14 @@ fn retransmit_timeouts() {
     assert_eq!(f.retired(), [WcStatus::RetryExcErr]);
     // An arriving response cancels the timeout retry.
     let mut f = Fixture::new(0, 1);
-    f.wqe(head(WrOpcode::Send, 8, 0, 0, WqeState::Pending)).resp(ack(0), 0);
+    f.wqe(head(WrOpcode::Send, 8, 0, 0, WqeState::Pending))
+        .resp(ack(0), 0);
     f.comp.timer_fired();
     f.run();
-    assert_eq!((f.comp.retry_cnt, f.retired()), (3, vec![WcStatus::Success]));
+    assert_eq!(
+        (f.comp.retry_cnt, f.retired()),
+        (3, vec![WcStatus::Success])
+    );
     // Nothing outstanding: the counter still drops but no retry starts (C).
     let mut f = Fixture::new(5, 5);
     f.wqe(head(WrOpcode::Send, 5000, 4, 8, WqeState::Processing));
@@ -436,7 +564,8 @@ fn lost_read_response_triggers_retry() {
 fn duplicate_of_the_last_packet_completes() {
     // A retried packet below comp.psn that ends the head WQE completes it.
     let mut f = Fixture::new(12, 13);
-    f.wqe(head(WrOpcode::Send, 8, 11, 11, WqeState::Pending)).resp(ack(11), 0);
+    f.wqe(head(WrOpcode::Send, 8, 11, 11, WqeState::Pending))
+        .resp(ack(11), 0);
     f.run();
     assert_eq!(f.retired(), [WcStatus::Success]);
     assert_eq!(f.comp.psn, 12);
@@ -455,7 +584,8 @@ fn old_ack_does_not_retire_a_head_being_resent() {
     // original ACK of 13 moved comp.psn to 14. A duplicate ACK of 13 must
     // leave the head to the requester, which still has packet 13 to send.
     let mut f = Fixture::new(14, 13);
-    f.wqe(head(WrOpcode::Send, 4096, 10, 13, WqeState::Processing)).resp(ack(13), 0);
+    f.wqe(head(WrOpcode::Send, 4096, 10, 13, WqeState::Processing))
+        .resp(ack(13), 0);
     f.run();
     assert!(f.retired().is_empty());
     assert_eq!(f.comp.psn, 14);
@@ -497,9 +627,15 @@ fn fully_acknowledged_heads_retire_without_a_response() {
     // An ACK for the last PSN came while a retry was resending the tail; once
     // the tail is out the WQE retires at the next run, before any timeout.
     let mut f = Fixture::new(PSN_MASK - 4, PSN_MASK + 1);
-    f.wqe(head(WrOpcode::RdmaWrite, 5 * 1024, PSN_MASK - 4, PSN_MASK, WqeState::Processing))
-        .wqe(head(WrOpcode::Send, 8, 0, 0, WqeState::Posted))
-        .resp(ack(PSN_MASK), 0);
+    f.wqe(head(
+        WrOpcode::RdmaWrite,
+        5 * 1024,
+        PSN_MASK - 4,
+        PSN_MASK,
+        WqeState::Processing,
+    ))
+    .wqe(head(WrOpcode::Send, 8, 0, 0, WqeState::Posted))
+    .resp(ack(PSN_MASK), 0);
     f.run();
     assert!(f.sq.retired.is_empty());
     assert_eq!(f.comp.psn, 0);
@@ -510,7 +646,13 @@ fn fully_acknowledged_heads_retire_without_a_response() {
     assert!(!f.req.need_retry && !o.qp_error);
     // Reads and atomics are never retired that way: they need their data.
     let mut f = Fixture::new(5, 6);
-    f.wqe(head(WrOpcode::AtomicFetchAndAdd, 8, 4, 4, WqeState::Pending));
+    f.wqe(head(
+        WrOpcode::AtomicFetchAndAdd,
+        8,
+        4,
+        4,
+        WqeState::Pending,
+    ));
     f.run();
     assert!(f.sq.retired.is_empty());
 }
@@ -523,19 +665,32 @@ fn state_setters() {
     assert_eq!(c.psn, 2);
     c.set_retry_cnt(1);
     c.set_rnr_retry(7);
-    assert_eq!((c.retry_cnt, c.attr_retry_cnt, c.rnr_retry, c.attr_rnr_retry), (1, 1, 7, 7));
+    assert_eq!(
+        (c.retry_cnt, c.attr_retry_cnt, c.rnr_retry, c.attr_rnr_retry),
+        (1, 1, 7, 7)
+    );
     c.opcode = Some(Opcode::RcReadResponseFirst);
     c.started_retry = true;
     c.timer_fired();
     c.reset();
-    assert_eq!(c, CompState { psn: 2, ..CompState::new(0, 1, 7) });
+    assert_eq!(
+        c,
+        CompState {
+            psn: 2,
+            ..CompState::new(0, 1, 7)
+        }
+    );
 }
 
 #[test]
 fn send_completions() {
     let all = [
         (WrOpcode::RdmaWrite, WcOpcode::RdmaWrite, 0),
-        (WrOpcode::RdmaWriteWithImm, WcOpcode::RdmaWrite, wc_flags::WITH_IMM),
+        (
+            WrOpcode::RdmaWriteWithImm,
+            WcOpcode::RdmaWrite,
+            wc_flags::WITH_IMM,
+        ),
         (WrOpcode::Send, WcOpcode::Send, 0),
         (WrOpcode::SendWithImm, WcOpcode::Send, wc_flags::WITH_IMM),
         (WrOpcode::SendWithInv, WcOpcode::Send, 0),
@@ -550,13 +705,31 @@ fn send_completions() {
     ];
     for (wr, op, flags) in all {
         let info = WqeInfo::new(wr, QpType::Rc, SendFlags(0), 1234, 0);
-        assert_eq!(send_cqe(&info, WcStatus::Success), SendCqe { opcode: op, wc_flags: flags, byte_len: 1234 });
-        assert_eq!(send_cqe(&info, FLUSH_STATUS), SendCqe { opcode: WcOpcode::Send, wc_flags: 0, byte_len: 0 });
+        assert_eq!(
+            send_cqe(&info, WcStatus::Success),
+            SendCqe {
+                opcode: op,
+                wc_flags: flags,
+                byte_len: 1234
+            }
+        );
+        assert_eq!(
+            send_cqe(&info, FLUSH_STATUS),
+            SendCqe {
+                opcode: WcOpcode::Send,
+                wc_flags: 0,
+                byte_len: 0
+            }
+        );
     }
     let sig = SendFlags(SendFlags::SIGNALED);
     assert!(must_post(true, SendFlags(0), WcStatus::Success));
     assert!(must_post(false, sig, WcStatus::Success));
-    assert!(!must_post(false, SendFlags(SendFlags::FENCE), WcStatus::Success));
+    assert!(!must_post(
+        false,
+        SendFlags(SendFlags::FENCE),
+        WcStatus::Success
+    ));
     assert!(must_post(false, SendFlags(0), WcStatus::RetryExcErr));
     assert!(must_post(false, SendFlags(0), FLUSH_STATUS));
 }
@@ -575,13 +748,23 @@ fn fuzz_never_panics_and_keeps_invariants() {
         WrOpcode::Flush,
         WrOpcode::LocalInv,
     ];
-    let states = [WqeState::Posted, WqeState::Processing, WqeState::Pending, WqeState::Done, WqeState::Error];
+    let states = [
+        WqeState::Posted,
+        WqeState::Processing,
+        WqeState::Pending,
+        WqeState::Done,
+        WqeState::Error,
+    ];
     let acks: Vec<Opcode> = ALL.iter().copied().filter(|o| o.has(Mask::ACK)).collect();
     let mut errors = 0;
     for _ in 0..100_000 {
         let base = rng.u32() & PSN_MASK;
         let mut f = Fixture::new(base, psn_add(base, rng.below(300)));
-        f.comp.opcode = rng.pick(&[None, Some(Opcode::RcReadResponseFirst), Some(Opcode::RcReadResponseMiddle)]);
+        f.comp.opcode = rng.pick(&[
+            None,
+            Some(Opcode::RcReadResponseFirst),
+            Some(Opcode::RcReadResponseMiddle),
+        ]);
         f.comp.retry_cnt = rng.below(8) as u8;
         f.comp.rnr_retry = rng.below(8) as u8;
         f.comp.started_retry = rng.bool();

@@ -53,7 +53,8 @@ impl Notify {
     /// A completion was queued: whether the completion handler runs now. It
     /// runs once per arming.
     pub(crate) fn on_completion(&mut self, solicited: bool) -> bool {
-        let fire = self.0 & notify_flags::NEXT_COMP != 0 || (self.0 & notify_flags::SOLICITED != 0 && solicited);
+        let fire = self.0 & notify_flags::NEXT_COMP != 0
+            || (self.0 & notify_flags::SOLICITED != 0 && solicited);
         if fire {
             self.0 = 0;
         }
@@ -88,8 +89,16 @@ pub(crate) struct SrqChange {
 /// `rxe_srq_chk_attr()`. The checks of both attributes use the SRQ as it is
 /// before the call: a new `max_wr` is compared with the armed limit, a new
 /// limit with the current ring, even when both change at once.
-pub(crate) fn check_srq_modify(now: SrqNow, mask: u32, max_wr: u32, srq_limit: u32) -> Result<SrqChange, Invalid> {
-    let mut change = SrqChange { max_wr: None, limit: None };
+pub(crate) fn check_srq_modify(
+    now: SrqNow,
+    mask: u32,
+    max_wr: u32,
+    srq_limit: u32,
+) -> Result<SrqChange, Invalid> {
+    let mut change = SrqChange {
+        max_wr: None,
+        limit: None,
+    };
     if mask & srq_mask::MAX_WR != 0 {
         if max_wr > limits::MAX_SRQ_WR || max_wr == 0 {
             return Err(Invalid);
@@ -227,7 +236,10 @@ mod tests {
         let mut n = Notify::default();
         assert!(!n.on_completion(true), "not armed");
         assert_eq!(n.arm(SOLICITED, true), 0);
-        assert!(!n.on_completion(false), "solicited-only ignores unsolicited");
+        assert!(
+            !n.on_completion(false),
+            "solicited-only ignores unsolicited"
+        );
         assert!(n.on_completion(true));
         assert!(!n.on_completion(true), "one event per arming");
         assert_eq!(n.arm(NEXT_COMP, false), 0);
@@ -248,33 +260,66 @@ mod tests {
     #[test]
     fn srq_modify_rules() {
         use srq_mask::*;
-        let now = SrqNow { limit: 0, capacity: 127 };
+        let now = SrqNow {
+            limit: 0,
+            capacity: 127,
+        };
         assert_eq!(
             check_srq_modify(now, MAX_WR, 200, 0),
-            Ok(SrqChange { max_wr: Some(200), limit: None })
+            Ok(SrqChange {
+                max_wr: Some(200),
+                limit: None
+            })
         );
         assert_eq!(check_srq_modify(now, MAX_WR, 0, 0), Err(Invalid));
-        assert_eq!(check_srq_modify(now, MAX_WR, limits::MAX_SRQ_WR + 1, 0), Err(Invalid));
-        assert_eq!(check_srq_modify(now, LIMIT, 0, 127), Ok(SrqChange { max_wr: None, limit: Some(127) }));
+        assert_eq!(
+            check_srq_modify(now, MAX_WR, limits::MAX_SRQ_WR + 1, 0),
+            Err(Invalid)
+        );
+        assert_eq!(
+            check_srq_modify(now, LIMIT, 0, 127),
+            Ok(SrqChange {
+                max_wr: None,
+                limit: Some(127)
+            })
+        );
         assert_eq!(check_srq_modify(now, LIMIT, 0, 128), Err(Invalid));
-        assert_eq!(check_srq_modify(now, LIMIT, 0, limits::MAX_SRQ_WR + 1), Err(Invalid));
+        assert_eq!(
+            check_srq_modify(now, LIMIT, 0, limits::MAX_SRQ_WR + 1),
+            Err(Invalid)
+        );
         // The new limit is checked against the ring before the resize.
-        assert_eq!(check_srq_modify(now, MAX_WR | LIMIT, 1000, 500), Err(Invalid));
+        assert_eq!(
+            check_srq_modify(now, MAX_WR | LIMIT, 1000, 500),
+            Err(Invalid)
+        );
         // A new max_wr below the armed limit is refused, above it is fine.
-        let armed = SrqNow { limit: 50, capacity: 127 };
+        let armed = SrqNow {
+            limit: 50,
+            capacity: 127,
+        };
         assert_eq!(check_srq_modify(armed, MAX_WR, 49, 0), Err(Invalid));
         assert!(check_srq_modify(armed, MAX_WR, 50, 0).is_ok());
         // ... even when the same call lowers the limit.
         assert_eq!(check_srq_modify(armed, MAX_WR | LIMIT, 10, 5), Err(Invalid));
         // Unknown mask bits are ignored, as in C.
-        assert_eq!(check_srq_modify(now, 1 << 7, 0, 0), Ok(SrqChange { max_wr: None, limit: None }));
+        assert_eq!(
+            check_srq_modify(now, 1 << 7, 0, 0),
+            Ok(SrqChange {
+                max_wr: None,
+                limit: None
+            })
+        );
     }
 
     #[test]
     fn srq_limit_event() {
         let mut limit = 10;
         assert!(!srq_limit_reached(&mut limit, 10, true));
-        assert!(!srq_limit_reached(&mut limit, 9, false), "no handler: stays armed");
+        assert!(
+            !srq_limit_reached(&mut limit, 9, false),
+            "no handler: stays armed"
+        );
         assert_eq!(limit, 10);
         assert!(srq_limit_reached(&mut limit, 9, true));
         assert_eq!(limit, 0);
@@ -284,7 +329,11 @@ mod tests {
     fn sges(n: usize) -> impl FnMut(usize) -> Sge {
         move |i| {
             assert!(i < n, "asked for SGE {i} of {n}");
-            Sge { addr: 0x1000 * (i as u64 + 1), length: 100 + i as u32, lkey: 0x200 + i as u32 }
+            Sge {
+                addr: 0x1000 * (i as u64 + 1),
+                length: 100 + i as u32,
+                lkey: 0x200 + i as u32,
+            }
         }
     }
 
@@ -300,10 +349,20 @@ mod tests {
         assert_eq!(w.wr_id, 0xfeed);
         assert_eq!(w.num_sge, 3);
         assert_eq!(w.length, 100 + 101 + 102);
-        assert_eq!(w.sge(2), Some(Sge { addr: 0x3000, length: 102, lkey: 0x202 }));
+        assert_eq!(
+            w.sge(2),
+            Some(Sge {
+                addr: 0x3000,
+                length: 102,
+                lkey: 0x202
+            })
+        );
         // resid starts equal to length; cur_sge and sge_offset at zero.
         let d = recv_wqe::DMA;
-        assert_eq!(&img[d + dma::RESID..d + dma::RESID + 4], &303u32.to_ne_bytes());
+        assert_eq!(
+            &img[d + dma::RESID..d + dma::RESID + 4],
+            &303u32.to_ne_bytes()
+        );
         assert_eq!(&img[d + dma::CUR_SGE..d + dma::CUR_SGE + 4], &[0; 4]);
         assert_eq!(&img[d + dma::SGE_OFFSET..d + dma::SGE_OFFSET + 4], &[0; 4]);
         // No SGEs at all is a valid zero-length receive.
@@ -313,19 +372,53 @@ mod tests {
     #[test]
     fn kernel_recv_wqe_errors() {
         let mut img = [0u8; RECV_WQE_MAX];
-        assert_eq!(build_recv_wqe(&mut img, 0, 5, 4, sges(0)), Err(PostRecvError::TooManySge));
-        assert_eq!(build_recv_wqe(&mut img, 0, -1, 4, sges(0)), Err(PostRecvError::TooManySge));
-        assert_eq!(build_recv_wqe(&mut img, 0, 33, 40, sges(0)), Err(PostRecvError::TooManySge));
-        let huge = |_| Sge { addr: 0, length: 1 << 30, lkey: 0 };
-        assert_eq!(build_recv_wqe(&mut img, 0, 2, 4, huge), Ok(72), "exactly 2^31 is allowed");
-        assert_eq!(build_recv_wqe(&mut img, 0, 3, 4, huge), Err(PostRecvError::TooLong));
-        let max = |_| Sge { addr: 0, length: u32::MAX, lkey: 0 };
-        assert_eq!(build_recv_wqe(&mut img, 0, 32, 32, max), Err(PostRecvError::TooLong));
+        assert_eq!(
+            build_recv_wqe(&mut img, 0, 5, 4, sges(0)),
+            Err(PostRecvError::TooManySge)
+        );
+        assert_eq!(
+            build_recv_wqe(&mut img, 0, -1, 4, sges(0)),
+            Err(PostRecvError::TooManySge)
+        );
+        assert_eq!(
+            build_recv_wqe(&mut img, 0, 33, 40, sges(0)),
+            Err(PostRecvError::TooManySge)
+        );
+        let huge = |_| Sge {
+            addr: 0,
+            length: 1 << 30,
+            lkey: 0,
+        };
+        assert_eq!(
+            build_recv_wqe(&mut img, 0, 2, 4, huge),
+            Ok(72),
+            "exactly 2^31 is allowed"
+        );
+        assert_eq!(
+            build_recv_wqe(&mut img, 0, 3, 4, huge),
+            Err(PostRecvError::TooLong)
+        );
+        let max = |_| Sge {
+            addr: 0,
+            length: u32::MAX,
+            lkey: 0,
+        };
+        assert_eq!(
+            build_recv_wqe(&mut img, 0, 32, 32, max),
+            Err(PostRecvError::TooLong)
+        );
     }
 
     #[test]
     fn recv_net() {
         assert_eq!(RecvNet::default().network_hdr_type(), 2);
-        assert_eq!(RecvNet { ipv6: true, vlan_id: None }.network_hdr_type(), 3);
+        assert_eq!(
+            RecvNet {
+                ipv6: true,
+                vlan_id: None
+            }
+            .network_hdr_type(),
+            3
+        );
     }
 }

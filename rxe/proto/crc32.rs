@@ -24,7 +24,11 @@ const fn tables() -> [[u32; 256]; 16] {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0xedb8_8320 } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xedb8_8320
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[0][i] = c;
@@ -96,7 +100,11 @@ pub(crate) mod tests {
         for &b in data {
             crc ^= u32::from(b);
             for _ in 0..8 {
-                crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
             }
         }
         crc
@@ -125,7 +133,11 @@ pub(crate) mod tests {
             let len = (next() % 4200) as usize;
             let seed = next() as u32;
             let s = &data[start..start + len];
-            assert_eq!(crc32_le(seed, s), bitwise(seed, s), "start {start} len {len}");
+            assert_eq!(
+                crc32_le(seed, s),
+                bitwise(seed, s),
+                "start {start} len {len}"
+            );
         }
         // Every short length, where only the byte loop runs or one block.
         for len in 0..48 {

@@ -105,7 +105,11 @@ pub(crate) fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
 /// `rdma_get_udp_sport`: the source port of a QP whose path was set with
 /// flow label `fl` (0: derive one from the QPNs).
 pub(crate) fn udp_sport(fl: u32, lqpn: u32, rqpn: u32) -> u16 {
-    let fl = if fl == 0 { calc_flow_label(lqpn, rqpn) } else { fl };
+    let fl = if fl == 0 {
+        calc_flow_label(lqpn, rqpn)
+    } else {
+        fl
+    };
     flow_label_to_udp_sport(fl)
 }
 
@@ -130,8 +134,26 @@ pub(crate) fn write_ipv4(buf: &mut [u8], h: &Ipv4Out) -> Result<(), TooShort> {
     let b = buf.first_chunk_mut::<IPV4_HLEN>().ok_or(TooShort)?;
     let [tl0, tl1] = h.total_len.to_be_bytes();
     *b = [
-        0x45, h.tos, tl0, tl1, 0, 0, 0x40, 0, h.ttl, IPPROTO_UDP, 0, 0, h.src[0], h.src[1],
-        h.src[2], h.src[3], h.dst[0], h.dst[1], h.dst[2], h.dst[3],
+        0x45,
+        h.tos,
+        tl0,
+        tl1,
+        0,
+        0,
+        0x40,
+        0,
+        h.ttl,
+        IPPROTO_UDP,
+        0,
+        0,
+        h.src[0],
+        h.src[1],
+        h.src[2],
+        h.src[3],
+        h.dst[0],
+        h.dst[1],
+        h.dst[2],
+        h.dst[3],
     ];
     Ok(())
 }
@@ -255,7 +277,10 @@ mod tests {
     fn gid_mapping() {
         let v4 = IpAddr::V4([10, 77, 0, 2]);
         let gid = v4.to_gid();
-        assert_eq!(gid, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2]);
+        assert_eq!(
+            gid,
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2]
+        );
         assert_eq!(IpAddr::from_gid(gid), v4);
         assert_eq!(v4.network_type(), NetworkType::Ipv4);
         let mut g6 = [0u8; 16];
@@ -290,7 +315,10 @@ mod tests {
         // hash_32(x, 14) = (x * 0x61c88647) >> 18, worked by hand.
         assert_eq!(qp_udp_sport(0), 0xc000);
         assert_eq!(qp_udp_sport(1), 0xc000 | (0x61c8_8647u32 >> 18) as u16);
-        assert_eq!(qp_udp_sport(17), 0xc000 | (17u32.wrapping_mul(0x61c8_8647) >> 18) as u16);
+        assert_eq!(
+            qp_udp_sport(17),
+            0xc000 | (17u32.wrapping_mul(0x61c8_8647) >> 18) as u16
+        );
         for q in [0u32, 1, 16, 17, 0xff_ffff, 12345] {
             assert!(qp_udp_sport(q) >= 0xc000);
         }
@@ -366,7 +394,10 @@ mod tests {
         assert_eq!(&b[8..24], &src);
         assert_eq!(&b[24..], &dst);
         let info = parse_ip(&b).unwrap();
-        assert_eq!((info.src, info.dst, info.hdr_len), (IpAddr::V6(src), IpAddr::V6(dst), 40));
+        assert_eq!(
+            (info.src, info.dst, info.hdr_len),
+            (IpAddr::V6(src), IpAddr::V6(dst), 40)
+        );
         assert_eq!(parse_ip(&b[..39]), None);
         assert_eq!(network_hdr(&b), Some(b));
         assert_eq!(write_ipv6(&mut b[..39], &h), Err(TooShort));

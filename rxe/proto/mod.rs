@@ -10,6 +10,7 @@
 // limits, header fields, opcode and state tables, PSN arithmetic) of which
 // the driver uses a part, and helpers only the host tests call yet; the
 // others must be used in full by the kernel build.
+pub(crate) mod accept;
 #[allow(dead_code)]
 pub(crate) mod av;
 pub(crate) mod comp_logic;
@@ -21,10 +22,9 @@ pub(crate) mod headers;
 #[allow(dead_code)]
 pub(crate) mod icrc;
 #[allow(dead_code)]
-pub(crate) mod mr_logic;
-pub(crate) mod accept;
-#[allow(dead_code)]
 pub(crate) mod ip;
+#[allow(dead_code)]
+pub(crate) mod mr_logic;
 #[allow(dead_code)]
 pub(crate) mod opcode;
 #[allow(dead_code)]

@@ -33,7 +33,8 @@ impl Access {
     pub(crate) const OPTIONAL: Self = Self(((1 << 29) << 1) - (1 << 20));
 
     /// Any remote right.
-    pub(crate) const REMOTE: Self = Self(Self::REMOTE_READ.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_ATOMIC.0);
+    pub(crate) const REMOTE: Self =
+        Self(Self::REMOTE_READ.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_ATOMIC.0);
     /// What rxe accepts on an MR (`RXE_ACCESS_SUPPORTED_MR`).
     pub(crate) const SUPPORTED_MR: Self = Self(
         Self::REMOTE.0
@@ -226,7 +227,10 @@ pub(crate) const fn check_rereg(flags: u32, access: Access) -> Result<(), RuleEr
 /// Whether rights need the pages mapped writable (`ib_access_writable`).
 pub(crate) const fn is_writable(access: Access) -> bool {
     access.intersects(Access(
-        Access::LOCAL_WRITE.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0 | Access::MW_BIND.0,
+        Access::LOCAL_WRITE.0
+            | Access::REMOTE_WRITE.0
+            | Access::REMOTE_ATOMIC.0
+            | Access::MW_BIND.0,
     ))
 }
 
@@ -268,7 +272,11 @@ impl Layout {
     /// 63, so odd inputs give odd layouts, never a panic.
     pub(crate) const fn new(iova: u64, page_shift: u32, sys_page_shift: u32) -> Self {
         let page_shift = if page_shift > 63 { 63 } else { page_shift };
-        let sys = if sys_page_shift > 63 { 63 } else { sys_page_shift };
+        let sys = if sys_page_shift > 63 {
+            63
+        } else {
+            sys_page_shift
+        };
         let mask = (1u64 << page_shift) - 1;
         Self {
             base: iova & !mask,
@@ -329,14 +337,23 @@ impl Iterator for Chunks {
         if self.failed || self.pos >= self.len {
             return None;
         }
-        let located = if self.wrapped { None } else { self.layout.locate(self.iova) };
+        let located = if self.wrapped {
+            None
+        } else {
+            self.layout.locate(self.iova)
+        };
         let Some((block, offset)) = located else {
             self.failed = true;
             return Some(Err(()));
         };
         let room = usize::try_from(self.layout.block_size()).unwrap_or(usize::MAX) - offset;
         let len = core::cmp::min(room, self.len - self.pos);
-        let chunk = Chunk { block, offset, len, pos: self.pos };
+        let chunk = Chunk {
+            block,
+            offset,
+            len,
+            pos: self.pos,
+        };
         self.pos += len;
         match self.iova.checked_add(len64(len)) {
             Some(next) => self.iova = next,
@@ -407,7 +424,11 @@ pub(crate) struct MrFacts {
 /// REG_MR: only a free fast-reg MR of the QP's PD, and only the key byte may
 /// change.
 pub(crate) fn check_fast_reg(mr: &MrFacts, same_pd: bool, key: u32) -> Result<(), RuleError> {
-    if mr.mr_type != MrType::MemReg || mr.state != State::Free || !same_pd || !same_index(mr.lkey, key) {
+    if mr.mr_type != MrType::MemReg
+        || mr.state != State::Free
+        || !same_pd
+        || !same_index(mr.lkey, key)
+    {
         return Err(RuleError::Invalid);
     }
     Ok(())
@@ -439,8 +460,16 @@ impl InvalidateError {
 
 /// LOCAL_INV / send with invalidate on an MR key, by a QP of the MR's PD
 /// (`same_pd`) or not.
-pub(crate) fn check_invalidate_mr(mr: &MrFacts, key: u32, same_pd: bool) -> Result<(), InvalidateError> {
-    let expected = if mr.access.intersects(Access::REMOTE) { mr.rkey } else { mr.lkey };
+pub(crate) fn check_invalidate_mr(
+    mr: &MrFacts,
+    key: u32,
+    same_pd: bool,
+) -> Result<(), InvalidateError> {
+    let expected = if mr.access.intersects(Access::REMOTE) {
+        mr.rkey
+    } else {
+        mr.lkey
+    };
     if key != expected || mr.bound_mws > 0 || mr.mr_type != MrType::MemReg {
         return Err(InvalidateError::Invalid);
     }
@@ -545,7 +574,13 @@ pub(crate) fn check_bind(
 
 /// The MR iova a window address `va` means, and whether `[va, va + len)`
 /// stays inside the window. A zero-based window counts from its start.
-pub(crate) fn window_target(addr: u64, length: u64, zero_based: bool, va: u64, len: u64) -> Option<u64> {
+pub(crate) fn window_target(
+    addr: u64,
+    length: u64,
+    zero_based: bool,
+    va: u64,
+    len: u64,
+) -> Option<u64> {
     if zero_based {
         if !range_ok(0, length, va, len) {
             return None;
@@ -568,8 +603,14 @@ mod tests {
         assert_eq!(Access::REMOTE.bits(), 0xe);
         assert_eq!(Access::OPTIONAL.bits(), 0x3ff0_0000);
         // RXE_ACCESS_SUPPORTED_MR as the C enum computes it.
-        assert_eq!(Access::SUPPORTED_MR.bits(), 0xe | 1 | 0x10 | 0x40 | 0x100 | 0x200 | 0x3ff0_0000);
-        assert_eq!(Access::SUPPORTED_MW.bits(), Access::SUPPORTED_MR.bits() | 0x20);
+        assert_eq!(
+            Access::SUPPORTED_MR.bits(),
+            0xe | 1 | 0x10 | 0x40 | 0x100 | 0x200 | 0x3ff0_0000
+        );
+        assert_eq!(
+            Access::SUPPORTED_MW.bits(),
+            Access::SUPPORTED_MR.bits() | 0x20
+        );
         assert!(Access::from_raw(7).contains(Access::REMOTE_READ));
         assert!(!Access::from_raw(1).contains(Access::REMOTE_READ));
     }
@@ -601,13 +642,28 @@ mod tests {
     #[test]
     fn reg_and_rereg_rules() {
         assert_eq!(check_reg_access(Access::from_raw(0xf)), Ok(()));
-        assert_eq!(check_reg_access(Access::ZERO_BASED), Err(RuleError::NotSupported));
-        assert_eq!(check_reg_access(Access::HUGETLB), Err(RuleError::NotSupported));
+        assert_eq!(
+            check_reg_access(Access::ZERO_BASED),
+            Err(RuleError::NotSupported)
+        );
+        assert_eq!(
+            check_reg_access(Access::HUGETLB),
+            Err(RuleError::NotSupported)
+        );
         assert_eq!(check_reg_access(Access::from_raw(1 << 20)), Ok(()));
         assert_eq!(check_rereg(rereg::PD, Access::HUGETLB), Ok(()));
-        assert_eq!(check_rereg(rereg::ACCESS, Access::HUGETLB), Err(RuleError::NotSupported));
-        assert_eq!(check_rereg(rereg::TRANS | rereg::PD, Access::NONE), Err(RuleError::NotSupported));
-        assert_eq!(check_rereg(rereg::ACCESS | rereg::PD, Access::LOCAL_WRITE), Ok(()));
+        assert_eq!(
+            check_rereg(rereg::ACCESS, Access::HUGETLB),
+            Err(RuleError::NotSupported)
+        );
+        assert_eq!(
+            check_rereg(rereg::TRANS | rereg::PD, Access::NONE),
+            Err(RuleError::NotSupported)
+        );
+        assert_eq!(
+            check_rereg(rereg::ACCESS | rereg::PD, Access::LOCAL_WRITE),
+            Ok(())
+        );
         assert!(is_writable(Access::MW_BIND));
         assert!(!is_writable(Access::REMOTE_READ));
     }
@@ -645,10 +701,30 @@ mod tests {
         assert_eq!(
             c,
             [
-                Chunk { block: 0, offset: 0xff0, len: 0x10, pos: 0 },
-                Chunk { block: 1, offset: 0, len: 0x1000, pos: 0x10 },
-                Chunk { block: 2, offset: 0, len: 0x1000, pos: 0x1010 },
-                Chunk { block: 3, offset: 0, len: 0x10, pos: 0x2010 },
+                Chunk {
+                    block: 0,
+                    offset: 0xff0,
+                    len: 0x10,
+                    pos: 0
+                },
+                Chunk {
+                    block: 1,
+                    offset: 0,
+                    len: 0x1000,
+                    pos: 0x10
+                },
+                Chunk {
+                    block: 2,
+                    offset: 0,
+                    len: 0x1000,
+                    pos: 0x1010
+                },
+                Chunk {
+                    block: 3,
+                    offset: 0,
+                    len: 0x10,
+                    pos: 0x2010
+                },
             ]
         );
         assert_eq!(l.chunks(0x1ff0, 0).count(), 0);
@@ -662,7 +738,15 @@ mod tests {
     fn chunks_at_the_top_of_the_address_space() {
         let l = Layout::new(u64::MAX - 0xfff, 12, 12);
         let c: Vec<_> = l.chunks(u64::MAX - 0xf, 0x10).collect();
-        assert_eq!(c, [Ok(Chunk { block: 0, offset: 0xff0, len: 0x10, pos: 0 })]);
+        assert_eq!(
+            c,
+            [Ok(Chunk {
+                block: 0,
+                offset: 0xff0,
+                len: 0x10,
+                pos: 0
+            })]
+        );
         let c: Vec<_> = l.chunks(u64::MAX - 0xf, 0x11).collect();
         assert_eq!(c.len(), 2);
         assert_eq!(c[1], Err(()));
@@ -679,8 +763,24 @@ mod tests {
         let l = Layout::new(0x1300, 9, 12);
         assert_eq!(l.locate(0x1300), Some((0, 0x100)));
         let c: Vec<_> = l.chunks(0x13f0, 0x20).map(Result::unwrap).collect();
-        assert_eq!(c[0], Chunk { block: 0, offset: 0x1f0, len: 0x10, pos: 0 });
-        assert_eq!(c[1], Chunk { block: 1, offset: 0, len: 0x10, pos: 0x10 });
+        assert_eq!(
+            c[0],
+            Chunk {
+                block: 0,
+                offset: 0x1f0,
+                len: 0x10,
+                pos: 0
+            }
+        );
+        assert_eq!(
+            c[1],
+            Chunk {
+                block: 1,
+                offset: 0,
+                len: 0x10,
+                pos: 0x10
+            }
+        );
         // Absurd shifts are clamped instead of overflowing.
         let l = Layout::new(5, 200, 200);
         assert_eq!(l.locate(5), Some((0, 5)));
@@ -698,7 +798,10 @@ mod tests {
 
     #[test]
     fn atomics() {
-        let cas = AtomicOp::CompareSwap { compare: 3, swap: 9 };
+        let cas = AtomicOp::CompareSwap {
+            compare: 3,
+            swap: 9,
+        };
         assert_eq!(cas.apply(3), Some(9));
         assert_eq!(cas.apply(4), None);
         assert_eq!(AtomicOp::FetchAdd { add: 2 }.apply(u64::MAX), Some(1));
@@ -719,7 +822,10 @@ mod tests {
 
     #[test]
     fn fast_reg_and_invalidate_rules() {
-        assert_eq!(check_fast_reg(&fast_mr(State::Free), true, 0x0000_05ff), Ok(()));
+        assert_eq!(
+            check_fast_reg(&fast_mr(State::Free), true, 0x0000_05ff),
+            Ok(())
+        );
         assert!(check_fast_reg(&fast_mr(State::Valid), true, 0x0000_05ff).is_err());
         assert!(check_fast_reg(&fast_mr(State::Free), false, 0x0000_05ff).is_err());
         assert!(check_fast_reg(&fast_mr(State::Free), true, 0x0000_06ff).is_err());
@@ -727,7 +833,10 @@ mod tests {
         user.mr_type = MrType::User;
         assert!(check_fast_reg(&user, true, 0x0000_0512).is_err());
 
-        assert_eq!(check_invalidate_mr(&fast_mr(State::Valid), 0x512, true), Ok(()));
+        assert_eq!(
+            check_invalidate_mr(&fast_mr(State::Valid), 0x512, true),
+            Ok(())
+        );
         assert!(check_invalidate_mr(&fast_mr(State::Valid), 0x513, true).is_err());
         assert_eq!(
             check_invalidate_mr(&fast_mr(State::Valid), 0x512, false),
@@ -744,14 +853,35 @@ mod tests {
 
         assert!(check_invalidate_mw(MwType::One, State::Valid, true, true).is_err());
         assert!(check_invalidate_mw(MwType::Two, State::Invalid, true, true).is_err());
-        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid, true, true), Ok(()));
+        assert_eq!(
+            check_invalidate_mw(MwType::Two, State::Valid, true, true),
+            Ok(())
+        );
         let denied = Err(InvalidateError::Protection { window: true });
-        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid, false, true), denied);
-        assert_eq!(check_invalidate_mw(MwType::Two, State::Valid, true, false), denied);
-        assert_eq!(check_invalidate_mw(MwType::Two, State::Invalid, false, false), Err(InvalidateError::Invalid));
-        assert_eq!(InvalidateError::Invalid.local_status(), WcStatus::LocQpOpErr);
-        assert_eq!(InvalidateError::Protection { window: true }.local_status(), WcStatus::MwBindErr);
-        assert_eq!(InvalidateError::Protection { window: false }.local_status(), WcStatus::LocProtErr);
+        assert_eq!(
+            check_invalidate_mw(MwType::Two, State::Valid, false, true),
+            denied
+        );
+        assert_eq!(
+            check_invalidate_mw(MwType::Two, State::Valid, true, false),
+            denied
+        );
+        assert_eq!(
+            check_invalidate_mw(MwType::Two, State::Invalid, false, false),
+            Err(InvalidateError::Invalid)
+        );
+        assert_eq!(
+            InvalidateError::Invalid.local_status(),
+            WcStatus::LocQpOpErr
+        );
+        assert_eq!(
+            InvalidateError::Protection { window: true }.local_status(),
+            WcStatus::MwBindErr
+        );
+        assert_eq!(
+            InvalidateError::Protection { window: false }.local_status(),
+            WcStatus::LocProtErr
+        );
     }
 
     fn bind_mr() -> BindMr {
@@ -764,7 +894,11 @@ mod tests {
     }
 
     fn req(addr: u64, length: u64, access: Access) -> BindReq {
-        BindReq { addr, length, access }
+        BindReq {
+            addr,
+            length,
+            access,
+        }
     }
 
     #[test]
@@ -772,43 +906,87 @@ mod tests {
         let mr = bind_mr();
         let rw = Access::from_raw(Access::REMOTE_WRITE.bits() | Access::REMOTE_READ.bits());
         let ok = req(0x1100, 0x100, rw);
-        assert_eq!(check_bind(MwType::One, State::Valid, true, Some(&mr), &ok), Ok(()));
-        assert_eq!(check_bind(MwType::Two, State::Free, true, Some(&mr), &ok), Ok(()));
+        assert_eq!(
+            check_bind(MwType::One, State::Valid, true, Some(&mr), &ok),
+            Ok(())
+        );
+        assert_eq!(
+            check_bind(MwType::Two, State::Free, true, Some(&mr), &ok),
+            Ok(())
+        );
         // Type 1 may unbind (no MR); type 2 may not.
         let unbind = req(0, 0, Access::NONE);
-        assert_eq!(check_bind(MwType::One, State::Valid, true, None, &unbind), Ok(()));
+        assert_eq!(
+            check_bind(MwType::One, State::Valid, true, None, &unbind),
+            Ok(())
+        );
         assert!(check_bind(MwType::Two, State::Free, true, None, &unbind).is_err());
         // State rules.
         assert!(check_bind(MwType::One, State::Free, true, Some(&mr), &ok).is_err());
         assert!(check_bind(MwType::Two, State::Valid, true, Some(&mr), &ok).is_err());
         // PD rules.
         assert!(check_bind(MwType::One, State::Valid, false, Some(&mr), &ok).is_err());
-        let other_pd = BindMr { same_pd: false, ..mr };
+        let other_pd = BindMr {
+            same_pd: false,
+            ..mr
+        };
         assert!(check_bind(MwType::One, State::Valid, true, Some(&other_pd), &ok).is_err());
         // MR rights.
-        let no_bind = BindMr { access: Access::LOCAL_WRITE, ..mr };
+        let no_bind = BindMr {
+            access: Access::LOCAL_WRITE,
+            ..mr
+        };
         assert!(check_bind(MwType::One, State::Valid, true, Some(&no_bind), &ok).is_err());
-        let read_only = BindMr { access: Access::MW_BIND, ..mr };
+        let read_only = BindMr {
+            access: Access::MW_BIND,
+            ..mr
+        };
         assert!(check_bind(MwType::One, State::Valid, true, Some(&read_only), &ok).is_err());
         let ro_req = req(0x1100, 0x100, Access::REMOTE_READ);
-        assert_eq!(check_bind(MwType::One, State::Valid, true, Some(&read_only), &ro_req), Ok(()));
+        assert_eq!(
+            check_bind(MwType::One, State::Valid, true, Some(&read_only), &ro_req),
+            Ok(())
+        );
         // Range, including overflow.
-        assert!(check_bind(MwType::One, State::Valid, true, Some(&mr), &req(0x1f00, 0x101, rw)).is_err());
-        assert!(check_bind(MwType::One, State::Valid, true, Some(&mr), &req(u64::MAX, 2, rw)).is_err());
+        assert!(check_bind(
+            MwType::One,
+            State::Valid,
+            true,
+            Some(&mr),
+            &req(0x1f00, 0x101, rw)
+        )
+        .is_err());
+        assert!(check_bind(
+            MwType::One,
+            State::Valid,
+            true,
+            Some(&mr),
+            &req(u64::MAX, 2, rw)
+        )
+        .is_err());
         // Zero based: type 2 only, and only length is checked.
         let zb = req(0x0, 0x1000, rw.union(Access::ZERO_BASED));
         assert!(check_bind(MwType::One, State::Valid, true, Some(&mr), &zb).is_err());
-        assert_eq!(check_bind(MwType::Two, State::Free, true, Some(&mr), &zb), Ok(()));
+        assert_eq!(
+            check_bind(MwType::Two, State::Free, true, Some(&mr), &zb),
+            Ok(())
+        );
         let zb_long = req(0x0, 0x1001, rw.union(Access::ZERO_BASED));
         assert!(check_bind(MwType::Two, State::Free, true, Some(&mr), &zb_long).is_err());
         // Unknown rights.
         let odd = req(0x1100, 0x100, Access::HUGETLB);
-        assert_eq!(check_bind(MwType::One, State::Valid, true, Some(&mr), &odd), Err(RuleError::NotSupported));
+        assert_eq!(
+            check_bind(MwType::One, State::Valid, true, Some(&mr), &odd),
+            Err(RuleError::NotSupported)
+        );
     }
 
     #[test]
     fn window_translation() {
-        assert_eq!(window_target(0x1000, 0x100, false, 0x1010, 0x10), Some(0x1010));
+        assert_eq!(
+            window_target(0x1000, 0x100, false, 0x1010, 0x10),
+            Some(0x1010)
+        );
         assert_eq!(window_target(0x1000, 0x100, false, 0x10f8, 0x10), None);
         assert_eq!(window_target(0x1000, 0x100, true, 0x10, 0x10), Some(0x1010));
         assert_eq!(window_target(0x1000, 0x100, true, 0xf8, 0x10), None);

@@ -237,16 +237,36 @@ impl Pool {
 pub(crate) mod pool {
     use super::{Pool, DEFAULT_MAX_VALUE};
 
-    pub(crate) const UC: Pool = Pool { min_index: 1, max_index: DEFAULT_MAX_VALUE, max_elem: DEFAULT_MAX_VALUE };
-    pub(crate) const PD: Pool = Pool { min_index: 1, max_index: DEFAULT_MAX_VALUE, max_elem: DEFAULT_MAX_VALUE };
-    pub(crate) const AH: Pool = Pool { min_index: 1, max_index: (1 << 15) - 1, max_elem: (1 << 15) - 1 };
+    pub(crate) const UC: Pool = Pool {
+        min_index: 1,
+        max_index: DEFAULT_MAX_VALUE,
+        max_elem: DEFAULT_MAX_VALUE,
+    };
+    pub(crate) const PD: Pool = Pool {
+        min_index: 1,
+        max_index: DEFAULT_MAX_VALUE,
+        max_elem: DEFAULT_MAX_VALUE,
+    };
+    pub(crate) const AH: Pool = Pool {
+        min_index: 1,
+        max_index: (1 << 15) - 1,
+        max_elem: (1 << 15) - 1,
+    };
     pub(crate) const SRQ: Pool = Pool {
         min_index: 0x0002_0001,
         max_index: DEFAULT_MAX_VALUE,
         max_elem: DEFAULT_MAX_VALUE - 0x0002_0001,
     };
-    pub(crate) const QP: Pool = Pool { min_index: 16, max_index: DEFAULT_MAX_VALUE, max_elem: DEFAULT_MAX_VALUE - 16 };
-    pub(crate) const CQ: Pool = Pool { min_index: 1, max_index: DEFAULT_MAX_VALUE, max_elem: DEFAULT_MAX_VALUE };
+    pub(crate) const QP: Pool = Pool {
+        min_index: 16,
+        max_index: DEFAULT_MAX_VALUE,
+        max_elem: DEFAULT_MAX_VALUE - 16,
+    };
+    pub(crate) const CQ: Pool = Pool {
+        min_index: 1,
+        max_index: DEFAULT_MAX_VALUE,
+        max_elem: DEFAULT_MAX_VALUE,
+    };
     pub(crate) const MR: Pool = Pool {
         min_index: 1,
         max_index: DEFAULT_MAX_VALUE >> 1,
@@ -458,7 +478,16 @@ pub(crate) const PORT_INFO_OPER_VL: u8 = 1;
 /// image GUID, in wire (big-endian) byte order.
 pub(crate) const fn guid_from_mac(mac: [u8; 6]) -> [u8; 8] {
     // FF:FE in the middle, and the universal/local bit flipped.
-    [mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 0x02,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }
 
 #[cfg(test)]
@@ -479,11 +508,19 @@ mod tests {
             ("RXE_MIN_MW_INDEX", pool::MW.min_index.into(), 524_289),
             ("RXE_MAX_MW", pool::MW.max_elem.into(), 524_287),
             ("RXE_MAX_AH", pool::AH.max_elem.into(), 32_767),
-            ("RXE_MAX_MR_SIZE", limits::MAX_MR_SIZE, 0xffff_ffff_ffff_ffff),
+            (
+                "RXE_MAX_MR_SIZE",
+                limits::MAX_MR_SIZE,
+                0xffff_ffff_ffff_ffff,
+            ),
             ("RXE_PAGE_SIZE_CAP", limits::PAGE_SIZE_CAP, 0xffff_f000),
             ("RXE_PORT_MAX_MSG_SZ", MAX_MSG_SZ.into(), 2_147_483_648),
             ("RXE_PORT_PORT_CAP_FLAGS", PORT_CM_SUP.into(), 0x10000),
-            ("RXE_PORT_SUBNET_PREFIX", PORT_SUBNET_PREFIX, 0xfe80_0000_0000_0000),
+            (
+                "RXE_PORT_SUBNET_PREFIX",
+                PORT_SUBNET_PREFIX,
+                0xfe80_0000_0000_0000,
+            ),
         ];
         for (name, ours, c) in table {
             assert_eq!(ours, c, "{name}");
@@ -514,12 +551,20 @@ mod tests {
             ("masked_atomic_cap", (d.masked_atomic_cap as u32).into(), 0),
             ("max_mcast_grp", d.max_mcast_grp.into(), 8192),
             ("max_mcast_qp_attach", d.max_mcast_qp_attach.into(), 56),
-            ("max_total_mcast_qp_attach", d.max_total_mcast_qp_attach.into(), 0x70000),
+            (
+                "max_total_mcast_qp_attach",
+                d.max_total_mcast_qp_attach.into(),
+                0x70000,
+            ),
             ("max_ah", d.max_ah.into(), 32767),
             ("max_srq", d.max_srq.into(), (1 << 20) - 0x20001),
             ("max_srq_wr", d.max_srq_wr.into(), 1 << 20),
             ("max_srq_sge", d.max_srq_sge.into(), 27),
-            ("max_fast_reg_page_list_len", d.max_fast_reg_page_list_len.into(), 512),
+            (
+                "max_fast_reg_page_list_len",
+                d.max_fast_reg_page_list_len.into(),
+                512,
+            ),
             ("max_pkeys", d.max_pkeys.into(), 64),
             ("local_ca_ack_delay", d.local_ca_ack_delay.into(), 15),
             ("kernel_cap_flags", d.kernel_cap_flags as i64, 0x10),
@@ -601,14 +646,20 @@ mod tests {
         assert!(pool::MR.holds(1) && !pool::MR.holds(pool::MW.min_index));
         assert_eq!(pool::MR.max_index + 1, pool::MW.min_index);
         assert!(!pool::AH.holds(0));
-        assert_eq!(guid_from_mac([0x52, 0x54, 0, 0x12, 0x34, 0x56]), [0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56]);
+        assert_eq!(
+            guid_from_mac([0x52, 0x54, 0, 0x12, 0x34, 0x56]),
+            [0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56]
+        );
         assert_eq!(PhysState::reported(true, false), PhysState::LinkUp);
         assert_eq!(PhysState::reported(false, true), PhysState::Polling);
         assert_eq!(PhysState::reported(false, false), PhysState::Disabled);
         assert_eq!(pacing::MAX_PKT_PER_ACK, 64);
         assert_eq!(pacing::MAX_UNACKED_PSNS, 128);
         assert_eq!(
-            (pacing::INFLIGHT_SKBS_PER_QP_HIGH, pacing::INFLIGHT_SKBS_PER_QP_LOW),
+            (
+                pacing::INFLIGHT_SKBS_PER_QP_HIGH,
+                pacing::INFLIGHT_SKBS_PER_QP_LOW
+            ),
             (64, 16)
         );
     }

@@ -23,17 +23,33 @@ pub(crate) enum PostError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Target {
     /// UD and GSI QPs, whatever the opcode.
-    Ud { remote_qpn: u32, remote_qkey: u32, pkey_index: u16, ah_num: u32 },
+    Ud {
+        remote_qpn: u32,
+        remote_qkey: u32,
+        pkey_index: u16,
+        ah_num: u32,
+    },
     /// RDMA read and write.
     Rdma { remote_addr: u64, rkey: u32 },
     /// Compare-and-swap and fetch-and-add.
-    Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
+    Atomic {
+        remote_addr: u64,
+        compare_add: u64,
+        swap: u64,
+        rkey: u32,
+    },
     /// Fast registration. `mr_lkey` names the MR: C keeps an `ib_mr`
     /// pointer in that slot, the driver keeps the MR's lkey, whose index
     /// finds the MR. `iova` and `length` are the `ib_mr`'s when the WR is
     /// posted: users may change the iova after `ib_map_mr_sg` (xprtrdma
     /// does), and the registration takes what they set.
-    Reg { mr_lkey: u32, key: u32, access: u32, iova: u64, length: u64 },
+    Reg {
+        mr_lkey: u32,
+        key: u32,
+        access: u32,
+        iova: u64,
+        length: u64,
+    },
     /// Nothing beyond the common fields.
     None,
 }
@@ -76,7 +92,11 @@ fn sge_length(sges: &[Sge]) -> u64 {
 }
 
 /// `validate_send_wr()` then the opcode switch of `init_send_wr()`.
-pub(crate) fn check_send_wr(qp_type: QpType, sq: SqLimits, wr: &SendWr<'_>) -> Result<Checked, PostError> {
+pub(crate) fn check_send_wr(
+    qp_type: QpType,
+    sq: SqLimits,
+    wr: &SendWr<'_>,
+) -> Result<Checked, PostError> {
     let opcode = WrOpcode::try_from(wr.opcode).map_err(|_| PostError::Invalid)?;
     let mask = opcode.mask(qp_type);
     if mask.is_empty() {
@@ -108,11 +128,17 @@ pub(crate) fn check_send_wr(qp_type: QpType, sq: SqLimits, wr: &SendWr<'_>) -> R
     }
     // At most 2^31 (checked above).
     let length = length as u32;
-    Ok(Checked { opcode, mask, length, inline })
+    Ok(Checked {
+        opcode,
+        mask,
+        length,
+        inline,
+    })
 }
 
 fn put(buf: &mut [u8], off: usize, bytes: &[u8]) -> Option<()> {
-    buf.get_mut(off..off.checked_add(bytes.len())?)?.copy_from_slice(bytes);
+    buf.get_mut(off..off.checked_add(bytes.len())?)?
+        .copy_from_slice(bytes);
     Some(())
 }
 
@@ -152,14 +178,21 @@ pub(crate) fn encode_send_wqe(
     put64(out, send_wr::WR_ID, wr.wr_id)?;
     put32(out, send_wr::OPCODE, wr.opcode)?;
     put32(out, send_wr::SEND_FLAGS, wr.send_flags)?;
-    let has_ex =
-        matches!(c.opcode, O::SendWithImm | O::RdmaWriteWithImm | O::SendWithInv | O::RdmaReadWithInv | O::LocalInv);
+    let has_ex = matches!(
+        c.opcode,
+        O::SendWithImm | O::RdmaWriteWithImm | O::SendWithInv | O::RdmaReadWithInv | O::LocalInv
+    );
     if has_ex {
         put32(out, send_wr::EX, wr.ex)?;
     }
     let mut iova = 0;
     match wr.target {
-        Target::Ud { remote_qpn, remote_qkey, pkey_index, ah_num } => {
+        Target::Ud {
+            remote_qpn,
+            remote_qkey,
+            pkey_index,
+            ah_num,
+        } => {
             put32(out, send_wr::UD_REMOTE_QPN, remote_qpn)?;
             put32(out, send_wr::UD_REMOTE_QKEY, remote_qkey)?;
             put32(out, send_wr::UD_AH_NUM, ah_num)?;
@@ -174,14 +207,25 @@ pub(crate) fn encode_send_wqe(
                 iova = remote_addr;
             }
         }
-        Target::Atomic { remote_addr, compare_add, swap, rkey } => {
+        Target::Atomic {
+            remote_addr,
+            compare_add,
+            swap,
+            rkey,
+        } => {
             put64(out, send_wr::ATOMIC_REMOTE_ADDR, remote_addr)?;
             put64(out, send_wr::ATOMIC_COMPARE_ADD, compare_add)?;
             put64(out, send_wr::ATOMIC_SWAP, swap)?;
             put32(out, send_wr::ATOMIC_RKEY, rkey)?;
             iova = remote_addr;
         }
-        Target::Reg { mr_lkey, key, access, iova, length } => {
+        Target::Reg {
+            mr_lkey,
+            key,
+            access,
+            iova,
+            length,
+        } => {
             // The upper half of C's pointer slot stays zero.
             put32(out, send_wr::REG_MR_LKEY, mr_lkey)?;
             put32(out, send_wr::REG_KEY, key)?;
@@ -237,38 +281,77 @@ pub(crate) fn encode_recv_wqe(out: &mut [u8], wr_id: u64, sges: &[Sge], length: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::uapi::{Payload, RecvWqe, SendWqe, SqLimits as ParseLimits, WcOpcode, WqeError, WrParams};
+    use super::super::uapi::{
+        Payload, RecvWqe, SendWqe, SqLimits as ParseLimits, WcOpcode, WqeError, WrParams,
+    };
     use super::*;
 
-    const SQ: SqLimits = SqLimits { max_sge: 4, max_inline: 64 };
+    const SQ: SqLimits = SqLimits {
+        max_sge: 4,
+        max_inline: 64,
+    };
 
     fn sges(lens: &[u32]) -> [Sge; 4] {
         let mut s = [Sge::default(); 4];
         for (i, &l) in lens.iter().enumerate() {
-            s[i] = Sge { addr: 0x1000 * (i as u64 + 1), length: l, lkey: 0x100 + i as u32 };
+            s[i] = Sge {
+                addr: 0x1000 * (i as u64 + 1),
+                length: l,
+                lkey: 0x100 + i as u32,
+            };
         }
         s
     }
 
     fn wr<'a>(opcode: WrOpcode, target: Target, sg: &'a [Sge]) -> SendWr<'a> {
-        SendWr { wr_id: 0xabcd, opcode: opcode.as_raw(), send_flags: 2, ex: 0x0102_0304, target, sges: sg }
+        SendWr {
+            wr_id: 0xabcd,
+            opcode: opcode.as_raw(),
+            send_flags: 2,
+            ex: 0x0102_0304,
+            target,
+            sges: sg,
+        }
     }
 
     #[test]
     fn opcode_per_qp_type() {
         let s = sges(&[8]);
-        let rdma = Target::Rdma { remote_addr: 0x10, rkey: 5 };
-        let ud = Target::Ud { remote_qpn: 3, remote_qkey: 4, pkey_index: 0, ah_num: 1 };
+        let rdma = Target::Rdma {
+            remote_addr: 0x10,
+            rkey: 5,
+        };
+        let ud = Target::Ud {
+            remote_qpn: 3,
+            remote_qkey: 4,
+            pkey_index: 0,
+            ah_num: 1,
+        };
         assert!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
         assert!(check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
-        assert_eq!(check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaRead, rdma, &s[..1])), Err(PostError::Invalid));
-        assert_eq!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::RdmaWrite, ud, &s[..1])), Err(PostError::Invalid));
+        assert_eq!(
+            check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaRead, rdma, &s[..1])),
+            Err(PostError::Invalid)
+        );
+        assert_eq!(
+            check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::RdmaWrite, ud, &s[..1])),
+            Err(PostError::Invalid)
+        );
         assert!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::Send, ud, &s[..1])).is_ok());
         assert!(check_send_wr(QpType::Gsi, SQ, &wr(WrOpcode::SendWithImm, ud, &s[..1])).is_ok());
         // In the table for UD, refused by init_send_wr.
-        assert_eq!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::SendWithInv, ud, &s[..1])), Err(PostError::Invalid));
-        assert_eq!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Lso, Target::None, &s[..1])), Err(PostError::Invalid));
-        let bad = SendWr { opcode: 99, ..wr(WrOpcode::Send, Target::None, &s[..1]) };
+        assert_eq!(
+            check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::SendWithInv, ud, &s[..1])),
+            Err(PostError::Invalid)
+        );
+        assert_eq!(
+            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Lso, Target::None, &s[..1])),
+            Err(PostError::Invalid)
+        );
+        let bad = SendWr {
+            opcode: 99,
+            ..wr(WrOpcode::Send, Target::None, &s[..1])
+        };
         assert_eq!(check_send_wr(QpType::Rc, SQ, &bad), Err(PostError::Invalid));
     }
 
@@ -276,25 +359,58 @@ mod tests {
     fn sge_and_length_rules() {
         let s = sges(&[1, 2, 3, 4]);
         let one = SqLimits { max_sge: 3, ..SQ };
-        assert_eq!(check_send_wr(QpType::Rc, one, &wr(WrOpcode::Send, Target::None, &s)), Err(PostError::Invalid));
-        assert_eq!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Send, Target::None, &s)).unwrap().length, 10);
-        let huge = [Sge { addr: 0, length: u32::MAX, lkey: 0 }; 2];
+        assert_eq!(
+            check_send_wr(QpType::Rc, one, &wr(WrOpcode::Send, Target::None, &s)),
+            Err(PostError::Invalid)
+        );
+        assert_eq!(
+            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Send, Target::None, &s))
+                .unwrap()
+                .length,
+            10
+        );
+        let huge = [Sge {
+            addr: 0,
+            length: u32::MAX,
+            lkey: 0,
+        }; 2];
         let lim = SqLimits { max_sge: 2, ..SQ };
-        assert_eq!(check_send_wr(QpType::Rc, lim, &wr(WrOpcode::Send, Target::None, &huge)), Err(PostError::Invalid));
+        assert_eq!(
+            check_send_wr(QpType::Rc, lim, &wr(WrOpcode::Send, Target::None, &huge)),
+            Err(PostError::Invalid)
+        );
     }
 
     #[test]
     fn atomic_rules() {
         let eight = sges(&[8]);
-        let at = |addr| Target::Atomic { remote_addr: addr, compare_add: 1, swap: 2, rkey: 3 };
-        assert!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::AtomicFetchAndAdd, at(0x40), &eight[..1])).is_ok());
+        let at = |addr| Target::Atomic {
+            remote_addr: addr,
+            compare_add: 1,
+            swap: 2,
+            rkey: 3,
+        };
+        assert!(check_send_wr(
+            QpType::Rc,
+            SQ,
+            &wr(WrOpcode::AtomicFetchAndAdd, at(0x40), &eight[..1])
+        )
+        .is_ok());
         assert_eq!(
-            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::AtomicFetchAndAdd, at(0x44), &eight[..1])),
+            check_send_wr(
+                QpType::Rc,
+                SQ,
+                &wr(WrOpcode::AtomicFetchAndAdd, at(0x44), &eight[..1])
+            ),
             Err(PostError::Invalid)
         );
         let four = sges(&[4]);
         assert_eq!(
-            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::AtomicCmpAndSwp, at(0x40), &four[..1])),
+            check_send_wr(
+                QpType::Rc,
+                SQ,
+                &wr(WrOpcode::AtomicCmpAndSwp, at(0x40), &four[..1])
+            ),
             Err(PostError::Invalid)
         );
     }
@@ -307,7 +423,14 @@ mod tests {
         assert!(check_send_wr(QpType::Rc, SQ, &w).unwrap().inline);
         w.sges = &s[..3];
         assert_eq!(check_send_wr(QpType::Rc, SQ, &w), Err(PostError::Invalid));
-        let mut r = wr(WrOpcode::RdmaRead, Target::Rdma { remote_addr: 0, rkey: 0 }, &s[..1]);
+        let mut r = wr(
+            WrOpcode::RdmaRead,
+            Target::Rdma {
+                remote_addr: 0,
+                rkey: 0,
+            },
+            &s[..1],
+        );
         r.send_flags |= SEND_INLINE;
         assert_eq!(check_send_wr(QpType::Rc, SQ, &r), Err(PostError::Invalid));
     }
@@ -316,11 +439,30 @@ mod tests {
     #[test]
     fn send_wqe_round_trip() {
         let s = sges(&[100, 28]);
-        let w = wr(WrOpcode::RdmaWriteWithImm, Target::Rdma { remote_addr: 0x9000, rkey: 0x77 }, &s[..2]);
+        let w = wr(
+            WrOpcode::RdmaWriteWithImm,
+            Target::Rdma {
+                remote_addr: 0x9000,
+                rkey: 0x77,
+            },
+            &s[..2],
+        );
         let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
         let mut slot = [0xeeu8; 512];
-        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 9), Some(true));
-        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64, kernel: true }).unwrap();
+        assert_eq!(
+            encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 9),
+            Some(true)
+        );
+        let p = SendWqe::from_bytes(
+            &slot,
+            &ParseLimits {
+                qp_type: QpType::Rc,
+                max_sge: 4,
+                max_inline: 64,
+                kernel: true,
+            },
+        )
+        .unwrap();
         assert_eq!(p.wr_id, 0xabcd);
         assert_eq!(p.opcode, WrOpcode::RdmaWriteWithImm);
         assert_eq!(p.ex, 0x0102_0304);
@@ -330,7 +472,13 @@ mod tests {
         assert_eq!(p.ssn, 9);
         assert_eq!(p.mask, c.mask);
         assert_eq!(p.sge(1), Some(s[1]));
-        assert_eq!(p.wr, WrParams::Rdma { remote_addr: 0x9000, rkey: 0x77 });
+        assert_eq!(
+            p.wr,
+            WrParams::Rdma {
+                remote_addr: 0x9000,
+                rkey: 0x77
+            }
+        );
     }
 
     #[test]
@@ -338,47 +486,93 @@ mod tests {
         let s = sges(&[3]);
         let mut w = wr(
             WrOpcode::Send,
-            Target::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, pkey_index: 5, ah_num: 42 },
+            Target::Ud {
+                remote_qpn: 1,
+                remote_qkey: 0x8001_0000,
+                pkey_index: 5,
+                ah_num: 42,
+            },
             &s[..1],
         );
         w.send_flags |= SEND_INLINE;
         let c = check_send_wr(QpType::Gsi, SQ, &w).unwrap();
         let mut slot = [0u8; 512];
-        assert_eq!(encode_send_wqe(&mut slot, QpType::Gsi, &w, &c, b"abc", 1), Some(true));
+        assert_eq!(
+            encode_send_wqe(&mut slot, QpType::Gsi, &w, &c, b"abc", 1),
+            Some(true)
+        );
         assert_eq!(&slot[send_wqe::DATA..send_wqe::DATA + 3], b"abc");
         assert_eq!(slot[send_wr::UD_AH_NUM], 42);
-        assert_eq!(u16::from_ne_bytes([slot[send_wr::UD_PKEY_INDEX], slot[send_wr::UD_PKEY_INDEX + 1]]), 5);
+        assert_eq!(
+            u16::from_ne_bytes([
+                slot[send_wr::UD_PKEY_INDEX],
+                slot[send_wr::UD_PKEY_INDEX + 1]
+            ]),
+            5
+        );
         // Plain UD does not carry the P_Key index; no immediate for SEND.
         let c = check_send_wr(QpType::Ud, SQ, &w).unwrap();
         encode_send_wqe(&mut slot, QpType::Ud, &w, &c, b"abc", 1).unwrap();
         assert_eq!(slot[send_wr::UD_PKEY_INDEX], 0);
         assert_eq!(slot[send_wr::EX], 0);
-        let p = SendWqe::from_bytes(&slot, &ParseLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64, kernel: true }).unwrap();
+        let p = SendWqe::from_bytes(
+            &slot,
+            &ParseLimits {
+                qp_type: QpType::Ud,
+                max_sge: 4,
+                max_inline: 64,
+                kernel: true,
+            },
+        )
+        .unwrap();
         assert_eq!(p.inline_data(), b"abc");
     }
 
-    const REG: Target =
-        Target::Reg { mr_lkey: 0x1234_5600, key: 0x1234_5601, access: 7, iova: 0xffff_0000_0001_0200, length: 0x2_0000 };
+    const REG: Target = Target::Reg {
+        mr_lkey: 0x1234_5600,
+        key: 0x1234_5601,
+        access: 7,
+        iova: 0xffff_0000_0001_0200,
+        length: 0x2_0000,
+    };
 
     fn reg_wr() -> SendWr<'static> {
-        SendWr { wr_id: 1, opcode: WrOpcode::RegMr.as_raw(), send_flags: 2, ex: 0, target: REG, sges: &[] }
+        SendWr {
+            wr_id: 1,
+            opcode: WrOpcode::RegMr.as_raw(),
+            send_flags: 2,
+            ex: 0,
+            target: REG,
+            sges: &[],
+        }
     }
 
-    const KERNEL_RC: ParseLimits = ParseLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64, kernel: true };
+    const KERNEL_RC: ParseLimits = ParseLimits {
+        qp_type: QpType::Rc,
+        max_sge: 4,
+        max_inline: 64,
+        kernel: true,
+    };
 
     #[test]
     fn local_ops_skip_dma_and_ssn() {
         let w = reg_wr();
         let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
         let mut slot = [0u8; 256];
-        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7), Some(false));
+        assert_eq!(
+            encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7),
+            Some(false)
+        );
         assert_eq!(slot[send_wqe::SSN], 0);
         let at = |off: usize, n: usize| &slot[off..off + n];
         assert_eq!(at(send_wr::REG_KEY, 4), &0x1234_5601u32.to_ne_bytes());
         // The lkey in the low half of C's pointer slot, the high half zero.
         assert_eq!(at(send_wr::REG_MR_LKEY, 8), &0x1234_5600u64.to_ne_bytes());
         assert_eq!(at(send_wr::REG_ACCESS, 4), &7u32.to_ne_bytes());
-        assert_eq!(at(send_wr::REG_IOVA, 8), &0xffff_0000_0001_0200u64.to_ne_bytes());
+        assert_eq!(
+            at(send_wr::REG_IOVA, 8),
+            &0xffff_0000_0001_0200u64.to_ne_bytes()
+        );
         assert_eq!(at(send_wr::REG_LENGTH, 8), &0x2_0000u64.to_ne_bytes());
         assert_eq!(slot[send_wqe::MASK], WrMask::LOCAL_OP.0 as u8);
         // No DMA part: the iova of the WQE itself stays zero.
@@ -412,13 +606,19 @@ mod tests {
         assert_eq!(p.send_flags.0, 2);
         assert_eq!(p.payload, Payload::None);
         assert_eq!(p.opcode.wc_opcode(), WcOpcode::RegMr);
-        let user = ParseLimits { kernel: false, ..KERNEL_RC };
+        let user = ParseLimits {
+            kernel: false,
+            ..KERNEL_RC
+        };
         assert_eq!(
             SendWqe::from_bytes(&slot, &user).unwrap_err(),
             WqeError::BadOpcode(WrOpcode::RegMr.as_raw())
         );
         // Not on a kernel UC ring either: the opcode table says RC only.
-        let uc = ParseLimits { qp_type: QpType::Uc, ..KERNEL_RC };
+        let uc = ParseLimits {
+            qp_type: QpType::Uc,
+            ..KERNEL_RC
+        };
         assert!(SendWqe::from_bytes(&slot, &uc).is_err());
     }
 
@@ -426,13 +626,31 @@ mod tests {
     /// REG_MR, carries its key in `ex` and reads back from either ring.
     #[test]
     fn local_inv_round_trip() {
-        let w = SendWr { opcode: WrOpcode::LocalInv.as_raw(), ex: 0x1234_5601, target: Target::None, ..reg_wr() };
+        let w = SendWr {
+            opcode: WrOpcode::LocalInv.as_raw(),
+            ex: 0x1234_5601,
+            target: Target::None,
+            ..reg_wr()
+        };
         let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
         let mut slot = [0u8; 512];
-        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7), Some(false));
+        assert_eq!(
+            encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7),
+            Some(false)
+        );
         for kernel in [true, false] {
-            let p = SendWqe::from_bytes(&slot, &ParseLimits { kernel, ..KERNEL_RC }).unwrap();
-            assert_eq!((p.opcode, p.ex, p.wr), (WrOpcode::LocalInv, 0x1234_5601, WrParams::None));
+            let p = SendWqe::from_bytes(
+                &slot,
+                &ParseLimits {
+                    kernel,
+                    ..KERNEL_RC
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                (p.opcode, p.ex, p.wr),
+                (WrOpcode::LocalInv, 0x1234_5601, WrParams::None)
+            );
             assert_eq!(p.opcode.wc_opcode(), WcOpcode::LocalInv);
         }
     }

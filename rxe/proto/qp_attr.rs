@@ -52,7 +52,8 @@ pub(crate) struct Caps {
 pub(crate) fn check_caps(cap: &Caps, has_srq: bool) -> Result<(), AttrError> {
     let bad = cap.max_send_wr > limits::MAX_QP_WR
         || cap.max_send_sge > limits::MAX_SGE
-        || (!has_srq && (cap.max_recv_wr > limits::MAX_QP_WR || cap.max_recv_sge > limits::MAX_SGE))
+        || (!has_srq
+            && (cap.max_recv_wr > limits::MAX_QP_WR || cap.max_recv_sge > limits::MAX_SGE))
         || cap.max_inline_data > limits::MAX_INLINE_DATA;
     if bad {
         Err(AttrError::Invalid)
@@ -143,7 +144,13 @@ impl ModifyAttr {
             sq_psn: 0,
             dest_qp_num: 0,
             qp_access_flags: 0,
-            cap: Caps { max_send_wr: 0, max_recv_wr: 0, max_send_sge: 0, max_recv_sge: 0, max_inline_data: 0 },
+            cap: Caps {
+                max_send_wr: 0,
+                max_recv_wr: 0,
+                max_send_sge: 0,
+                max_recv_sge: 0,
+                max_inline_data: 0,
+            },
             ah_attr: None,
             alt_ah_attr: None,
             pkey_index: 0,
@@ -171,7 +178,12 @@ fn ah_of(attr: &Option<AhAttr>) -> Result<&AhAttr, AttrError> {
 /// `rxe_modify_qp()`'s mask test and `rxe_qp_chk_attr()`: every attribute
 /// the mask sets is within what rxe supports. The state transition is
 /// checked separately, against the QP's current state.
-pub(crate) fn check_modify(mask: AttrMask, attr: &ModifyAttr, qp_type: QpType, has_srq: bool) -> Result<(), AttrError> {
+pub(crate) fn check_modify(
+    mask: AttrMask,
+    attr: &ModifyAttr,
+    qp_type: QpType,
+    has_srq: bool,
+) -> Result<(), AttrError> {
     if mask.intersects(!AttrMask::STANDARD_BITS) {
         return Err(AttrError::NotSupported);
     }
@@ -201,7 +213,9 @@ pub(crate) fn check_modify(mask: AttrMask, attr: &ModifyAttr, qp_type: QpType, h
     if mask.intersects(AttrMask::PATH_MTU) && attr.path_mtu > PORT_ATTR.max_mtu.as_raw() {
         return Err(AttrError::Invalid);
     }
-    if mask.intersects(AttrMask::MAX_QP_RD_ATOMIC) && u32::from(attr.max_rd_atomic) > limits::MAX_QP_RD_ATOM {
+    if mask.intersects(AttrMask::MAX_QP_RD_ATOMIC)
+        && u32::from(attr.max_rd_atomic) > limits::MAX_QP_RD_ATOM
+    {
         return Err(AttrError::Invalid);
     }
     if mask.intersects(AttrMask::TIMEOUT) && attr.timeout > MAX_TIMEOUT {
@@ -284,7 +298,12 @@ impl QpAttrs {
     /// `__qp_chk_state()`: the transition a modify asks for is legal from
     /// the current state (or the one the caller asserts with `CUR_STATE`),
     /// and a draining SQD QP may only go to ERR. Returns the new state.
-    fn check_state(&self, mask: AttrMask, attr: &ModifyAttr, qp_type: QpType) -> Result<QpState, AttrError> {
+    fn check_state(
+        &self,
+        mask: AttrMask,
+        attr: &ModifyAttr,
+        qp_type: QpType,
+    ) -> Result<QpState, AttrError> {
         let cur = if mask.intersects(AttrMask::CUR_STATE) {
             QpState::try_from(attr.cur_qp_state).map_err(|_| AttrError::Invalid)?
         } else {
@@ -311,11 +330,21 @@ impl QpAttrs {
         attr: &ModifyAttr,
         qp_type: QpType,
     ) -> Result<Option<QpState>, AttrError> {
-        let pri_av = if mask.intersects(AttrMask::AV) { Some(av_from_ah_attr(ah_of(&attr.ah_attr)?)?) } else { None };
-        let alt_av =
-            if mask.intersects(AttrMask::ALT_PATH) { Some(av_from_ah_attr(ah_of(&attr.alt_ah_attr)?)?) } else { None };
-        let new_state =
-            if mask.intersects(AttrMask::STATE) { Some(self.check_state(mask, attr, qp_type)?) } else { None };
+        let pri_av = if mask.intersects(AttrMask::AV) {
+            Some(av_from_ah_attr(ah_of(&attr.ah_attr)?)?)
+        } else {
+            None
+        };
+        let alt_av = if mask.intersects(AttrMask::ALT_PATH) {
+            Some(av_from_ah_attr(ah_of(&attr.alt_ah_attr)?)?)
+        } else {
+            None
+        };
+        let new_state = if mask.intersects(AttrMask::STATE) {
+            Some(self.check_state(mask, attr, qp_type)?)
+        } else {
+            None
+        };
 
         if let Some(s) = new_state {
             self.state = s;

@@ -29,26 +29,68 @@ fn init_rc() -> (AttrMask, ModifyAttr) {
     a.qp_state = QpState::Init.as_raw();
     a.port_num = 1;
     a.qp_access_flags = access::REMOTE_WRITE | access::LOCAL_WRITE;
-    (AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS, a)
+    (
+        AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
+        a,
+    )
 }
 
 #[test]
 fn caps_limits() {
-    let ok =
-        Caps { max_send_wr: 1 << 20, max_recv_wr: 1 << 20, max_send_sge: 32, max_recv_sge: 32, max_inline_data: 512 };
+    let ok = Caps {
+        max_send_wr: 1 << 20,
+        max_recv_wr: 1 << 20,
+        max_send_sge: 32,
+        max_recv_sge: 32,
+        max_inline_data: 512,
+    };
     assert_eq!(check_caps(&ok, false), Ok(()));
     for bad in [
-        Caps { max_send_wr: (1 << 20) + 1, ..ok },
-        Caps { max_recv_wr: (1 << 20) + 1, ..ok },
-        Caps { max_send_sge: 33, ..ok },
-        Caps { max_recv_sge: 33, ..ok },
-        Caps { max_inline_data: 513, ..ok },
+        Caps {
+            max_send_wr: (1 << 20) + 1,
+            ..ok
+        },
+        Caps {
+            max_recv_wr: (1 << 20) + 1,
+            ..ok
+        },
+        Caps {
+            max_send_sge: 33,
+            ..ok
+        },
+        Caps {
+            max_recv_sge: 33,
+            ..ok
+        },
+        Caps {
+            max_inline_data: 513,
+            ..ok
+        },
     ] {
         assert_eq!(check_caps(&bad, false), Err(AttrError::Invalid), "{bad:?}");
     }
     // With an SRQ the receive caps are not looked at.
-    assert_eq!(check_caps(&Caps { max_recv_wr: u32::MAX, max_recv_sge: 99, ..ok }, true), Ok(()));
-    assert_eq!(check_caps(&Caps { max_send_sge: 33, ..ok }, true), Err(AttrError::Invalid));
+    assert_eq!(
+        check_caps(
+            &Caps {
+                max_recv_wr: u32::MAX,
+                max_recv_sge: 99,
+                ..ok
+            },
+            true
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check_caps(
+            &Caps {
+                max_send_sge: 33,
+                ..ok
+            },
+            true
+        ),
+        Err(AttrError::Invalid)
+    );
 }
 
 #[test]
@@ -59,28 +101,114 @@ fn init_checks_in_c_order() {
         has_send_cq: true,
         has_recv_cq: true,
         has_srq: false,
-        cap: Caps { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+        cap: Caps {
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
         port_num: 0,
     };
     assert_eq!(check_init(&base, false), Ok(QpType::Rc));
-    assert_eq!(check_init(&InitAttr { create_flags: 2, ..base }, false), Err(AttrError::NotSupported));
+    assert_eq!(
+        check_init(
+            &InitAttr {
+                create_flags: 2,
+                ..base
+            },
+            false
+        ),
+        Err(AttrError::NotSupported)
+    );
     // create_flags are looked at before the type.
-    assert_eq!(check_init(&InitAttr { create_flags: 2, qp_type: 99, ..base }, false), Err(AttrError::NotSupported));
-    for t in [QpType::Smi, QpType::RawPacket, QpType::XrcIni, QpType::XrcTgt] {
-        assert_eq!(check_init(&InitAttr { qp_type: t.as_raw(), ..base }, false), Err(AttrError::NotSupported));
+    assert_eq!(
+        check_init(
+            &InitAttr {
+                create_flags: 2,
+                qp_type: 99,
+                ..base
+            },
+            false
+        ),
+        Err(AttrError::NotSupported)
+    );
+    for t in [
+        QpType::Smi,
+        QpType::RawPacket,
+        QpType::XrcIni,
+        QpType::XrcTgt,
+    ] {
+        assert_eq!(
+            check_init(
+                &InitAttr {
+                    qp_type: t.as_raw(),
+                    ..base
+                },
+                false
+            ),
+            Err(AttrError::NotSupported)
+        );
     }
-    assert_eq!(check_init(&InitAttr { qp_type: 7, ..base }, false), Err(AttrError::NotSupported));
-    assert_eq!(check_init(&InitAttr { has_recv_cq: false, ..base }, false), Err(AttrError::Invalid));
+    assert_eq!(
+        check_init(&InitAttr { qp_type: 7, ..base }, false),
+        Err(AttrError::NotSupported)
+    );
+    assert_eq!(
+        check_init(
+            &InitAttr {
+                has_recv_cq: false,
+                ..base
+            },
+            false
+        ),
+        Err(AttrError::Invalid)
+    );
     // Type before CQs: an unsupported type without CQs is EOPNOTSUPP.
-    assert_eq!(check_init(&InitAttr { has_send_cq: false, qp_type: 0, ..base }, false), Err(AttrError::NotSupported));
-    let gsi = InitAttr { qp_type: QpType::Gsi.as_raw(), port_num: 1, ..base };
+    assert_eq!(
+        check_init(
+            &InitAttr {
+                has_send_cq: false,
+                qp_type: 0,
+                ..base
+            },
+            false
+        ),
+        Err(AttrError::NotSupported)
+    );
+    let gsi = InitAttr {
+        qp_type: QpType::Gsi.as_raw(),
+        port_num: 1,
+        ..base
+    };
     assert_eq!(check_init(&gsi, false), Ok(QpType::Gsi));
     assert_eq!(check_init(&gsi, true), Err(AttrError::Invalid));
-    assert_eq!(check_init(&InitAttr { port_num: 2, ..gsi }, false), Err(AttrError::Invalid));
-    // Only GSI looks at the port.
-    assert_eq!(check_init(&InitAttr { port_num: 7, ..base }, true), Ok(QpType::Rc));
     assert_eq!(
-        check_init(&InitAttr { cap: Caps { max_inline_data: 600, ..base.cap }, ..base }, false),
+        check_init(&InitAttr { port_num: 2, ..gsi }, false),
+        Err(AttrError::Invalid)
+    );
+    // Only GSI looks at the port.
+    assert_eq!(
+        check_init(
+            &InitAttr {
+                port_num: 7,
+                ..base
+            },
+            true
+        ),
+        Ok(QpType::Rc)
+    );
+    assert_eq!(
+        check_init(
+            &InitAttr {
+                cap: Caps {
+                    max_inline_data: 600,
+                    ..base.cap
+                },
+                ..base
+            },
+            false
+        ),
         Err(AttrError::Invalid)
     );
 }
@@ -89,39 +217,127 @@ fn init_checks_in_c_order() {
 fn modify_checks() {
     let (m, a) = init_rc();
     assert_eq!(check_modify(m, &a, QpType::Rc, false), Ok(()));
-    assert_eq!(check_modify(m | AttrMask::RATE_LIMIT, &a, QpType::Rc, false), Err(AttrError::NotSupported));
-    assert_eq!(check_modify(m, &ModifyAttr { port_num: 2, ..a }, QpType::Rc, false), Err(AttrError::Invalid));
+    assert_eq!(
+        check_modify(m | AttrMask::RATE_LIMIT, &a, QpType::Rc, false),
+        Err(AttrError::NotSupported)
+    );
+    assert_eq!(
+        check_modify(m, &ModifyAttr { port_num: 2, ..a }, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
     // Access flags only on connected QPs, and only rxe's bits.
-    assert_eq!(check_modify(m, &a, QpType::Ud, false), Err(AttrError::Invalid));
-    let zb = ModifyAttr { qp_access_flags: access::ZERO_BASED, ..a };
-    assert_eq!(check_modify(m, &zb, QpType::Rc, false), Err(AttrError::Invalid));
-    let relaxed = ModifyAttr { qp_access_flags: access::RELAXED_ORDERING, ..a };
+    assert_eq!(
+        check_modify(m, &a, QpType::Ud, false),
+        Err(AttrError::Invalid)
+    );
+    let zb = ModifyAttr {
+        qp_access_flags: access::ZERO_BASED,
+        ..a
+    };
+    assert_eq!(
+        check_modify(m, &zb, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
+    let relaxed = ModifyAttr {
+        qp_access_flags: access::RELAXED_ORDERING,
+        ..a
+    };
     assert_eq!(check_modify(m, &relaxed, QpType::Uc, false), Ok(()));
 
     let mtu = AttrMask::PATH_MTU;
-    assert_eq!(check_modify(mtu, &ModifyAttr { path_mtu: 5, ..a }, QpType::Rc, false), Ok(()));
-    assert_eq!(check_modify(mtu, &ModifyAttr { path_mtu: 6, ..a }, QpType::Rc, false), Err(AttrError::Invalid));
-    assert_eq!(check_modify(mtu, &ModifyAttr { path_mtu: 0, ..a }, QpType::Rc, false), Ok(()));
+    assert_eq!(
+        check_modify(mtu, &ModifyAttr { path_mtu: 5, ..a }, QpType::Rc, false),
+        Ok(())
+    );
+    assert_eq!(
+        check_modify(mtu, &ModifyAttr { path_mtu: 6, ..a }, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
+    assert_eq!(
+        check_modify(mtu, &ModifyAttr { path_mtu: 0, ..a }, QpType::Rc, false),
+        Ok(())
+    );
     let rd = AttrMask::MAX_QP_RD_ATOMIC;
-    assert_eq!(check_modify(rd, &ModifyAttr { max_rd_atomic: 128, ..a }, QpType::Rc, false), Ok(()));
-    assert_eq!(check_modify(rd, &ModifyAttr { max_rd_atomic: 129, ..a }, QpType::Rc, false), Err(AttrError::Invalid));
+    assert_eq!(
+        check_modify(
+            rd,
+            &ModifyAttr {
+                max_rd_atomic: 128,
+                ..a
+            },
+            QpType::Rc,
+            false
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check_modify(
+            rd,
+            &ModifyAttr {
+                max_rd_atomic: 129,
+                ..a
+            },
+            QpType::Rc,
+            false
+        ),
+        Err(AttrError::Invalid)
+    );
     let dest = AttrMask::MAX_DEST_RD_ATOMIC;
-    assert_eq!(check_modify(dest, &ModifyAttr { max_dest_rd_atomic: 255, ..a }, QpType::Rc, false), Ok(()));
+    assert_eq!(
+        check_modify(
+            dest,
+            &ModifyAttr {
+                max_dest_rd_atomic: 255,
+                ..a
+            },
+            QpType::Rc,
+            false
+        ),
+        Ok(())
+    );
     let to = AttrMask::TIMEOUT;
-    assert_eq!(check_modify(to, &ModifyAttr { timeout: 31, ..a }, QpType::Rc, false), Ok(()));
-    assert_eq!(check_modify(to, &ModifyAttr { timeout: 32, ..a }, QpType::Rc, false), Err(AttrError::Invalid));
+    assert_eq!(
+        check_modify(to, &ModifyAttr { timeout: 31, ..a }, QpType::Rc, false),
+        Ok(())
+    );
+    assert_eq!(
+        check_modify(to, &ModifyAttr { timeout: 32, ..a }, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
     let cap = AttrMask::CAP;
-    let big = ModifyAttr { cap: Caps { max_recv_sge: 40, ..a.cap }, ..a };
-    assert_eq!(check_modify(cap, &big, QpType::Rc, false), Err(AttrError::Invalid));
+    let big = ModifyAttr {
+        cap: Caps {
+            max_recv_sge: 40,
+            ..a.cap
+        },
+        ..a
+    };
+    assert_eq!(
+        check_modify(cap, &big, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
     assert_eq!(check_modify(cap, &big, QpType::Rc, true), Ok(()));
 
     let alt = AttrMask::ALT_PATH;
-    let mut with_alt = ModifyAttr { alt_ah_attr: Some(ah(sgid_v4(), [0; 16])), alt_port_num: 1, ..a };
+    let mut with_alt = ModifyAttr {
+        alt_ah_attr: Some(ah(sgid_v4(), [0; 16])),
+        alt_port_num: 1,
+        ..a
+    };
     assert_eq!(check_modify(alt, &with_alt, QpType::Rc, false), Ok(()));
     with_alt.alt_timeout = 32;
-    assert_eq!(check_modify(alt, &with_alt, QpType::Rc, false), Err(AttrError::Invalid));
-    assert_eq!(check_modify(alt, &a, QpType::Rc, false), Err(AttrError::Invalid));
-    assert_eq!(check_modify(AttrMask::AV, &a, QpType::Rc, false), Err(AttrError::Invalid));
+    assert_eq!(
+        check_modify(alt, &with_alt, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
+    assert_eq!(
+        check_modify(alt, &a, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
+    assert_eq!(
+        check_modify(AttrMask::AV, &a, QpType::Rc, false),
+        Err(AttrError::Invalid)
+    );
 }
 
 #[test]
@@ -137,10 +353,16 @@ fn state_machine_and_storage() {
     // INIT -> RTS is not a transition.
     let mut rts = ModifyAttr::zeroed();
     rts.qp_state = QpState::Rts.as_raw();
-    assert_eq!(q.modify(AttrMask::STATE, &rts, QpType::Rc), Err(AttrError::Invalid));
+    assert_eq!(
+        q.modify(AttrMask::STATE, &rts, QpType::Rc),
+        Err(AttrError::Invalid)
+    );
     // RTR without its required attributes.
     let (m, a) = rc_rtr();
-    assert_eq!(q.modify(m & !AttrMask::DEST_QPN, &a, QpType::Rc), Err(AttrError::Invalid));
+    assert_eq!(
+        q.modify(m & !AttrMask::DEST_QPN, &a, QpType::Rc),
+        Err(AttrError::Invalid)
+    );
     assert_eq!(q.state, QpState::Init);
     assert_eq!(q.modify(m, &a, QpType::Rc), Ok(Some(QpState::Rtr)));
     assert_eq!(q.rq_psn, 5);
@@ -169,29 +391,53 @@ fn state_machine_and_storage() {
 
     let mut sqd = ModifyAttr::zeroed();
     sqd.qp_state = QpState::Sqd.as_raw();
-    assert_eq!(q.modify(AttrMask::STATE, &sqd, QpType::Rc), Ok(Some(QpState::Sqd)));
+    assert_eq!(
+        q.modify(AttrMask::STATE, &sqd, QpType::Rc),
+        Ok(Some(QpState::Sqd))
+    );
     assert!(q.sq_draining);
     // Draining: back to RTS refused, to ERR allowed.
-    assert_eq!(q.modify(AttrMask::STATE, &rts, QpType::Rc), Err(AttrError::Invalid));
+    assert_eq!(
+        q.modify(AttrMask::STATE, &rts, QpType::Rc),
+        Err(AttrError::Invalid)
+    );
     q.sq_draining = false;
-    assert_eq!(q.modify(AttrMask::STATE, &rts, QpType::Rc), Ok(Some(QpState::Rts)));
+    assert_eq!(
+        q.modify(AttrMask::STATE, &rts, QpType::Rc),
+        Ok(Some(QpState::Rts))
+    );
 
     // Attributes without STATE are stored with no transition rule.
-    let qk = ModifyAttr { qkey: 0x1234, ..ModifyAttr::zeroed() };
+    let qk = ModifyAttr {
+        qkey: 0x1234,
+        ..ModifyAttr::zeroed()
+    };
     assert_eq!(q.modify(AttrMask::QKEY, &qk, QpType::Rc), Ok(None));
     assert_eq!(q.qkey, 0x1234);
 
     let mut err = ModifyAttr::zeroed();
     err.qp_state = QpState::Err.as_raw();
-    assert_eq!(q.modify(AttrMask::STATE, &err, QpType::Rc), Ok(Some(QpState::Err)));
+    assert_eq!(
+        q.modify(AttrMask::STATE, &err, QpType::Rc),
+        Ok(Some(QpState::Err))
+    );
     let mut reset = ModifyAttr::zeroed();
     reset.qp_state = QpState::Reset.as_raw();
-    assert_eq!(q.modify(AttrMask::STATE, &reset, QpType::Rc), Ok(Some(QpState::Reset)));
+    assert_eq!(
+        q.modify(AttrMask::STATE, &reset, QpType::Rc),
+        Ok(Some(QpState::Reset))
+    );
     // Reset keeps the stored attributes.
     assert_eq!(q.qkey, 0x1234);
     // Out-of-range state values.
-    let bogus = ModifyAttr { qp_state: 9, ..ModifyAttr::zeroed() };
-    assert_eq!(q.modify(AttrMask::STATE, &bogus, QpType::Rc), Err(AttrError::Invalid));
+    let bogus = ModifyAttr {
+        qp_state: 9,
+        ..ModifyAttr::zeroed()
+    };
+    assert_eq!(
+        q.modify(AttrMask::STATE, &bogus, QpType::Rc),
+        Err(AttrError::Invalid)
+    );
 }
 
 #[test]

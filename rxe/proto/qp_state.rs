@@ -252,8 +252,16 @@ struct Transition {
 }
 
 impl Transition {
-    const INVALID: Transition = Transition { valid: false, req: PerType::NONE, opt: PerType::NONE };
-    const BARE: Transition = Transition { valid: true, req: PerType::NONE, opt: PerType::NONE };
+    const INVALID: Transition = Transition {
+        valid: false,
+        req: PerType::NONE,
+        opt: PerType::NONE,
+    };
+    const BARE: Transition = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: PerType::NONE,
+    };
 }
 
 /// Shorthands so the table below reads like the IBA tables it encodes.
@@ -289,7 +297,9 @@ mod m {
         .union(A::RETRY_CNT)
         .union(A::RNR_RETRY)
         .union(A::MAX_QP_RD_ATOMIC);
-    pub(super) const SQD_RC: A = SQD_XRC_INI.union(A::MAX_DEST_RD_ATOMIC).union(A::MIN_RNR_TIMER);
+    pub(super) const SQD_RC: A = SQD_XRC_INI
+        .union(A::MAX_DEST_RD_ATOMIC)
+        .union(A::MIN_RNR_TIMER);
     pub(super) const SQD_XRC_TGT: A = SQD_UC
         .union(A::PORT)
         .union(A::TIMEOUT)
@@ -349,7 +359,11 @@ const fn build_table() -> [[Transition; 7]; 7] {
         opt: PerType::NONE,
     };
 
-    t[S::Init as usize][S::Init as usize] = Transition { valid: true, req: PerType::NONE, opt: init_params };
+    t[S::Init as usize][S::Init as usize] = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: init_params,
+    };
 
     t[S::Init as usize][S::Rtr as usize] = Transition {
         valid: true,
@@ -377,7 +391,11 @@ const fn build_table() -> [[Transition; 7]; 7] {
         opt: to_rts_opt(true),
     };
 
-    t[S::Rts as usize][S::Rts as usize] = Transition { valid: true, req: PerType::NONE, opt: to_rts_opt(true) };
+    t[S::Rts as usize][S::Rts as usize] = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: to_rts_opt(true),
+    };
 
     t[S::Rts as usize][S::Sqd as usize] = Transition {
         valid: true,
@@ -385,7 +403,11 @@ const fn build_table() -> [[Transition; 7]; 7] {
         opt: PerType::all(&SQD_NOTIFY_TYPES, AttrMask::EN_SQD_ASYNC_NOTIFY),
     };
 
-    t[S::Sqd as usize][S::Rts as usize] = Transition { valid: true, req: PerType::NONE, opt: to_rts_opt(false) };
+    t[S::Sqd as usize][S::Rts as usize] = Transition {
+        valid: true,
+        req: PerType::NONE,
+        opt: to_rts_opt(false),
+    };
 
     t[S::Sqd as usize][S::Sqd as usize] = Transition {
         valid: true,
@@ -444,7 +466,10 @@ pub(crate) fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: A
     // A caller may only assert the current state of a QP that can be in a
     // state it does not know about (the async error paths).
     if mask.intersects(AttrMask::CUR_STATE)
-        && !matches!(cur, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe)
+        && !matches!(
+            cur,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        )
     {
         return false;
     }
@@ -574,7 +599,10 @@ mod tests {
 
     /// The C function, transcribed over the dumped numbers rather than over our table.
     fn reference(cur: QpState, next: QpState, t: QpType, mask: u32) -> bool {
-        let cur_ok = matches!(cur, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe);
+        let cur_ok = matches!(
+            cur,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        );
         if mask & AttrMask::CUR_STATE.0 != 0 && !cur_ok {
             return false;
         }
@@ -621,8 +649,16 @@ mod tests {
                 );
                 for t in QpType::ALL {
                     let (req, opt) = c_entry(cur, next, t);
-                    assert_eq!(required_attrs(cur, next, t).bits(), req, "req {cur:?}->{next:?} {t:?}");
-                    assert_eq!(optional_attrs(cur, next, t).bits(), opt, "opt {cur:?}->{next:?} {t:?}");
+                    assert_eq!(
+                        required_attrs(cur, next, t).bits(),
+                        req,
+                        "req {cur:?}->{next:?} {t:?}"
+                    );
+                    assert_eq!(
+                        optional_attrs(cur, next, t).bits(),
+                        opt,
+                        "opt {cur:?}->{next:?} {t:?}"
+                    );
                 }
             }
         }
@@ -639,7 +675,11 @@ mod tests {
                     for k in 0..256 {
                         let mask = c_probe_masks(&mut rng, req, opt, k);
                         let ok = modify_is_ok(cur, next, t, AttrMask(mask));
-                        assert_eq!(ok, reference(cur, next, t, mask), "{cur:?}->{next:?} {t:?} {mask:#x}");
+                        assert_eq!(
+                            ok,
+                            reference(cur, next, t, mask),
+                            "{cur:?}->{next:?} {t:?} {mask:#x}"
+                        );
                         h ^= u64::from(ok);
                         h = h.wrapping_mul(0x0000_0100_0000_01b3);
                     }
@@ -658,9 +698,15 @@ mod tests {
                     let base = req | AttrMask::STATE.0;
                     for bit in 0..32 {
                         let mask = base | (1u32 << bit);
-                        assert_eq!(modify_is_ok(cur, next, t, AttrMask(mask)), reference(cur, next, t, mask));
+                        assert_eq!(
+                            modify_is_ok(cur, next, t, AttrMask(mask)),
+                            reference(cur, next, t, mask)
+                        );
                         let full = base | opt | (1u32 << bit);
-                        assert_eq!(modify_is_ok(cur, next, t, AttrMask(full)), reference(cur, next, t, full));
+                        assert_eq!(
+                            modify_is_ok(cur, next, t, AttrMask(full)),
+                            reference(cur, next, t, full)
+                        );
                     }
                 }
             }
@@ -692,8 +738,18 @@ mod tests {
         // Reset -> Rts skips states.
         assert!(!modify_is_ok(S::Reset, S::Rts, T::Rc, rts));
         // CUR_STATE is only legal from Rtr/Rts/Sqd/Sqe.
-        assert!(!modify_is_ok(S::Init, S::Err, T::Rc, AttrMask::STATE | AttrMask::CUR_STATE));
-        assert!(modify_is_ok(S::Rts, S::Rts, T::Rc, AttrMask::STATE | AttrMask::CUR_STATE));
+        assert!(!modify_is_ok(
+            S::Init,
+            S::Err,
+            T::Rc,
+            AttrMask::STATE | AttrMask::CUR_STATE
+        ));
+        assert!(modify_is_ok(
+            S::Rts,
+            S::Rts,
+            T::Rc,
+            AttrMask::STATE | AttrMask::CUR_STATE
+        ));
         // Error and reset need nothing but STATE.
         assert!(modify_is_ok(S::Rts, S::Err, T::Ud, AttrMask::STATE));
         assert!(modify_is_ok(S::Err, S::Reset, T::Ud, AttrMask::STATE));

@@ -504,7 +504,13 @@ pub(crate) fn plan(
     if gates.inflight > INFLIGHT_SKBS_PER_QP_HIGH {
         return Step::Wait(Wait::Skb);
     }
-    let opcode = match next_opcode(qp.qp_type, info.opcode, req.opcode, progress.resid, qp.path_mtu) {
+    let opcode = match next_opcode(
+        qp.qp_type,
+        info.opcode,
+        req.opcode,
+        progress.resid,
+        qp.path_mtu,
+    ) {
         Ok(op) => op,
         Err(_) => return Step::Fail(WcStatus::LocQpOpErr),
     };
@@ -622,7 +628,10 @@ pub(crate) struct Rewind {
 /// computing opcodes with nothing left, which gives the ONLY opcode.
 pub(crate) fn rewind(qp_type: QpType, wr: WrOpcode, length: u32, path_mtu: u32, n: u32) -> Rewind {
     if n == 0 {
-        return Rewind { resid: length, opcode: None };
+        return Rewind {
+            resid: length,
+            opcode: None,
+        };
     }
     let total = wqe_packets(length, path_mtu);
     let skipped = u64::from(n).saturating_mul(u64::from(path_mtu));
@@ -639,7 +648,14 @@ pub(crate) fn rewind(qp_type: QpType, wr: WrOpcode, length: u32, path_mtu: u32, 
         } else {
             next_opcode(qp_type, wr, None, u32::MAX, path_mtu).ok()
         };
-        next_opcode(qp_type, wr, prev, u32::try_from(before).unwrap_or(u32::MAX), path_mtu).ok()
+        next_opcode(
+            qp_type,
+            wr,
+            prev,
+            u32::try_from(before).unwrap_or(u32::MAX),
+            path_mtu,
+        )
+        .ok()
     };
     Rewind { resid, opcode }
 }
@@ -673,7 +689,8 @@ pub(crate) fn retry_wqe(
         _ => {}
     }
     let read = info.mask.intersects(WrMask::READ);
-    if *first && progress.state == WqeState::Pending && info.mask.intersects(WrMask::WRITE_OR_SEND) {
+    if *first && progress.state == WqeState::Pending && info.mask.intersects(WrMask::WRITE_OR_SEND)
+    {
         // Every packet acknowledged: nothing to resend (see Step::Skip).
         let n = psn_distance(progress.first_psn, comp_psn);
         if n >= wqe_packets(info.length, qp.path_mtu) && n < PSN_HALF {

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::proto::opcode::ALL;
-use crate::proto::psn::{PSN_MASK, psn_sub};
+use crate::proto::psn::{psn_sub, PSN_MASK};
 use crate::proto::test_rng::Rng;
 use std::vec;
 use std::vec::Vec;
@@ -22,7 +22,11 @@ const TYPES: [QpType; 4] = [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi];
 fn c_rc(wr: u32, prev: i32, fits: bool) -> i32 {
     let pick = |cont: [i32; 2], a: i32, b: i32, c: i32, d: i32| {
         if prev == cont[0] || prev == cont[1] {
-            if fits { a } else { b }
+            if fits {
+                a
+            } else {
+                b
+            }
         } else if fits {
             c
         } else {
@@ -48,7 +52,11 @@ fn c_rc(wr: u32, prev: i32, fits: bool) -> i32 {
 fn c_uc(wr: u32, prev: i32, fits: bool) -> i32 {
     let pick = |cont: [i32; 2], a: i32, b: i32, c: i32, d: i32| {
         if prev == cont[0] || prev == cont[1] {
-            if fits { a } else { b }
+            if fits {
+                a
+            } else {
+                b
+            }
         } else if fits {
             c
         } else {
@@ -84,7 +92,9 @@ fn raw(op: Option<Opcode>) -> i32 {
 
 #[test]
 fn next_opcode_matches_c_for_every_input() {
-    let prevs: Vec<Option<Opcode>> = core::iter::once(None).chain(ALL.iter().copied().map(Some)).collect();
+    let prevs: Vec<Option<Opcode>> = core::iter::once(None)
+        .chain(ALL.iter().copied().map(Some))
+        .collect();
     let mut checked = 0;
     for qp_type in QpType::ALL {
         for wr in all_wr() {
@@ -93,13 +103,19 @@ fn next_opcode_matches_c_for_every_input() {
                     let c = c_next_opcode(qp_type, wr.as_raw(), raw(prev), resid, mtu);
                     let ours = next_opcode(qp_type, wr, prev, resid, mtu);
                     match ours {
-                        Ok(op) => assert_eq!(i32::from(op.bits()), c, "{qp_type:?} {wr:?} {prev:?} {resid}"),
+                        Ok(op) => assert_eq!(
+                            i32::from(op.bits()),
+                            c,
+                            "{qp_type:?} {wr:?} {prev:?} {resid}"
+                        ),
                         // C hands REG_MR/LOCAL_INV back as numbers on RC; they never reach it.
                         Err(OpcodeError::Local) => assert!(
                             c == EINVAL || (qp_type == QpType::Rc && c == wr.as_raw() as i32),
                             "{qp_type:?} {wr:?}"
                         ),
-                        Err(OpcodeError::Unsupported) => assert_eq!(c, EINVAL, "{qp_type:?} {wr:?} {prev:?}"),
+                        Err(OpcodeError::Unsupported) => {
+                            assert_eq!(c, EINVAL, "{qp_type:?} {wr:?} {prev:?}")
+                        }
                     }
                     checked += 1;
                 }
@@ -128,13 +144,28 @@ fn packet_counts() {
 
 #[test]
 fn rd_atomic_rounding() {
-    for (v, r) in [(0, 0), (1, 1), (2, 2), (3, 4), (5, 8), (100, 128), (128, 128), (129, 256), (u32::MAX, 1 << 31)] {
+    for (v, r) in [
+        (0, 0),
+        (1, 1),
+        (2, 2),
+        (3, 4),
+        (5, 8),
+        (100, 128),
+        (128, 128),
+        (129, 256),
+        (u32::MAX, 1 << 31),
+    ] {
         assert_eq!(round_rd_atomic(v), r);
     }
 }
 
 fn rc(mtu: u32) -> ReqQp {
-    ReqQp { qp_type: QpType::Rc, path_mtu: mtu, port_mtu: 4096, max_rd_atomic: 4 }
+    ReqQp {
+        qp_type: QpType::Rc,
+        path_mtu: mtu,
+        port_mtu: 4096,
+        max_rd_atomic: 4,
+    }
 }
 
 fn info(qp_type: QpType, wr: WrOpcode, flags: u32, length: u32) -> WqeInfo {
@@ -142,7 +173,11 @@ fn info(qp_type: QpType, wr: WrOpcode, flags: u32, length: u32) -> WqeInfo {
 }
 
 fn gates(comp_psn: u32) -> Gates {
-    Gates { prior_done: true, comp_psn, inflight: 0 }
+    Gates {
+        prior_done: true,
+        comp_psn,
+        inflight: 0,
+    }
 }
 
 /// Sends a whole WQE, returning its packets; the completer side is ideal
@@ -170,27 +205,110 @@ fn message_walks() {
     let cases: &[(QpType, WrOpcode, u32, u32, &[Opcode])] = &[
         (QpType::Rc, WrOpcode::Send, 0, 256, &[RcSendOnly]),
         (QpType::Rc, WrOpcode::Send, 256, 256, &[RcSendOnly]),
-        (QpType::Rc, WrOpcode::Send, 257, 256, &[RcSendFirst, RcSendLast]),
-        (QpType::Rc, WrOpcode::SendWithImm, 1000, 256, &[RcSendFirst, RcSendMiddle, RcSendMiddle, RcSendLastImm]),
-        (QpType::Rc, WrOpcode::SendWithInv, 512, 256, &[RcSendFirst, RcSendLastInv]),
+        (
+            QpType::Rc,
+            WrOpcode::Send,
+            257,
+            256,
+            &[RcSendFirst, RcSendLast],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::SendWithImm,
+            1000,
+            256,
+            &[RcSendFirst, RcSendMiddle, RcSendMiddle, RcSendLastImm],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::SendWithInv,
+            512,
+            256,
+            &[RcSendFirst, RcSendLastInv],
+        ),
         (QpType::Rc, WrOpcode::SendWithInv, 5, 256, &[RcSendOnlyInv]),
-        (QpType::Rc, WrOpcode::RdmaWrite, 2048, 1024, &[RcWriteFirst, RcWriteLast]),
-        (QpType::Rc, WrOpcode::RdmaWriteWithImm, 0, 1024, &[RcWriteOnlyImm]),
-        (QpType::Rc, WrOpcode::RdmaWriteWithImm, 3000, 1024, &[RcWriteFirst, RcWriteMiddle, RcWriteLastImm]),
-        (QpType::Rc, WrOpcode::RdmaRead, 10_000, 1024, &[RcReadRequest]),
-        (QpType::Rc, WrOpcode::AtomicCmpAndSwp, 8, 1024, &[RcCompareSwap]),
-        (QpType::Rc, WrOpcode::AtomicFetchAndAdd, 8, 1024, &[RcFetchAdd]),
+        (
+            QpType::Rc,
+            WrOpcode::RdmaWrite,
+            2048,
+            1024,
+            &[RcWriteFirst, RcWriteLast],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::RdmaWriteWithImm,
+            0,
+            1024,
+            &[RcWriteOnlyImm],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::RdmaWriteWithImm,
+            3000,
+            1024,
+            &[RcWriteFirst, RcWriteMiddle, RcWriteLastImm],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::RdmaRead,
+            10_000,
+            1024,
+            &[RcReadRequest],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::AtomicCmpAndSwp,
+            8,
+            1024,
+            &[RcCompareSwap],
+        ),
+        (
+            QpType::Rc,
+            WrOpcode::AtomicFetchAndAdd,
+            8,
+            1024,
+            &[RcFetchAdd],
+        ),
         (QpType::Rc, WrOpcode::AtomicWrite, 8, 1024, &[RcAtomicWrite]),
         (QpType::Rc, WrOpcode::Flush, 4096, 1024, &[RcFlush]),
-        (QpType::Uc, WrOpcode::Send, 700, 256, &[UcSendFirst, UcSendMiddle, UcSendLast]),
+        (
+            QpType::Uc,
+            WrOpcode::Send,
+            700,
+            256,
+            &[UcSendFirst, UcSendMiddle, UcSendLast],
+        ),
         (QpType::Uc, WrOpcode::SendWithImm, 10, 256, &[UcSendOnlyImm]),
-        (QpType::Uc, WrOpcode::RdmaWrite, 512, 256, &[UcWriteFirst, UcWriteLast]),
-        (QpType::Uc, WrOpcode::RdmaWriteWithImm, 513, 256, &[UcWriteFirst, UcWriteMiddle, UcWriteLastImm]),
+        (
+            QpType::Uc,
+            WrOpcode::RdmaWrite,
+            512,
+            256,
+            &[UcWriteFirst, UcWriteLast],
+        ),
+        (
+            QpType::Uc,
+            WrOpcode::RdmaWriteWithImm,
+            513,
+            256,
+            &[UcWriteFirst, UcWriteMiddle, UcWriteLastImm],
+        ),
         (QpType::Ud, WrOpcode::Send, 4096, 256, &[UdSendOnly]),
-        (QpType::Gsi, WrOpcode::SendWithImm, 256, 256, &[UdSendOnlyImm]),
+        (
+            QpType::Gsi,
+            WrOpcode::SendWithImm,
+            256,
+            256,
+            &[UdSendOnlyImm],
+        ),
     ];
     for &(qp_type, wr, len, mtu, want) in cases {
-        let qp = ReqQp { qp_type, path_mtu: mtu, port_mtu: 4096, max_rd_atomic: 4 };
+        let qp = ReqQp {
+            qp_type,
+            path_mtu: mtu,
+            port_mtu: 4096,
+            max_rd_atomic: 4,
+        };
         let i = info(qp_type, wr, 0, len);
         let start = PSN_MASK - 1;
         let mut req = ReqState::new(start, 4);
@@ -203,14 +321,21 @@ fn message_walks() {
             assert_eq!(k.psn, psn_add(start, n as u32));
         }
         assert_eq!(p.first_psn, start);
-        let psns = if wr == WrOpcode::RdmaRead { wqe_packets(len, mtu) } else { pkts.len() as u32 };
+        let psns = if wr == WrOpcode::RdmaRead {
+            wqe_packets(len, mtu)
+        } else {
+            pkts.len() as u32
+        };
         assert_eq!(req.psn, psn_add(start, psns), "{wr:?}");
         if qp_type != QpType::Ud && qp_type != QpType::Gsi {
             assert_eq!(p.last_psn, psn_add(start, psns - 1));
         }
         let payload: u32 = pkts.iter().map(|k| k.payload).sum();
         let sent = match wr {
-            WrOpcode::RdmaRead | WrOpcode::Flush | WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => 0,
+            WrOpcode::RdmaRead
+            | WrOpcode::Flush
+            | WrOpcode::AtomicCmpAndSwp
+            | WrOpcode::AtomicFetchAndAdd => 0,
             _ if qp_type == QpType::Gsi || qp_type == QpType::Ud => len.min(4096),
             _ => len,
         };
@@ -219,7 +344,14 @@ fn message_walks() {
             assert_eq!(usize::from(k.pad), (4 - (k.payload as usize % 4)) % 4);
             assert!(k.payload <= qp.mtu());
         }
-        assert_eq!(p.state, if qp_type == QpType::Rc { WqeState::Pending } else { WqeState::Done });
+        assert_eq!(
+            p.state,
+            if qp_type == QpType::Rc {
+                WqeState::Pending
+            } else {
+                WqeState::Done
+            }
+        );
         assert_eq!(req.opcode, want.last().copied());
         // The RETH of the first packet describes the whole transfer.
         assert_eq!(pkts[0].reth_len, len);
@@ -233,21 +365,47 @@ fn commit_resid_and_last_psn_quirks() {
     // A flush sends no payload and empties resid.
     let mut req = ReqState::new(10, 4);
     let mut p = Progress::posted(5000, 0);
-    send_all(&mut req, &qp, &info(QpType::Rc, WrOpcode::Flush, 0, 5000), &mut p);
+    send_all(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::Flush, 0, 5000),
+        &mut p,
+    );
     assert_eq!((p.resid, p.first_psn, p.last_psn, req.psn), (0, 10, 10, 11));
     // An atomic with a large local buffer: last_psn counts its length (C
     // quirk), the requester still consumes one PSN.
     let mut p = Progress::posted(3000, 0);
-    send_all(&mut req, &qp, &info(QpType::Rc, WrOpcode::AtomicFetchAndAdd, 0, 3000), &mut p);
-    assert_eq!((p.first_psn, p.last_psn, req.psn, p.resid), (11, 13, 12, 3000));
+    send_all(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::AtomicFetchAndAdd, 0, 3000),
+        &mut p,
+    );
+    assert_eq!(
+        (p.first_psn, p.last_psn, req.psn, p.resid),
+        (11, 13, 12, 3000)
+    );
     // A zero-length read still expects one response.
     let mut p = Progress::posted(0, 0);
-    send_all(&mut req, &qp, &info(QpType::Rc, WrOpcode::RdmaRead, 0, 0), &mut p);
+    send_all(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::RdmaRead, 0, 0),
+        &mut p,
+    );
     assert_eq!((p.first_psn, p.last_psn, req.psn), (12, 12, 13));
     // An atomic write moves its 8 bytes.
     let mut p = Progress::posted(8, 0);
-    let pkts = send_all(&mut req, &qp, &info(QpType::Rc, WrOpcode::AtomicWrite, 0, 8), &mut p);
-    assert_eq!((pkts[0].payload, p.resid, p.last_psn, req.psn), (8, 0, 13, 14));
+    let pkts = send_all(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::AtomicWrite, 0, 8),
+        &mut p,
+    );
+    assert_eq!(
+        (pkts[0].payload, p.resid, p.last_psn, req.psn),
+        (8, 0, 13, 14)
+    );
 }
 
 #[test]
@@ -257,8 +415,18 @@ fn ack_request_rules() {
     let mut req = ReqState::new(0, 4);
     let len = 256 * 200;
     let mut p = Progress::posted(len, 0);
-    let pkts = send_all(&mut req, &qp, &info(QpType::Rc, WrOpcode::RdmaWrite, 0, len), &mut p);
-    let acked: Vec<usize> = pkts.iter().enumerate().filter(|(_, k)| k.ack_req).map(|(i, _)| i).collect();
+    let pkts = send_all(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::RdmaWrite, 0, len),
+        &mut p,
+    );
+    let acked: Vec<usize> = pkts
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| k.ack_req)
+        .map(|(i, _)| i)
+        .collect();
     assert_eq!(acked, vec![65, 131, 197, 199]);
     assert_eq!(req.noack_pkts, 0);
     // UC and UD never ask and never count; GSI asks on every END packet.
@@ -274,7 +442,9 @@ fn ack_request_rules() {
     assert!(ack_req(&mut req, QpType::Gsi, true));
     assert_eq!(req.noack_pkts, 0);
     let mut req = ReqState::new(0, 0);
-    let seen: Vec<bool> = (0..70).map(|_| ack_req(&mut req, QpType::Gsi, false)).collect();
+    let seen: Vec<bool> = (0..70)
+        .map(|_| ack_req(&mut req, QpType::Gsi, false))
+        .collect();
     assert_eq!(seen.iter().position(|&a| a), Some(65));
 }
 
@@ -313,7 +483,10 @@ fn fence_rules() {
     // plan() reports it and sets the flag.
     req.rd_atomic = 2;
     let mut p = Progress::posted(8, 0);
-    assert_eq!(plan(&mut req, &qp, &fenced, &mut p, &gates(0)), Step::Wait(Wait::Fence));
+    assert_eq!(
+        plan(&mut req, &qp, &fenced, &mut p, &gates(0)),
+        Step::Wait(Wait::Fence)
+    );
     assert!(req.wait_fence);
 }
 
@@ -333,11 +506,29 @@ fn local_ops() {
     assert_eq!(local_op_error(WrOpcode::LocalInv), WcStatus::LocQpOpErr);
     assert_eq!(local_op_error(WrOpcode::RegMr), WcStatus::LocQpOpErr);
     // BIND_MW is local on UC too; LOCAL_INV is not supported there.
-    let uc = ReqQp { qp_type: QpType::Uc, ..qp };
+    let uc = ReqQp {
+        qp_type: QpType::Uc,
+        ..qp
+    };
     let mut p = Progress::posted(0, 0);
-    assert_eq!(plan(&mut req, &uc, &info(QpType::Uc, WrOpcode::BindMw, 0, 0), &mut p, &gates(0)), Step::Local);
     assert_eq!(
-        plan(&mut req, &uc, &info(QpType::Uc, WrOpcode::LocalInv, 0, 0), &mut p, &gates(0)),
+        plan(
+            &mut req,
+            &uc,
+            &info(QpType::Uc, WrOpcode::BindMw, 0, 0),
+            &mut p,
+            &gates(0)
+        ),
+        Step::Local
+    );
+    assert_eq!(
+        plan(
+            &mut req,
+            &uc,
+            &info(QpType::Uc, WrOpcode::LocalInv, 0, 0),
+            &mut p,
+            &gates(0)
+        ),
         Step::Fail(WcStatus::LocQpOpErr)
     );
     let mut p = Progress::posted(0, 0);
@@ -354,7 +545,12 @@ fn unsupported_opcodes_fail() {
         (QpType::Ud, WrOpcode::RdmaWrite),
         (QpType::Uc, WrOpcode::RdmaRead),
     ] {
-        let qp = ReqQp { qp_type, path_mtu: 1024, port_mtu: 1024, max_rd_atomic: 4 };
+        let qp = ReqQp {
+            qp_type,
+            path_mtu: 1024,
+            port_mtu: 1024,
+            max_rd_atomic: 4,
+        };
         let mut req = ReqState::new(0, 4);
         let mut p = Progress::posted(8, 0);
         let step = plan(&mut req, &qp, &info(qp_type, wr, 0, 8), &mut p, &gates(0));
@@ -375,10 +571,22 @@ fn psn_window_across_wrap() {
     let qp = rc(256);
     let mut req = ReqState::new(psn_add(PSN_MASK, 129), 4);
     let mut p = Progress::posted(8, 0);
-    let step = plan(&mut req, &qp, &info(QpType::Rc, WrOpcode::Send, 0, 8), &mut p, &gates(PSN_MASK));
+    let step = plan(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::Send, 0, 8),
+        &mut p,
+        &gates(PSN_MASK),
+    );
     assert_eq!(step, Step::Wait(Wait::Psn));
     assert!(req.wait_psn);
-    let step = plan(&mut req, &qp, &info(QpType::Rc, WrOpcode::Send, 0, 8), &mut p, &gates(0));
+    let step = plan(
+        &mut req,
+        &qp,
+        &info(QpType::Rc, WrOpcode::Send, 0, 8),
+        &mut p,
+        &gates(0),
+    );
     assert!(matches!(step, Step::Send(_)));
 }
 
@@ -388,63 +596,124 @@ fn skb_limit() {
     let mut req = ReqState::new(0, 4);
     let mut p = Progress::posted(8, 0);
     let i = info(QpType::Rc, WrOpcode::Send, 0, 8);
-    let g = Gates { prior_done: true, comp_psn: 0, inflight: INFLIGHT_SKBS_PER_QP_HIGH + 1 };
+    let g = Gates {
+        prior_done: true,
+        comp_psn: 0,
+        inflight: INFLIGHT_SKBS_PER_QP_HIGH + 1,
+    };
     assert_eq!(plan(&mut req, &qp, &i, &mut p, &g), Step::Wait(Wait::Skb));
-    let g = Gates { inflight: INFLIGHT_SKBS_PER_QP_HIGH, ..g };
+    let g = Gates {
+        inflight: INFLIGHT_SKBS_PER_QP_HIGH,
+        ..g
+    };
     assert!(matches!(plan(&mut req, &qp, &i, &mut p, &g), Step::Send(_)));
 }
 
 #[test]
 fn rd_atomic_credits() {
-    let qp = ReqQp { max_rd_atomic: 2, ..rc(256) };
+    let qp = ReqQp {
+        max_rd_atomic: 2,
+        ..rc(256)
+    };
     let mut req = ReqState::new(0, 2);
     let read = info(QpType::Rc, WrOpcode::RdmaRead, 0, 1000);
     let mut ps = [Progress::posted(1000, 0); 3];
     for p in ps.iter_mut().take(2) {
-        assert!(matches!(plan(&mut req, &qp, &read, p, &gates(0)), Step::Send(_)));
+        assert!(matches!(
+            plan(&mut req, &qp, &read, p, &gates(0)),
+            Step::Send(_)
+        ));
         assert!(p.has_rd_atomic);
     }
     assert_eq!(req.rd_atomic, 0);
-    assert_eq!(plan(&mut req, &qp, &read, &mut ps[2], &gates(0)), Step::Wait(Wait::RdAtomic));
+    assert_eq!(
+        plan(&mut req, &qp, &read, &mut ps[2], &gates(0)),
+        Step::Wait(Wait::RdAtomic)
+    );
     assert!(req.need_rd_atomic && !ps[2].has_rd_atomic);
     // A WQE holding a credit is not charged again (retries).
-    assert!(matches!(plan(&mut req, &qp, &read, &mut ps[0], &gates(0)), Step::Send(_)));
+    assert!(matches!(
+        plan(&mut req, &qp, &read, &mut ps[0], &gates(0)),
+        Step::Send(_)
+    ));
     req.rd_atomic = 1;
-    assert!(matches!(plan(&mut req, &qp, &read, &mut ps[2], &gates(0)), Step::Send(_)));
+    assert!(matches!(
+        plan(&mut req, &qp, &read, &mut ps[2], &gates(0)),
+        Step::Send(_)
+    ));
     assert!(!req.need_rd_atomic);
     // Writes and sends do not use credits.
     let mut p = Progress::posted(8, 0);
     assert!(matches!(
-        plan(&mut req, &qp, &info(QpType::Rc, WrOpcode::Send, 0, 8), &mut p, &gates(0)),
+        plan(
+            &mut req,
+            &qp,
+            &info(QpType::Rc, WrOpcode::Send, 0, 8),
+            &mut p,
+            &gates(0)
+        ),
         Step::Send(_)
     ));
     assert!(!p.has_rd_atomic);
     for wr in [WrOpcode::AtomicCmpAndSwp, WrOpcode::AtomicWrite] {
         let mut p = Progress::posted(8, 0);
-        assert_eq!(plan(&mut req, &qp, &info(QpType::Rc, wr, 0, 8), &mut p, &gates(0)), Step::Wait(Wait::RdAtomic));
+        assert_eq!(
+            plan(
+                &mut req,
+                &qp,
+                &info(QpType::Rc, wr, 0, 8),
+                &mut p,
+                &gates(0)
+            ),
+            Step::Wait(Wait::RdAtomic)
+        );
     }
 }
 
 #[test]
 fn oversized_datagrams() {
     // UD: skipped, one PSN, success.
-    let qp = ReqQp { qp_type: QpType::Ud, path_mtu: 256, port_mtu: 1024, max_rd_atomic: 0 };
+    let qp = ReqQp {
+        qp_type: QpType::Ud,
+        path_mtu: 256,
+        port_mtu: 1024,
+        max_rd_atomic: 0,
+    };
     let mut req = ReqState::new(PSN_MASK, 0);
     let i = info(QpType::Ud, WrOpcode::Send, 0, 1025);
     let mut p = Progress::posted(1025, 0);
     assert_eq!(plan(&mut req, &qp, &i, &mut p, &gates(0)), Step::SkipUd);
     skip_oversized_ud(&mut req, &mut p);
-    assert_eq!((p.first_psn, p.last_psn, req.psn, p.state), (PSN_MASK, PSN_MASK, 0, WqeState::Done));
+    assert_eq!(
+        (p.first_psn, p.last_psn, req.psn, p.state),
+        (PSN_MASK, PSN_MASK, 0, WqeState::Done)
+    );
     assert_eq!(req.opcode, Some(Opcode::UdSendOnly));
     // Exactly the port MTU goes out.
     let mut p = Progress::posted(1024, 0);
-    let pkts = send_all(&mut req, &qp, &info(QpType::Ud, WrOpcode::Send, 0, 1024), &mut p);
+    let pkts = send_all(
+        &mut req,
+        &qp,
+        &info(QpType::Ud, WrOpcode::Send, 0, 1024),
+        &mut p,
+    );
     assert_eq!(pkts[0].payload, 1024);
     // GSI: truncated to one MTU, as C does.
-    let gsi = ReqQp { qp_type: QpType::Gsi, ..qp };
+    let gsi = ReqQp {
+        qp_type: QpType::Gsi,
+        ..qp
+    };
     let mut p = Progress::posted(3000, 0);
-    let pkts = send_all(&mut req, &gsi, &info(QpType::Gsi, WrOpcode::Send, 0, 3000), &mut p);
-    assert_eq!((pkts.len(), pkts[0].payload, p.resid, p.state), (1, 1024, 1976, WqeState::Done));
+    let pkts = send_all(
+        &mut req,
+        &gsi,
+        &info(QpType::Gsi, WrOpcode::Send, 0, 3000),
+        &mut p,
+    );
+    assert_eq!(
+        (pkts.len(), pkts[0].payload, p.resid, p.state),
+        (1, 1024, 1976, WqeState::Done)
+    );
     assert!(pkts[0].ack_req);
 }
 
@@ -460,7 +729,14 @@ fn state_helpers() {
     req.need_rd_atomic = true;
     req.rd_atomic = 3;
     req.reset();
-    assert_eq!(req, ReqState { psn: PSN_MASK, rd_atomic: 3, ..ReqState::new(0, 0) });
+    assert_eq!(
+        req,
+        ReqState {
+            psn: PSN_MASK,
+            rd_atomic: 3,
+            ..ReqState::new(0, 0)
+        }
+    );
     req.set_sq_psn(0x0100_0005);
     assert_eq!(req.psn, 5);
     req.set_max_rd_atomic(16);
@@ -523,46 +799,108 @@ fn retry_walk() {
     let mut req = ReqState::new(100, 4);
     // WQE 0: a 4-packet write, first 2 packets acked; WQE 1: done local op;
     // WQE 2: a read with 1 response received; WQE 3: pending send; WQE 4: posted.
-    let write = WqeInfo::new(WrOpcode::RdmaWrite, QpType::Rc, SendFlags(0), 4000, 0x10_000);
-    let mut pw = Progress { state: WqeState::Pending, first_psn: 100, last_psn: 103, resid: 0, iova: 0x10_000, has_rd_atomic: false, status: WcStatus::Success };
+    let write = WqeInfo::new(
+        WrOpcode::RdmaWrite,
+        QpType::Rc,
+        SendFlags(0),
+        4000,
+        0x10_000,
+    );
+    let mut pw = Progress {
+        state: WqeState::Pending,
+        first_psn: 100,
+        last_psn: 103,
+        resid: 0,
+        iova: 0x10_000,
+        has_rd_atomic: false,
+        status: WcStatus::Success,
+    };
     send_all(&mut req, &qp, &write, &mut Progress::posted(4000, 0x10_000));
     let local = WqeInfo::new(WrOpcode::LocalInv, QpType::Rc, SendFlags(0), 0, 0);
-    let mut pl = Progress { state: WqeState::Done, ..Progress::posted(0, 0) };
+    let mut pl = Progress {
+        state: WqeState::Done,
+        ..Progress::posted(0, 0)
+    };
     let read = WqeInfo::new(WrOpcode::RdmaRead, QpType::Rc, SendFlags(0), 3000, 0x20_000);
-    let mut pr = Progress { state: WqeState::Pending, first_psn: 104, last_psn: 106, resid: 1976, iova: 0x20_000, has_rd_atomic: true, status: WcStatus::Success };
+    let mut pr = Progress {
+        state: WqeState::Pending,
+        first_psn: 104,
+        last_psn: 106,
+        resid: 1976,
+        iova: 0x20_000,
+        has_rd_atomic: true,
+        status: WcStatus::Success,
+    };
     let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 10, 0);
-    let mut ps = Progress { state: WqeState::Pending, first_psn: 107, last_psn: 107, resid: 0, iova: 0, has_rd_atomic: false, status: WcStatus::Success };
+    let mut ps = Progress {
+        state: WqeState::Pending,
+        first_psn: 107,
+        last_psn: 107,
+        resid: 0,
+        iova: 0,
+        has_rd_atomic: false,
+        status: WcStatus::Success,
+    };
     let mut pp = Progress::posted(10, 0);
 
     begin_retry(&mut req, 102);
     assert_eq!((req.psn, req.opcode), (102, None));
     let mut first = true;
     assert!(retry_wqe(&mut req, &qp, &write, &mut pw, &mut first, 102));
-    assert_eq!((pw.state, pw.resid, pw.iova), (WqeState::Posted, 4000 - 2048, 0x10_000));
+    assert_eq!(
+        (pw.state, pw.resid, pw.iova),
+        (WqeState::Posted, 4000 - 2048, 0x10_000)
+    );
     assert_eq!(req.opcode, Some(Opcode::RcWriteMiddle));
     assert!(!first);
     assert!(retry_wqe(&mut req, &qp, &local, &mut pl, &mut first, 102));
     assert_eq!(pl.state, WqeState::Done);
     // Not the first: a read restarts from scratch.
     assert!(retry_wqe(&mut req, &qp, &read, &mut pr, &mut first, 102));
-    assert_eq!((pr.state, pr.resid, pr.iova, pr.has_rd_atomic), (WqeState::Posted, 3000, 0x20_000, true));
+    assert_eq!(
+        (pr.state, pr.resid, pr.iova, pr.has_rd_atomic),
+        (WqeState::Posted, 3000, 0x20_000, true)
+    );
     assert!(retry_wqe(&mut req, &qp, &send, &mut ps, &mut first, 102));
     assert_eq!((ps.state, ps.resid), (WqeState::Posted, 10));
     assert!(!retry_wqe(&mut req, &qp, &send, &mut pp, &mut first, 102));
 
     // The next packet continues the write where the ack left it.
-    let Step::Send(pkt) = plan(&mut req, &qp, &write, &mut pw, &gates(102)) else { panic!() };
-    assert_eq!((pkt.opcode, pkt.psn, pkt.payload), (Opcode::RcWriteMiddle, 102, 1024));
+    let Step::Send(pkt) = plan(&mut req, &qp, &write, &mut pw, &gates(102)) else {
+        panic!()
+    };
+    assert_eq!(
+        (pkt.opcode, pkt.psn, pkt.payload),
+        (Opcode::RcWriteMiddle, 102, 1024)
+    );
 
     // A read at the head resumes after the responses already received.
     let mut req = ReqState::new(0, 4);
-    let mut pr = Progress { state: WqeState::Pending, first_psn: PSN_MASK - 1, last_psn: 1, resid: 1976, iova: 0x20_000, has_rd_atomic: true, status: WcStatus::Success };
+    let mut pr = Progress {
+        state: WqeState::Pending,
+        first_psn: PSN_MASK - 1,
+        last_psn: 1,
+        resid: 1976,
+        iova: 0x20_000,
+        has_rd_atomic: true,
+        status: WcStatus::Success,
+    };
     begin_retry(&mut req, PSN_MASK);
     let mut first = true;
-    assert!(retry_wqe(&mut req, &qp, &read, &mut pr, &mut first, PSN_MASK));
-    assert_eq!((pr.resid, pr.iova, req.opcode), (1976, 0x20_000 + 1024, None));
-    let Step::Send(pkt) = plan(&mut req, &qp, &read, &mut pr, &gates(PSN_MASK)) else { panic!() };
-    assert_eq!((pkt.opcode, pkt.psn, pkt.reth_va, pkt.reth_len), (Opcode::RcReadRequest, PSN_MASK, 0x20_400, 1976));
+    assert!(retry_wqe(
+        &mut req, &qp, &read, &mut pr, &mut first, PSN_MASK
+    ));
+    assert_eq!(
+        (pr.resid, pr.iova, req.opcode),
+        (1976, 0x20_000 + 1024, None)
+    );
+    let Step::Send(pkt) = plan(&mut req, &qp, &read, &mut pr, &gates(PSN_MASK)) else {
+        panic!()
+    };
+    assert_eq!(
+        (pkt.opcode, pkt.psn, pkt.reth_va, pkt.reth_len),
+        (Opcode::RcReadRequest, PSN_MASK, 0x20_400, 1976)
+    );
     commit(&mut req, &qp, &mut pr, &pkt);
     assert_eq!((pr.first_psn, pr.last_psn, req.psn), (PSN_MASK, 0, 1));
 }
@@ -579,24 +917,67 @@ fn retry_never_reruns_a_done_reg_mr() {
     let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 64, 0);
     let reg = WqeInfo::new(WrOpcode::RegMr, QpType::Rc, SendFlags(0), 0, 0);
     assert!(reg.mask.intersects(WrMask::LOCAL_OP));
-    let sent = |psn| Progress { state: WqeState::Pending, first_psn: psn, last_psn: psn, resid: 0, iova: 0, has_rd_atomic: false, status: WcStatus::Success };
-    let mut chain = [(send, sent(10)), (reg, Progress { state: WqeState::Done, ..Progress::posted(0, 0) }), (send, sent(11))];
+    let sent = |psn| Progress {
+        state: WqeState::Pending,
+        first_psn: psn,
+        last_psn: psn,
+        resid: 0,
+        iova: 0,
+        has_rd_atomic: false,
+        status: WcStatus::Success,
+    };
+    let mut chain = [
+        (send, sent(10)),
+        (
+            reg,
+            Progress {
+                state: WqeState::Done,
+                ..Progress::posted(0, 0)
+            },
+        ),
+        (send, sent(11)),
+    ];
     let mut req = ReqState::new(12, 4);
     begin_retry(&mut req, 10);
     let mut first = true;
     for (info, p) in chain.iter_mut() {
         assert!(retry_wqe(&mut req, &qp, info, p, &mut first, 10));
     }
-    assert_eq!(chain.map(|(_, p)| p.state), [WqeState::Posted, WqeState::Done, WqeState::Posted]);
+    assert_eq!(
+        chain.map(|(_, p)| p.state),
+        [WqeState::Posted, WqeState::Done, WqeState::Posted]
+    );
 }
 
 #[test]
 fn retry_skips_a_fully_acknowledged_first_wqe() {
     let qp = rc(1024);
-    let write = WqeInfo::new(WrOpcode::RdmaWrite, QpType::Rc, SendFlags(0), 5000, 0x10_000);
+    let write = WqeInfo::new(
+        WrOpcode::RdmaWrite,
+        QpType::Rc,
+        SendFlags(0),
+        5000,
+        0x10_000,
+    );
     let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 3000, 0);
-    let mut pw = Progress { state: WqeState::Pending, first_psn: 25, last_psn: 29, resid: 0, iova: 0x10_000, has_rd_atomic: false, status: WcStatus::Success };
-    let mut ps = Progress { state: WqeState::Pending, first_psn: 30, last_psn: 32, resid: 0, iova: 0, has_rd_atomic: false, status: WcStatus::Success };
+    let mut pw = Progress {
+        state: WqeState::Pending,
+        first_psn: 25,
+        last_psn: 29,
+        resid: 0,
+        iova: 0x10_000,
+        has_rd_atomic: false,
+        status: WcStatus::Success,
+    };
+    let mut ps = Progress {
+        state: WqeState::Pending,
+        first_psn: 30,
+        last_psn: 32,
+        resid: 0,
+        iova: 0,
+        has_rd_atomic: false,
+        status: WcStatus::Success,
+    };
     let mut req = ReqState::new(33, 4);
     begin_retry(&mut req, 30);
     let mut first = true;
@@ -606,28 +987,47 @@ fn retry_skips_a_fully_acknowledged_first_wqe() {
     assert_eq!((ps.state, ps.resid, first), (WqeState::Posted, 3000, false));
     // The requester passes over it and resends the send at its own PSNs.
     assert_eq!(plan(&mut req, &qp, &write, &mut pw, &gates(30)), Step::Skip);
-    let Step::Send(pkt) = plan(&mut req, &qp, &send, &mut ps, &gates(30)) else { panic!() };
+    let Step::Send(pkt) = plan(&mut req, &qp, &send, &mut ps, &gates(30)) else {
+        panic!()
+    };
     assert_eq!((pkt.opcode, pkt.psn), (Opcode::RcSendFirst, 30));
     // C would resend it as a zero-length WRITE_ONLY at PSN 30 instead.
     let r = rewind(QpType::Rc, WrOpcode::RdmaWrite, 5000, 1024, 5);
     assert_eq!((r.resid, r.opcode), (0, Some(Opcode::RcWriteLast)));
-    assert_eq!(next_opcode(QpType::Rc, WrOpcode::RdmaWrite, r.opcode, 0, 1024), Ok(Opcode::RcWriteOnly));
+    assert_eq!(
+        next_opcode(QpType::Rc, WrOpcode::RdmaWrite, r.opcode, 0, 1024),
+        Ok(Opcode::RcWriteOnly)
+    );
 }
 
 #[test]
 fn from_wqe_reads_the_retry_address() {
     use crate::proto::uapi::{send_wqe, send_wr, SqLimits};
     let mut slot = vec![0u8; send_wqe::LEN + 64];
-    let put32 = |s: &mut Vec<u8>, off: usize, v: u32| s[off..off + 4].copy_from_slice(&v.to_ne_bytes());
-    put32(&mut slot, send_wr::OPCODE, WrOpcode::AtomicFetchAndAdd.as_raw());
-    slot[send_wr::ATOMIC_REMOTE_ADDR..send_wr::ATOMIC_REMOTE_ADDR + 8].copy_from_slice(&0xabcdu64.to_ne_bytes());
+    let put32 =
+        |s: &mut Vec<u8>, off: usize, v: u32| s[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+    put32(
+        &mut slot,
+        send_wr::OPCODE,
+        WrOpcode::AtomicFetchAndAdd.as_raw(),
+    );
+    slot[send_wr::ATOMIC_REMOTE_ADDR..send_wr::ATOMIC_REMOTE_ADDR + 8]
+        .copy_from_slice(&0xabcdu64.to_ne_bytes());
     put32(&mut slot, send_wqe::DMA, 8);
     put32(&mut slot, send_wqe::DMA + 12, 1);
     put32(&mut slot, send_wqe::DATA + 8, 8);
-    let sq = SqLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 0, kernel: false };
+    let sq = SqLimits {
+        qp_type: QpType::Rc,
+        max_sge: 4,
+        max_inline: 0,
+        kernel: false,
+    };
     let wqe = SendWqe::from_bytes(&slot, &sq).unwrap();
     let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
-    assert_eq!((i.retry_iova, i.length, i.mask), (0xabcd, 8, WrMask::ATOMIC));
+    assert_eq!(
+        (i.retry_iova, i.length, i.mask),
+        (0xabcd, 8, WrMask::ATOMIC)
+    );
 }
 
 #[test]
@@ -638,16 +1038,33 @@ fn fuzz_plan_commit() {
     for _ in 0..100_000 {
         let qp_type = rng.pick(&TYPES);
         let mtu = rng.pick(&[256u32, 512, 1024, 2048, 4096]);
-        let qp = ReqQp { qp_type, path_mtu: mtu, port_mtu: rng.pick(&[256u32, 1024, 4096]), max_rd_atomic: rng.below(5) };
+        let qp = ReqQp {
+            qp_type,
+            path_mtu: mtu,
+            port_mtu: rng.pick(&[256u32, 1024, 4096]),
+            max_rd_atomic: rng.below(5),
+        };
         let wr = rng.pick(&wrs);
-        let length = if rng.bool() { rng.below(10_000) } else { rng.u32() };
+        let length = if rng.bool() {
+            rng.below(10_000)
+        } else {
+            rng.u32()
+        };
         let i = WqeInfo::new(wr, qp_type, SendFlags(rng.below(32)), length, rng.next());
         let mut req = ReqState::new(rng.u32(), rng.below(5));
-        req.opcode = if rng.bool() { None } else { Some(rng.pick(ALL)) };
+        req.opcode = if rng.bool() {
+            None
+        } else {
+            Some(rng.pick(ALL))
+        };
         req.noack_pkts = rng.below(80);
         let mut p = Progress::posted(if rng.bool() { length } else { rng.u32() }, rng.next());
         p.has_rd_atomic = rng.bool();
-        let g = Gates { prior_done: rng.bool(), comp_psn: psn_sub(req.psn, rng.below(200)), inflight: rng.below(70) };
+        let g = Gates {
+            prior_done: rng.bool(),
+            comp_psn: psn_sub(req.psn, rng.below(200)),
+            inflight: rng.below(70),
+        };
         let before = req;
         match plan(&mut req, &qp, &i, &mut p, &g) {
             Step::Send(pkt) => {
@@ -679,7 +1096,12 @@ fn fuzz_plan_commit() {
         }
         // Retry arithmetic never panics either.
         let mut first = rng.bool();
-        p.state = rng.pick(&[WqeState::Posted, WqeState::Processing, WqeState::Pending, WqeState::Done]);
+        p.state = rng.pick(&[
+            WqeState::Posted,
+            WqeState::Processing,
+            WqeState::Pending,
+            WqeState::Done,
+        ]);
         let cp = rng.u32() & PSN_MASK;
         retry_wqe(&mut req, &qp, &i, &mut p, &mut first, cp);
         assert!(p.resid <= i.length.max(p.resid));

@@ -91,7 +91,10 @@ impl Request {
             reth: want(mask.contains(Mask::RETH), info.reth(pkt))?,
             atmeth: want(mask.contains(Mask::ATMETH), info.atmeth(pkt))?,
             feth: want(mask.contains(Mask::FETH), info.feth(pkt))?,
-            imm: want(mask.contains(Mask::IMMDT), info.immdt(pkt).map(|i| u32::from_ne_bytes(i.0)))?,
+            imm: want(
+                mask.contains(Mask::IMMDT),
+                info.immdt(pkt).map(|i| u32::from_ne_bytes(i.0)),
+            )?,
             invalidate: want(mask.contains(Mask::IETH), info.ieth(pkt).map(|i| i.rkey))?,
             src_qp: want(mask.contains(Mask::DETH), info.deth(pkt).map(|d| d.src_qpn))?,
         })
@@ -251,7 +254,13 @@ impl RespState {
         }
         let i = self.res_head.min(self.res_count - 1);
         self.res_head = if i + 1 >= self.res_count { 0 } else { i + 1 };
-        let mut r = Res { kind, first_psn: pkt.psn, cur_psn: pkt.psn, last_psn: pkt.psn, ..Res::default() };
+        let mut r = Res {
+            kind,
+            first_psn: pkt.psn,
+            cur_psn: pkt.psn,
+            last_psn: pkt.psn,
+            ..Res::default()
+        };
         match kind {
             ResKind::Read => {
                 r.va = self.va;
@@ -260,7 +269,11 @@ impl RespState {
                 r.length = self.resid;
                 r.rkey = self.rkey;
                 let len = pkt.reth.map_or(0, |h| h.len);
-                let pkts = if mtu == 0 { 1 } else { len.div_ceil(mtu).max(1) };
+                let pkts = if mtu == 0 {
+                    1
+                } else {
+                    len.div_ceil(mtu).max(1)
+                };
                 r.last_psn = psn_add(pkt.psn, pkts - 1);
             }
             ResKind::Flush => {
@@ -290,7 +303,11 @@ impl RespState {
             self.va = r.va;
             self.resid = r.len;
             self.length = r.len;
-            self.rkey = if pkt.has(Mask::READ_OR_WRITE) && r.len == 0 { 0 } else { r.rkey };
+            self.rkey = if pkt.has(Mask::READ_OR_WRITE) && r.len == 0 {
+                0
+            } else {
+                r.rkey
+            };
         }
     }
 
@@ -507,7 +524,11 @@ pub(crate) fn rdma_target(st: &mut RespState, pkt: &Request) -> Option<Target> {
     let mut check_range = true;
     if pkt.has(Mask::READ_OR_WRITE.union(Mask::ATOMIC_WRITE)) {
         st.take_reth(pkt);
-        acc = if pkt.has(Mask::READ) { Access::REMOTE_READ } else { Access::REMOTE_WRITE };
+        acc = if pkt.has(Mask::READ) {
+            Access::REMOTE_READ
+        } else {
+            Access::REMOTE_WRITE
+        };
     } else if pkt.has(Mask::FLUSH) {
         st.take_reth(pkt);
         let t = pkt.flush_type();
@@ -527,7 +548,13 @@ pub(crate) fn rdma_target(st: &mut RespState, pkt: &Request) -> Option<Target> {
     if pkt.has(Mask::READ_OR_WRITE) && pkt.reth.is_some_and(|r| r.len == 0) {
         return None;
     }
-    Some(Target { rkey: st.rkey, access: acc, va: st.va, len: st.resid, check_range })
+    Some(Target {
+        rkey: st.rkey,
+        access: acc,
+        va: st.va,
+        len: st.resid,
+        check_range,
+    })
 }
 
 /// The second half of `check_rkey()`: payload length rules of writes and

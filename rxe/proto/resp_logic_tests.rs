@@ -55,14 +55,50 @@ enum CSeq {
 fn c_op_seq(qp_type: QpType, prev: i32, op: u8) -> CSeq {
     match qp_type {
         QpType::Rc => match prev {
-            0 | 1 => if [1, 2, 3, 0x16].contains(&op) { CSeq::Ok } else { CSeq::LastC },
-            6 | 7 => if [7, 8, 9].contains(&op) { CSeq::Ok } else { CSeq::LastC },
-            _ => if [1, 2, 3, 0x16, 7, 8, 9].contains(&op) { CSeq::MissingFirst } else { CSeq::Ok },
+            0 | 1 => {
+                if [1, 2, 3, 0x16].contains(&op) {
+                    CSeq::Ok
+                } else {
+                    CSeq::LastC
+                }
+            }
+            6 | 7 => {
+                if [7, 8, 9].contains(&op) {
+                    CSeq::Ok
+                } else {
+                    CSeq::LastC
+                }
+            }
+            _ => {
+                if [1, 2, 3, 0x16, 7, 8, 9].contains(&op) {
+                    CSeq::MissingFirst
+                } else {
+                    CSeq::Ok
+                }
+            }
         },
         QpType::Uc => match prev {
-            0x20 | 0x21 => if [0x21, 0x22, 0x23].contains(&op) { CSeq::Ok } else { CSeq::LastD1e },
-            0x26 | 0x27 => if [0x27, 0x28, 0x29].contains(&op) { CSeq::Ok } else { CSeq::LastD1e },
-            _ => if [0x21, 0x22, 0x23, 0x27, 0x28, 0x29].contains(&op) { CSeq::Drop } else { CSeq::Ok },
+            0x20 | 0x21 => {
+                if [0x21, 0x22, 0x23].contains(&op) {
+                    CSeq::Ok
+                } else {
+                    CSeq::LastD1e
+                }
+            }
+            0x26 | 0x27 => {
+                if [0x27, 0x28, 0x29].contains(&op) {
+                    CSeq::Ok
+                } else {
+                    CSeq::LastD1e
+                }
+            }
+            _ => {
+                if [0x21, 0x22, 0x23, 0x27, 0x28, 0x29].contains(&op) {
+                    CSeq::Drop
+                } else {
+                    CSeq::Ok
+                }
+            }
         },
         _ => CSeq::Ok,
     }
@@ -70,7 +106,9 @@ fn c_op_seq(qp_type: QpType, prev: i32, op: u8) -> CSeq {
 
 #[test]
 fn op_sequence_matches_c_for_every_pair() {
-    let prevs: Vec<Option<Opcode>> = core::iter::once(None).chain(ALL.iter().copied().map(Some)).collect();
+    let prevs: Vec<Option<Opcode>> = core::iter::once(None)
+        .chain(ALL.iter().copied().map(Some))
+        .collect();
     for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
         for &prev in &prevs {
             for &op in ALL {
@@ -99,16 +137,35 @@ fn rc_psn_checks() {
     let q = qp(QpType::Rc);
     let mut st = RespState::new(PSN_MASK, 4);
     // Ahead: one NAK, then silence until the expected PSN shows up.
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::RcSendOnly, 1, 0)), Check::Error(RespError::PsnOutOfSeq));
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::RcSendOnly, 1, 0)),
+        Check::Error(RespError::PsnOutOfSeq)
+    );
     assert!(st.sent_psn_nak);
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::RcSendOnly, 2, 0)), Check::Drop);
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::RcSendOnly, 2, 0)),
+        Check::Drop
+    );
     // Behind (across the wrap): a duplicate, which does not clear the NAK state.
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::RcSendOnly, PSN_MASK - 3, 0)), Check::Duplicate);
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::RcSendOnly, PSN_MASK - 3, 0)),
+        Check::Duplicate
+    );
     assert!(st.sent_psn_nak);
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::RcSendOnly, PSN_MASK, 0)), Check::Valid);
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::RcSendOnly, PSN_MASK, 0)),
+        Check::Valid
+    );
     assert!(!st.sent_psn_nak);
     // Half the space away counts as behind.
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::RcSendOnly, psn_add(PSN_MASK, 1 << 23), 0)), Check::Duplicate);
+    assert_eq!(
+        check_request(
+            &mut st,
+            &q,
+            &req(Opcode::RcSendOnly, psn_add(PSN_MASK, 1 << 23), 0)
+        ),
+        Check::Duplicate
+    );
 }
 
 #[test]
@@ -116,27 +173,51 @@ fn uc_resynchronises_on_first_packets() {
     let q = qp(QpType::Uc);
     let mut st = RespState::new(10, 0);
     // A gap in the middle of a message drops until the next first packet.
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::UcSendMiddle, 12, 1024)), Check::Drop);
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::UcSendMiddle, 12, 1024)),
+        Check::Drop
+    );
     assert!(st.drop_msg);
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::UcSendLast, 10, 5)), Check::Drop);
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::UcSendFirst, 20, 1024)), Check::Valid);
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::UcSendLast, 10, 5)),
+        Check::Drop
+    );
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::UcSendFirst, 20, 1024)),
+        Check::Valid
+    );
     assert!(!st.drop_msg);
     // UC has no duplicates: an old first packet starts over.
-    assert_eq!(check_request(&mut st, &q, &req(Opcode::UcWriteOnly, 5, 0)), Check::Valid);
+    assert_eq!(
+        check_request(&mut st, &q, &req(Opcode::UcWriteOnly, 5, 0)),
+        Check::Valid
+    );
     // A write without remote write rights is dropped with its message.
-    let ro = RespQp { access: access::REMOTE_READ, ..q };
+    let ro = RespQp {
+        access: access::REMOTE_READ,
+        ..q
+    };
     st.psn = 30;
-    assert_eq!(check_request(&mut st, &ro, &req(Opcode::UcWriteFirst, 30, 1024)), Check::Drop);
+    assert_eq!(
+        check_request(&mut st, &ro, &req(Opcode::UcWriteFirst, 30, 1024)),
+        Check::Drop
+    );
     assert!(st.drop_msg);
     // UD never checks the sequence.
     let mut st = RespState::new(0, 0);
-    assert_eq!(check_request(&mut st, &qp(QpType::Ud), &req(Opcode::UdSendOnly, 77, 5)), Check::Valid);
+    assert_eq!(
+        check_request(&mut st, &qp(QpType::Ud), &req(Opcode::UdSendOnly, 77, 5)),
+        Check::Valid
+    );
 }
 
 #[test]
 fn rc_access_rights() {
     use Opcode::*;
-    let flush = |ptype| Request { feth: Some(Feth { ptype, level: 0 }), ..req(RcFlush, 0, 0) };
+    let flush = |ptype| Request {
+        feth: Some(Feth { ptype, level: 0 }),
+        ..req(RcFlush, 0, 0)
+    };
     let cases: &[(u32, Request, bool)] = &[
         (access::REMOTE_READ, req(RcReadRequest, 0, 0), true),
         (access::REMOTE_WRITE, req(RcReadRequest, 0, 0), false),
@@ -150,14 +231,34 @@ fn rc_access_rights() {
         (0, flush(0), true),
         (0, flush(FLUSH_GLOBAL), false),
         (access::FLUSH_GLOBAL, flush(FLUSH_GLOBAL), true),
-        (access::FLUSH_GLOBAL, flush(FLUSH_GLOBAL | FLUSH_PERSISTENT), false),
-        (access::FLUSH_GLOBAL | access::FLUSH_PERSISTENT, flush(FLUSH_GLOBAL | FLUSH_PERSISTENT), true),
+        (
+            access::FLUSH_GLOBAL,
+            flush(FLUSH_GLOBAL | FLUSH_PERSISTENT),
+            false,
+        ),
+        (
+            access::FLUSH_GLOBAL | access::FLUSH_PERSISTENT,
+            flush(FLUSH_GLOBAL | FLUSH_PERSISTENT),
+            true,
+        ),
     ];
     for (acc, r, ok) in cases {
-        let q = RespQp { access: *acc, ..qp(QpType::Rc) };
+        let q = RespQp {
+            access: *acc,
+            ..qp(QpType::Rc)
+        };
         let mut st = RespState::new(0, 4);
-        let want = if *ok { Check::Valid } else { Check::Error(RespError::UnsupportedOpcode) };
-        assert_eq!(check_request(&mut st, &q, r), want, "{acc:#x} {:?}", r.opcode);
+        let want = if *ok {
+            Check::Valid
+        } else {
+            Check::Error(RespError::UnsupportedOpcode)
+        };
+        assert_eq!(
+            check_request(&mut st, &q, r),
+            want,
+            "{acc:#x} {:?}",
+            r.opcode
+        );
     }
 }
 
@@ -186,18 +287,44 @@ fn payload_lengths() {
     }
     // UD payloads are not held to the path MTU here.
     assert!(check_length(&qp(QpType::Ud), &req(Opcode::UdSendOnly, 0, 4096)).is_ok());
-    let big = |len| Request { reth: Some(Reth { va: 0, rkey: 1, len }), ..req(RcReadRequest, 0, 0) };
+    let big = |len| Request {
+        reth: Some(Reth {
+            va: 0,
+            rkey: 1,
+            len,
+        }),
+        ..req(RcReadRequest, 0, 0)
+    };
     assert!(check_length(&q, &big(1 << 31)).is_ok());
-    assert_eq!(check_length(&q, &big((1 << 31) + 1)), Err(RespError::Length));
+    assert_eq!(
+        check_length(&q, &big((1 << 31) + 1)),
+        Err(RespError::Length)
+    );
 }
 
 #[test]
 fn rdma_targets() {
     use Opcode::*;
     let mut st = RespState::new(0, 4);
-    let reth = |op, len| Request { reth: Some(Reth { va: 0x1000, rkey: 0x55, len }), ..req(op, 0, 0) };
+    let reth = |op, len| Request {
+        reth: Some(Reth {
+            va: 0x1000,
+            rkey: 0x55,
+            len,
+        }),
+        ..req(op, 0, 0)
+    };
     let t = rdma_target(&mut st, &reth(RcWriteFirst, 4096)).unwrap();
-    assert_eq!(t, Target { rkey: 0x55, access: Access::REMOTE_WRITE, va: 0x1000, len: 4096, check_range: true });
+    assert_eq!(
+        t,
+        Target {
+            rkey: 0x55,
+            access: Access::REMOTE_WRITE,
+            va: 0x1000,
+            len: 4096,
+            check_range: true
+        }
+    );
     assert_eq!((st.length, st.resid), (4096, 4096));
     // A middle packet uses what the first one stored.
     st.va = 0x1400;
@@ -210,22 +337,59 @@ fn rdma_targets() {
     assert_eq!(rdma_target(&mut st, &reth(RcWriteOnly, 0)), None);
     let t = rdma_target(&mut st, &reth(RcReadRequest, 10)).unwrap();
     assert_eq!(t.access, Access::REMOTE_READ);
-    let aw = Request { reth: Some(Reth { va: 8, rkey: 9, len: 8 }), ..req(RcAtomicWrite, 0, 8) };
-    assert_eq!(rdma_target(&mut st, &aw).unwrap().access, Access::REMOTE_WRITE);
-    let at = Request { atmeth: Some(AtmEth { va: 0x40, rkey: 7, swap_add: 1, compare: 2 }), ..req(RcFetchAdd, 0, 0) };
+    let aw = Request {
+        reth: Some(Reth {
+            va: 8,
+            rkey: 9,
+            len: 8,
+        }),
+        ..req(RcAtomicWrite, 0, 8)
+    };
+    assert_eq!(
+        rdma_target(&mut st, &aw).unwrap().access,
+        Access::REMOTE_WRITE
+    );
+    let at = Request {
+        atmeth: Some(AtmEth {
+            va: 0x40,
+            rkey: 7,
+            swap_add: 1,
+            compare: 2,
+        }),
+        ..req(RcFetchAdd, 0, 0)
+    };
     let t = rdma_target(&mut st, &at).unwrap();
-    assert_eq!(t, Target { rkey: 7, access: Access::REMOTE_ATOMIC, va: 0x40, len: 8, check_range: true });
+    assert_eq!(
+        t,
+        Target {
+            rkey: 7,
+            access: Access::REMOTE_ATOMIC,
+            va: 0x40,
+            len: 8,
+            check_range: true
+        }
+    );
     // A whole-MR flush is not range checked; a zero-length flush still names an MR.
     let fl = |level, ptype| Request {
-        reth: Some(Reth { va: 0, rkey: 3, len: 0 }),
+        reth: Some(Reth {
+            va: 0,
+            rkey: 3,
+            len: 0,
+        }),
         feth: Some(Feth { ptype, level }),
         ..req(RcFlush, 0, 0)
     };
     let t = rdma_target(&mut st, &fl(1, FLUSH_PERSISTENT)).unwrap();
-    assert_eq!((t.check_range, t.access, t.rkey), (false, Access::FLUSH_PERSISTENT, 3));
+    assert_eq!(
+        (t.check_range, t.access, t.rkey),
+        (false, Access::FLUSH_PERSISTENT, 3)
+    );
     let t = rdma_target(&mut st, &fl(0, FLUSH_GLOBAL | FLUSH_PERSISTENT)).unwrap();
     assert!(t.check_range);
-    assert_eq!(t.access, Access::FLUSH_GLOBAL.union(Access::FLUSH_PERSISTENT));
+    assert_eq!(
+        t.access,
+        Access::FLUSH_GLOBAL.union(Access::FLUSH_PERSISTENT)
+    );
 }
 
 #[test]
@@ -250,25 +414,45 @@ fn write_length_rules() {
     ];
     for (resid, op, payload, pad, ok) in cases {
         st.resid = resid;
-        let r = Request { pad, ..req(op, 0, payload) };
-        assert_eq!(check_rdma_len(&st, &q, &r).is_ok(), ok, "{resid} {op:?} {payload} {pad}");
+        let r = Request {
+            pad,
+            ..req(op, 0, payload)
+        };
+        assert_eq!(
+            check_rdma_len(&st, &q, &r).is_ok(),
+            ok,
+            "{resid} {op:?} {payload} {pad}"
+        );
     }
 }
 
 #[test]
 fn resources_ring() {
     let mut st = RespState::new(0, 2);
-    let r = |psn, len| Request { reth: Some(Reth { va: 0, rkey: 1, len }), ..req(Opcode::RcReadRequest, psn, 0) };
+    let r = |psn, len| Request {
+        reth: Some(Reth {
+            va: 0,
+            rkey: 1,
+            len,
+        }),
+        ..req(Opcode::RcReadRequest, psn, 0)
+    };
     st.resid = 3000;
-    let a = st.prepare_res(ResKind::Read, &r(PSN_MASK - 1, 3000), 1024).unwrap();
+    let a = st
+        .prepare_res(ResKind::Read, &r(PSN_MASK - 1, 3000), 1024)
+        .unwrap();
     assert_eq!((st.res[a].first_psn, st.res[a].last_psn), (PSN_MASK - 1, 0));
     assert_eq!(st.find_res(PSN_MASK), Some(a));
     assert_eq!(st.find_res(0), Some(a));
     assert_eq!(st.find_res(1), None);
-    let b = st.prepare_res(ResKind::Atomic, &req(Opcode::RcFetchAdd, 1, 0), 1024).unwrap();
+    let b = st
+        .prepare_res(ResKind::Atomic, &req(Opcode::RcFetchAdd, 1, 0), 1024)
+        .unwrap();
     assert_eq!(st.cur, Some(b));
     // The third recycles the oldest.
-    let c = st.prepare_res(ResKind::Atomic, &req(Opcode::RcFetchAdd, 2, 0), 1024).unwrap();
+    let c = st
+        .prepare_res(ResKind::Atomic, &req(Opcode::RcFetchAdd, 2, 0), 1024)
+        .unwrap();
     assert_eq!(c, a);
     assert_eq!(st.find_res(PSN_MASK), None);
     assert_eq!(st.find_res(2), Some(c));
@@ -278,7 +462,10 @@ fn resources_ring() {
     assert_eq!(st.res[d].last_psn, 10);
     // No resources at all.
     let mut none = RespState::new(0, 0);
-    assert_eq!(none.prepare_res(ResKind::Flush, &req(Opcode::RcFlush, 0, 0), 1024), None);
+    assert_eq!(
+        none.prepare_res(ResKind::Flush, &req(Opcode::RcFlush, 0, 0), 1024),
+        None
+    );
     assert_eq!(none.find_res(0), None);
     // Reset frees them; resizing empties them; the count is capped.
     st.reset();
@@ -303,17 +490,34 @@ fn request_from_packet() {
     buf.truncate(16 + 5 + 3 + 4);
     let info = headers::parse(&buf).unwrap();
     let r = Request::from_packet(&info, &buf).unwrap();
-    assert_eq!((r.psn, r.ack_req, r.se, r.pad, r.payload), (0x12_3456, true, true, 3, 5));
-    assert_eq!((r.invalidate, r.imm, r.reth, r.src_qp), (Some(0xabcd), None, None, None));
+    assert_eq!(
+        (r.psn, r.ack_req, r.se, r.pad, r.payload),
+        (0x12_3456, true, true, 3, 5)
+    );
+    assert_eq!(
+        (r.invalidate, r.imm, r.reth, r.src_qp),
+        (Some(0xabcd), None, None, None)
+    );
 
     let op = Opcode::UdSendOnlyImm;
     let mut buf = vec![0u8; 12 + 8 + 4 + 4];
     Bth::new(op, 0xffff, 1, 5).write(&mut buf).unwrap();
-    headers::write_ext(op, &mut buf, &Deth { qkey: 1, src_qpn: 0x42 }).unwrap();
+    headers::write_ext(
+        op,
+        &mut buf,
+        &Deth {
+            qkey: 1,
+            src_qpn: 0x42,
+        },
+    )
+    .unwrap();
     headers::write_ext(op, &mut buf, &ImmDt([1, 2, 3, 4])).unwrap();
     let info = headers::parse(&buf).unwrap();
     let r = Request::from_packet(&info, &buf).unwrap();
-    assert_eq!((r.src_qp, r.imm, r.payload), (Some(0x42), Some(u32::from_ne_bytes([1, 2, 3, 4])), 0));
+    assert_eq!(
+        (r.src_qp, r.imm, r.payload),
+        (Some(0x42), Some(u32::from_ne_bytes([1, 2, 3, 4])), 0)
+    );
     let _ = Deth::parse(&buf[12..]);
 }
 
@@ -323,30 +527,58 @@ fn fuzz_checks() {
     let types = [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi];
     for _ in 0..100_000 {
         let qp_type = rng.pick(&types);
-        let q = RespQp { qp_type, mtu: rng.pick(&[256, 1024, 4096]), access: rng.below(1024), srq: rng.bool(), min_rnr_timer: rng.below(32) as u8 };
+        let q = RespQp {
+            qp_type,
+            mtu: rng.pick(&[256, 1024, 4096]),
+            access: rng.below(1024),
+            srq: rng.bool(),
+            min_rnr_timer: rng.below(32) as u8,
+        };
         let mut st = RespState::new(rng.u32(), rng.below(9));
-        st.opcode = if rng.bool() { None } else { Some(rng.pick(ALL)) };
+        st.opcode = if rng.bool() {
+            None
+        } else {
+            Some(rng.pick(ALL))
+        };
         st.drop_msg = rng.bool();
         st.sent_psn_nak = rng.bool();
         st.resid = rng.u32();
         let op = rng.pick(ALL);
-        let mut r = req(op, psn_sub(st.psn, rng.below(5)).wrapping_add(rng.below(5)) & PSN_MASK, rng.below(5000));
+        let mut r = req(
+            op,
+            psn_sub(st.psn, rng.below(5)).wrapping_add(rng.below(5)) & PSN_MASK,
+            rng.below(5000),
+        );
         r.pad = rng.below(4) as u8;
         if op.has(Mask::RETH) {
-            r.reth = Some(Reth { va: rng.next(), rkey: rng.u32(), len: rng.u32() });
+            r.reth = Some(Reth {
+                va: rng.next(),
+                rkey: rng.u32(),
+                len: rng.u32(),
+            });
         }
         if op.has(Mask::ATMETH) {
-            r.atmeth = Some(AtmEth { va: rng.next(), rkey: rng.u32(), swap_add: rng.next(), compare: rng.next() });
+            r.atmeth = Some(AtmEth {
+                va: rng.next(),
+                rkey: rng.u32(),
+                swap_add: rng.next(),
+                compare: rng.next(),
+            });
         }
         if op.has(Mask::FETH) {
-            r.feth = Some(Feth { ptype: rng.below(16) as u8, level: rng.below(4) as u8 });
+            r.feth = Some(Feth {
+                ptype: rng.below(16) as u8,
+                level: rng.below(4) as u8,
+            });
         }
         let before = st.clone();
         let c = check_request(&mut st, &q, &r);
         assert_eq!(st.psn, before.psn);
         match c {
             Check::Duplicate => assert_eq!(qp_type, QpType::Rc),
-            Check::Error(RespError::PsnOutOfSeq) => assert!(qp_type == QpType::Rc && st.sent_psn_nak),
+            Check::Error(RespError::PsnOutOfSeq) => {
+                assert!(qp_type == QpType::Rc && st.sent_psn_nak)
+            }
             _ => {}
         }
         let _ = check_length(&q, &r);

@@ -27,15 +27,15 @@
 //! it gives up).
 
 use super::events::Event;
+use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
 use super::mr_logic::{AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_before, psn_sub};
 use super::qp_state::QpType;
 use super::resp_logic::{
-    check_length, check_rdma_len, check_request, rdma_target, Check, Request, RespError, RespQp, RespState,
-    ResKind, ResState, Target, GRH_LEN,
+    check_length, check_rdma_len, check_request, rdma_target, Check, Request, ResKind, ResState,
+    RespError, RespQp, RespState, Target, GRH_LEN,
 };
-use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
 use super::uapi::{wc_flags, WcOpcode, WcStatus};
 use super::wire::{NakCode, Syndrome};
 
@@ -170,7 +170,13 @@ pub(crate) trait Io {
     fn atomic_write(&mut self, va: u64) -> Result<(), AtomicError>;
     /// Makes `va..va+len` (or the whole held region) globally visible, and
     /// persistent when asked.
-    fn flush(&mut self, whole_mr: bool, va: u64, len: u32, persistent: bool) -> Result<(), AccessFault>;
+    fn flush(
+        &mut self,
+        whole_mr: bool,
+        va: u64,
+        len: u32,
+        persistent: bool,
+    ) -> Result<(), AccessFault>;
     /// Invalidates the MR or MW named by `rkey` (send with invalidate).
     fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError>;
     /// Builds and sends a read response, copying `len` bytes from `va`.
@@ -205,7 +211,11 @@ pub(crate) fn recv_cqe(st: &RespState, pkt: &Request, status: WcStatus, received
         return c;
     }
     let write_imm = pkt.has(Mask::IMMDT) && pkt.has(Mask::WRITE);
-    c.opcode = if write_imm { WcOpcode::RecvRdmaWithImm } else { WcOpcode::Recv };
+    c.opcode = if write_imm {
+        WcOpcode::RecvRdmaWithImm
+    } else {
+        WcOpcode::Recv
+    };
     c.byte_len = if write_imm { st.length } else { received };
     c.wc_flags = wc_flags::GRH;
     if let Some(imm) = pkt.imm {
@@ -319,8 +329,18 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
             (St::Duplicate, Some(p)) => r.duplicate(&p),
             (St::Err(e), Some(p)) => r.error(e, &p),
             (St::Done | St::Exit, _) if r.goto_error => St::Error,
-            (St::Done, _) => return Outcome { progress: true, qp_error: false },
-            (St::Error, _) => return Outcome { progress: false, qp_error: true },
+            (St::Done, _) => {
+                return Outcome {
+                    progress: true,
+                    qp_error: false,
+                }
+            }
+            (St::Error, _) => {
+                return Outcome {
+                    progress: false,
+                    qp_error: true,
+                }
+            }
             // St::Exit, and states that need a packet reached without one
             // (not possible: only GetReq sets it and every path starts there).
             _ => return Outcome::default(),
@@ -335,14 +355,24 @@ impl<I: Io> Run<'_, I> {
     }
 
     fn send_ack(&mut self, opcode: Opcode, syndrome: u8, psn: u32, orig: u64) {
-        let a = Ack { opcode, psn, syndrome, msn: self.st.msn, orig };
+        let a = Ack {
+            opcode,
+            psn,
+            syndrome,
+            msn: self.st.msn,
+            orig,
+        };
         self.io.send_ack(&a);
     }
 
     fn check_resource(&mut self, p: &Request) -> St {
         if p.has(Mask::READ_OR_ATOMIC.union(Mask::ATOMIC_WRITE)) {
             // The requester keeps within our depth; we only need some.
-            return if self.st.res_count > 0 { St::ChkLength } else { St::Err(RespError::TooManyRdmaAtmReq) };
+            return if self.st.res_count > 0 {
+                St::ChkLength
+            } else {
+                St::Err(RespError::TooManyRdmaAtmReq)
+            };
         }
         if p.has(Mask::RWR) {
             return match self.io.take_recv() {
@@ -395,7 +425,9 @@ impl<I: Io> Run<'_, I> {
             match self.io.recv_data(grh) {
                 Ok(()) => {}
                 Err(RecvCopyError::NoSpace) => return St::Err(RespError::Length),
-                Err(RecvCopyError::TooLong | RecvCopyError::Fault) => return St::Err(RespError::MalformedWqe),
+                Err(RecvCopyError::TooLong | RecvCopyError::Fault) => {
+                    return St::Err(RespError::MalformedWqe)
+                }
             }
         } else if p.has(Mask::WRITE) {
             if !self.mr_held {
@@ -425,7 +457,9 @@ impl<I: Io> Run<'_, I> {
                 Err(InvalidateError::Invalid) => return St::Err(RespError::InvalidateRkey),
                 // Stricter than rdma_rxe: a key of another PD, or a window
                 // bound to another QP, is a protection error (class C).
-                Err(InvalidateError::Protection { .. }) => return St::Err(RespError::RkeyViolation),
+                Err(InvalidateError::Protection { .. }) => {
+                    return St::Err(RespError::RkeyViolation)
+                }
             }
         }
         self.st.executed(p, p.has(Mask::END));
@@ -475,16 +509,35 @@ impl<I: Io> Run<'_, I> {
             return St::ChkPsn;
         };
         let (opcode, source) = if res.state == ResState::New {
-            let src = if !res.replay || res.length == 0 { ReadSource::Held } else { ReadSource::Recheck(res.rkey) };
-            let op = if res.resid <= mtu { Opcode::RcReadResponseOnly } else { Opcode::RcReadResponseFirst };
+            let src = if !res.replay || res.length == 0 {
+                ReadSource::Held
+            } else {
+                ReadSource::Recheck(res.rkey)
+            };
+            let op = if res.resid <= mtu {
+                Opcode::RcReadResponseOnly
+            } else {
+                Opcode::RcReadResponseFirst
+            };
             (op, src)
         } else {
-            let op = if res.resid > mtu { Opcode::RcReadResponseMiddle } else { Opcode::RcReadResponseLast };
+            let op = if res.resid > mtu {
+                Opcode::RcReadResponseMiddle
+            } else {
+                Opcode::RcReadResponseLast
+            };
             (op, ReadSource::Recheck(res.rkey))
         };
         res.state = ResState::Next;
         let len = res.resid.min(mtu);
-        let r = ReadResponse { opcode, psn: res.cur_psn, msn, va: res.va, len, source };
+        let r = ReadResponse {
+            opcode,
+            psn: res.cur_psn,
+            msn,
+            va: res.va,
+            len,
+            source,
+        };
         let sent = self.io.send_read_response(&r);
         if source == ReadSource::Held {
             self.release_mr();
@@ -534,7 +587,10 @@ impl<I: Io> Run<'_, I> {
         }
         let a = p.atmeth.unwrap_or_default();
         let op = if p.opcode == Opcode::RcCompareSwap {
-            AtomicOp::CompareSwap { compare: a.compare, swap: a.swap_add }
+            AtomicOp::CompareSwap {
+                compare: a.compare,
+                swap: a.swap_add,
+            }
         } else {
             AtomicOp::FetchAdd { add: a.swap_add }
         };
@@ -584,7 +640,11 @@ impl<I: Io> Run<'_, I> {
         let persistent = res.flush_type & FLUSH_PERSISTENT != 0;
         if persistent || res.flush_type & FLUSH_GLOBAL != 0 {
             let whole = res.flush_level != 0;
-            if self.io.flush(whole, res.va, res.length, persistent).is_err() {
+            if self
+                .io
+                .flush(whole, res.va, res.length, persistent)
+                .is_err()
+            {
                 return St::Err(RespError::RkeyViolation);
             }
         }
@@ -600,7 +660,11 @@ impl<I: Io> Run<'_, I> {
         if self.syndrome != ACK {
             self.send_ack(Opcode::RcAck, self.syndrome, p.psn, 0);
         } else if p.has(Mask::ATOMIC) {
-            let orig = self.st.cur.and_then(|i| self.st.res.get(i)).map_or(0, |r| r.orig);
+            let orig = self
+                .st
+                .cur
+                .and_then(|i| self.st.res.get(i))
+                .map_or(0, |r| r.orig);
             self.send_ack(Opcode::RcAtomicAck, ACK, p.psn, orig);
             self.st.cur = None;
         } else if p.has(Mask::FLUSH.union(Mask::ATOMIC_WRITE)) {
@@ -643,10 +707,18 @@ impl<I: Io> Run<'_, I> {
             // A zero-length read kept rkey 0 (it names no memory), so its
             // duplicate is matched without the key; C compares it anyway and
             // never answers a retried zero-length read.
-            if va < res.va_org || len > res.length || end > org_end || (rkey != res.rkey && len != 0) {
+            if va < res.va_org
+                || len > res.length
+                || end > org_end
+                || (rkey != res.rkey && len != 0)
+            {
                 return St::Cleanup;
             }
-            res.state = if p.psn == res.first_psn { ResState::New } else { ResState::Replay };
+            res.state = if p.psn == res.first_psn {
+                ResState::New
+            } else {
+                ResState::Replay
+            };
             res.va_org = va;
             res.va = va;
             res.resid = len;
@@ -677,7 +749,9 @@ impl<I: Io> Run<'_, I> {
             | RespError::MissingOpcodeFirst
             | RespError::MissingOpcodeLastC
             | RespError::UnsupportedOpcode
-            | RespError::MisalignedAtomic => self.class_ac(NakCode::InvalidRequest, WcStatus::RemInvReqErr),
+            | RespError::MisalignedAtomic => {
+                self.class_ac(NakCode::InvalidRequest, WcStatus::RemInvReqErr)
+            }
             RespError::MissingOpcodeLastD1e => {
                 if self.qp.srq {
                     // Class E: fail the message's WQE.
@@ -699,7 +773,10 @@ impl<I: Io> Run<'_, I> {
             RespError::Rnr => {
                 if rc {
                     self.io.count(Event::SentRnrNak);
-                    let syn = Syndrome::RnrNak { timer: self.qp.min_rnr_timer }.encode();
+                    let syn = Syndrome::RnrNak {
+                        timer: self.qp.min_rnr_timer,
+                    }
+                    .encode();
                     self.send_ack(Opcode::RcAck, syn, p.psn, 0);
                 } else {
                     self.st.drop_msg = true;
@@ -734,7 +811,9 @@ impl<I: Io> Run<'_, I> {
                     St::Cleanup
                 }
             }
-            RespError::MalformedWqe => self.class_ac(NakCode::RemoteOperationalError, WcStatus::LocQpOpErr),
+            RespError::MalformedWqe => {
+                self.class_ac(NakCode::RemoteOperationalError, WcStatus::LocQpOpErr)
+            }
             RespError::CqOverflow => St::Error,
         }
     }

@@ -35,7 +35,11 @@ fn rq(opcode: Opcode, psn: u32, payload: u32) -> Request {
 }
 
 fn with_reth(mut r: Request, va: u64, len: u32) -> Request {
-    r.reth = Some(Reth { va, rkey: RKEY, len });
+    r.reth = Some(Reth {
+        va,
+        rkey: RKEY,
+        len,
+    });
     r
 }
 
@@ -58,13 +62,25 @@ impl T {
         let qp = RespQp {
             qp_type,
             mtu: 1024,
-            access: access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::FLUSH_GLOBAL,
+            access: access::REMOTE_READ
+                | access::REMOTE_WRITE
+                | access::REMOTE_ATOMIC
+                | access::FLUSH_GLOBAL,
             srq: false,
             min_rnr_timer: 14,
         };
         let mut io = RespModel::default();
-        io.mr(RKEY, BASE, mr_len, Access::REMOTE.union(Access::FLUSH_GLOBAL));
-        T { st: RespState::new(100, 4), qp, io }
+        io.mr(
+            RKEY,
+            BASE,
+            mr_len,
+            Access::REMOTE.union(Access::FLUSH_GLOBAL),
+        );
+        T {
+            st: RespState::new(100, 4),
+            qp,
+            io,
+        }
     }
 
     fn send(&mut self, r: Request, payload: Vec<u8>) -> Outcome {
@@ -94,7 +110,13 @@ impl T {
 }
 
 fn ack(psn: u32, msn: u32) -> Ack {
-    Ack { opcode: Opcode::RcAck, psn, syndrome: ACK_SYN, msn, orig: 0 }
+    Ack {
+        opcode: Opcode::RcAck,
+        psn,
+        syndrome: ACK_SYN,
+        msn,
+        orig: 0,
+    }
 }
 
 #[test]
@@ -108,16 +130,22 @@ fn rc_send_only_and_multi_packet() {
     assert_eq!(t.io.acks(), [ack(100, 1)]);
     let (cqe, data) = &t.io.cqes[0];
     assert_eq!(data, &bytes(10, 1));
-    assert_eq!(*cqe, RecvCqe {
-        status: WcStatus::Success,
-        opcode: WcOpcode::Recv,
-        byte_len: 10,
-        wc_flags: wc_flags::GRH | wc_flags::WITH_IMM,
-        ex: 0xdead_beef,
-        src_qp: 0,
-        solicited: true,
-    });
-    assert_eq!((t.st.psn, t.st.ack_psn, t.st.msn, t.st.opcode), (101, 101, 1, Some(Opcode::RcSendOnlyImm)));
+    assert_eq!(
+        *cqe,
+        RecvCqe {
+            status: WcStatus::Success,
+            opcode: WcOpcode::Recv,
+            byte_len: 10,
+            wc_flags: wc_flags::GRH | wc_flags::WITH_IMM,
+            ex: 0xdead_beef,
+            src_qp: 0,
+            solicited: true,
+        }
+    );
+    assert_eq!(
+        (t.st.psn, t.st.ack_psn, t.st.msn, t.st.opcode),
+        (101, 101, 1, Some(Opcode::RcSendOnlyImm))
+    );
     // A 2.5 KiB send: the WQE is taken by FIRST and completed by LAST.
     t.send(rq(Opcode::RcSendFirst, 101, 1024), bytes(1024, 2));
     assert!(t.io.has_recv() && t.io.cqes.len() == 1);
@@ -126,7 +154,10 @@ fn rc_send_only_and_multi_packet() {
     last.invalidate = Some(RKEY);
     t.send(last, bytes(452, 4));
     let (cqe, data) = &t.io.cqes[1];
-    assert_eq!((cqe.byte_len, cqe.wc_flags, cqe.ex), (2500, wc_flags::GRH | wc_flags::WITH_INVALIDATE, RKEY));
+    assert_eq!(
+        (cqe.byte_len, cqe.wc_flags, cqe.ex),
+        (2500, wc_flags::GRH | wc_flags::WITH_INVALIDATE, RKEY)
+    );
     assert_eq!(data.len(), 2500);
     assert!(!t.io.mrs.contains_key(&RKEY));
     // MSN counts messages; only packets with AckReq are acknowledged.
@@ -141,7 +172,16 @@ fn rnr_and_receive_errors() {
     let mut t = T::new(QpType::Rc);
     let o = t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
     assert!(!o.qp_error);
-    assert_eq!(t.last_ack(), Ack { opcode: Opcode::RcAck, psn: 100, syndrome: 0x20 | 14, msn: 0, orig: 0 });
+    assert_eq!(
+        t.last_ack(),
+        Ack {
+            opcode: Opcode::RcAck,
+            psn: 100,
+            syndrome: 0x20 | 14,
+            msn: 0,
+            orig: 0
+        }
+    );
     assert_eq!(t.io.events, [Event::SentRnrNak]);
     assert_eq!(t.st.psn, 100);
     assert!(t.io.reqs.is_empty());
@@ -176,7 +216,10 @@ fn rc_writes() {
     let mut t = T::new(QpType::Rc);
     t.io.rq.push_back(0);
     let va = BASE + 0x100;
-    t.send(with_reth(rq(Opcode::RcWriteFirst, 100, 1024), va, 2100), bytes(1024, 5));
+    t.send(
+        with_reth(rq(Opcode::RcWriteFirst, 100, 1024), va, 2100),
+        bytes(1024, 5),
+    );
     t.send(rq(Opcode::RcWriteMiddle, 101, 1024), bytes(1024, 6));
     let mut last = rq(Opcode::RcWriteLastImm, 102, 52);
     last.imm = Some(7);
@@ -187,13 +230,23 @@ fn rc_writes() {
     // Each packet looks the key up again.
     assert_eq!(t.io.lookups, 3);
     let cqe = t.io.cqes[0].0;
-    assert_eq!((cqe.opcode, cqe.byte_len, cqe.wc_flags), (WcOpcode::RecvRdmaWithImm, 2100, wc_flags::GRH | wc_flags::WITH_IMM));
+    assert_eq!(
+        (cqe.opcode, cqe.byte_len, cqe.wc_flags),
+        (
+            WcOpcode::RecvRdmaWithImm,
+            2100,
+            wc_flags::GRH | wc_flags::WITH_IMM
+        )
+    );
     assert_eq!(t.io.acks(), [ack(102, 1)]);
     // Zero-length write: no lookup, just an ACK.
     t.send(with_reth(rq(Opcode::RcWriteOnly, 103, 0), 0, 0), vec![]);
     assert_eq!((t.io.lookups, t.last_ack()), (3, ack(103, 2)));
     // A zero-length RETH with payload is refused (C would dereference NULL).
-    let o = t.send(with_reth(rq(Opcode::RcWriteOnly, 104, 4), 0, 0), bytes(4, 0));
+    let o = t.send(
+        with_reth(rq(Opcode::RcWriteOnly, 104, 4), 0, 0),
+        bytes(4, 0),
+    );
     assert!(o.qp_error);
     assert_eq!(t.last_ack().syndrome, 0x61);
 }
@@ -202,22 +255,53 @@ fn rc_writes() {
 fn rc_write_errors() {
     // Out of range: remote access error; length mismatch: invalid request.
     let cases: &[(Request, u8)] = &[
-        (with_reth(rq(Opcode::RcWriteOnly, 100, 16), BASE + 64 * 1024 - 8, 16), 0x62),
+        (
+            with_reth(rq(Opcode::RcWriteOnly, 100, 16), BASE + 64 * 1024 - 8, 16),
+            0x62,
+        ),
         (with_reth(rq(Opcode::RcWriteOnly, 100, 16), BASE, 20), 0x61),
-        (with_reth(rq(Opcode::RcWriteFirst, 100, 1000), BASE, 4000), 0x61),
-        (Request { reth: Some(Reth { va: BASE, rkey: 999, len: 8 }), ..rq(Opcode::RcWriteOnly, 100, 8) }, 0x62),
+        (
+            with_reth(rq(Opcode::RcWriteFirst, 100, 1000), BASE, 4000),
+            0x61,
+        ),
+        (
+            Request {
+                reth: Some(Reth {
+                    va: BASE,
+                    rkey: 999,
+                    len: 8,
+                }),
+                ..rq(Opcode::RcWriteOnly, 100, 8)
+            },
+            0x62,
+        ),
     ];
     for (r, syn) in cases {
         let mut t = T::new(QpType::Rc);
         let o = t.send(*r, bytes(r.payload, 0));
         assert!(o.qp_error, "{r:?}");
-        assert_eq!(t.last_ack(), Ack { opcode: Opcode::RcAck, psn: 100, syndrome: *syn, msn: 0, orig: 0 });
+        assert_eq!(
+            t.last_ack(),
+            Ack {
+                opcode: Opcode::RcAck,
+                psn: 100,
+                syndrome: *syn,
+                msn: 0,
+                orig: 0
+            }
+        );
         assert_eq!(t.io.held_mr, None);
     }
     // Without remote write rights: invalid request.
     let mut t = T::new(QpType::Rc);
     t.qp.access = access::REMOTE_READ;
-    assert!(t.send(with_reth(rq(Opcode::RcWriteOnly, 100, 8), BASE, 8), bytes(8, 0)).qp_error);
+    assert!(
+        t.send(
+            with_reth(rq(Opcode::RcWriteOnly, 100, 8), BASE, 8),
+            bytes(8, 0)
+        )
+        .qp_error
+    );
     assert_eq!(t.last_ack().syndrome, 0x61);
 }
 
@@ -225,43 +309,90 @@ fn rc_write_errors() {
 fn rc_reads_and_replays() {
     let mut t = T::new(QpType::Rc);
     let va = BASE + 0x40;
-    t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 2500), vec![]);
+    t.send(
+        with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 2500),
+        vec![],
+    );
     let reads = t.io.reads();
     let ops: Vec<Opcode> = reads.iter().map(|r| r.opcode).collect();
-    assert_eq!(ops, [Opcode::RcReadResponseFirst, Opcode::RcReadResponseMiddle, Opcode::RcReadResponseLast]);
-    assert_eq!(reads.iter().map(|r| r.psn).collect::<Vec<_>>(), [100, 101, 102]);
-    assert_eq!(reads.iter().map(|r| r.len).collect::<Vec<_>>(), [1024, 1024, 452]);
+    assert_eq!(
+        ops,
+        [
+            Opcode::RcReadResponseFirst,
+            Opcode::RcReadResponseMiddle,
+            Opcode::RcReadResponseLast
+        ]
+    );
+    assert_eq!(
+        reads.iter().map(|r| r.psn).collect::<Vec<_>>(),
+        [100, 101, 102]
+    );
+    assert_eq!(
+        reads.iter().map(|r| r.len).collect::<Vec<_>>(),
+        [1024, 1024, 452]
+    );
     assert_eq!(reads[0].source, ReadSource::Held);
     assert_eq!(reads[1].source, ReadSource::Recheck(RKEY));
     assert!(reads.iter().all(|r| r.msn == 1));
-    assert_eq!((t.st.psn, t.st.msn, t.st.opcode, t.st.cur), (103, 1, None, None));
+    assert_eq!(
+        (t.st.psn, t.st.msn, t.st.opcode, t.st.cur),
+        (103, 1, None, None)
+    );
     // The ack_psn of sends is not moved by reads.
     assert_eq!(t.st.ack_psn, 0);
     // A duplicate of the whole read is replayed from the resource.
     t.io.out.clear();
-    t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 2500), vec![]);
+    t.send(
+        with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 2500),
+        vec![],
+    );
     assert_eq!(t.io.reads().len(), 3);
     assert_eq!(t.io.reads()[0].source, ReadSource::Recheck(RKEY));
     // A retry from the middle: MIDDLE then LAST, same data.
     t.io.out.clear();
-    t.send(with_reth(rq(Opcode::RcReadRequest, 101, 0), va + 1024, 1476), vec![]);
+    t.send(
+        with_reth(rq(Opcode::RcReadRequest, 101, 0), va + 1024, 1476),
+        vec![],
+    );
     let ops: Vec<Opcode> = t.io.reads().iter().map(|r| r.opcode).collect();
-    assert_eq!(ops, [Opcode::RcReadResponseMiddle, Opcode::RcReadResponseLast]);
+    assert_eq!(
+        ops,
+        [Opcode::RcReadResponseMiddle, Opcode::RcReadResponseLast]
+    );
     assert_eq!(t.st.psn, 103);
     // Not a subset, another rkey, or too old: dropped silently.
     t.io.out.clear();
-    t.send(with_reth(rq(Opcode::RcReadRequest, 101, 0), va, 4000), vec![]);
-    t.send(Request { reth: Some(Reth { va, rkey: 1, len: 10 }), ..rq(Opcode::RcReadRequest, 100, 0) }, vec![]);
+    t.send(
+        with_reth(rq(Opcode::RcReadRequest, 101, 0), va, 4000),
+        vec![],
+    );
+    t.send(
+        Request {
+            reth: Some(Reth {
+                va,
+                rkey: 1,
+                len: 10,
+            }),
+            ..rq(Opcode::RcReadRequest, 100, 0)
+        },
+        vec![],
+    );
     t.send(with_reth(rq(Opcode::RcReadRequest, 50, 0), va, 10), vec![]);
     assert!(t.io.out.is_empty());
     // Zero-length read: one empty ONLY response.
     t.send(with_reth(rq(Opcode::RcReadRequest, 103, 0), 0, 0), vec![]);
-    assert_eq!(t.io.reads().last().map(|r| (r.opcode, r.len)), Some((Opcode::RcReadResponseOnly, 0)));
+    assert_eq!(
+        t.io.reads().last().map(|r| (r.opcode, r.len)),
+        Some((Opcode::RcReadResponseOnly, 0))
+    );
     assert_eq!(t.st.psn, 104);
     // No responder resources: invalid request.
     let mut t = T::new(QpType::Rc);
     t.st.set_max_dest_rd_atomic(0);
-    assert!(t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 10), vec![]).qp_error);
+    assert!(
+        t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 10), vec![])
+            .qp_error
+    );
     assert_eq!(t.last_ack().syndrome, 0x61);
 }
 
@@ -270,17 +401,29 @@ fn read_reply_failures() {
     // A failed transmit is an RNR NAK; the reply is forgotten, the PSN stays.
     let mut t = T::new(QpType::Rc);
     t.io.fail_read = Some(SendFailed::Send);
-    t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000), vec![]);
+    t.send(
+        with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000),
+        vec![],
+    );
     assert_eq!(t.last_ack().syndrome, 0x20 | 14);
     assert_eq!((t.st.cur, t.st.psn), (None, 100));
     // The requester's retry is then a new request.
     t.io.fail_read = None;
-    t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000), vec![]);
+    t.send(
+        with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000),
+        vec![],
+    );
     assert_eq!(t.io.reads().len(), 3);
     // The region went away: remote access error.
     let mut t = T::new(QpType::Rc);
     t.io.fail_read = Some(SendFailed::Access);
-    assert!(t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000), vec![]).qp_error);
+    assert!(
+        t.send(
+            with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000),
+            vec![]
+        )
+        .qp_error
+    );
     assert_eq!(t.last_ack().syndrome, 0x62);
 }
 
@@ -288,16 +431,39 @@ fn read_reply_failures() {
 fn atomics_and_replays() {
     let mut t = T::new(QpType::Rc);
     let at = |op, psn, swap_add, compare| Request {
-        atmeth: Some(AtmEth { va: BASE + 8, rkey: RKEY, swap_add, compare }),
+        atmeth: Some(AtmEth {
+            va: BASE + 8,
+            rkey: RKEY,
+            swap_add,
+            compare,
+        }),
         ..rq(op, psn, 0)
     };
     let before = u64::from_ne_bytes(t.io.mrs[&RKEY].data[8..16].try_into().unwrap());
     t.send(at(Opcode::RcFetchAdd, 100, 5, 0), vec![]);
-    assert_eq!(t.last_ack(), Ack { opcode: Opcode::RcAtomicAck, psn: 100, syndrome: ACK_SYN, msn: 1, orig: before });
+    assert_eq!(
+        t.last_ack(),
+        Ack {
+            opcode: Opcode::RcAtomicAck,
+            psn: 100,
+            syndrome: ACK_SYN,
+            msn: 1,
+            orig: before
+        }
+    );
     assert_eq!(t.st.cur, None);
     // The duplicate is answered from the resource, not executed again.
     t.send(at(Opcode::RcFetchAdd, 100, 5, 0), vec![]);
-    assert_eq!(t.last_ack(), Ack { opcode: Opcode::RcAtomicAck, psn: 100, syndrome: ACK_SYN, msn: 1, orig: before });
+    assert_eq!(
+        t.last_ack(),
+        Ack {
+            opcode: Opcode::RcAtomicAck,
+            psn: 100,
+            syndrome: ACK_SYN,
+            msn: 1,
+            orig: before
+        }
+    );
     let now = u64::from_ne_bytes(t.io.mrs[&RKEY].data[8..16].try_into().unwrap());
     assert_eq!(now, before.wrapping_add(5));
     t.send(at(Opcode::RcCompareSwap, 101, 77, now), vec![]);
@@ -306,7 +472,10 @@ fn atomics_and_replays() {
     // Misaligned: invalid request; no rights: invalid request.
     let mut t = T::new(QpType::Rc);
     let mut r = at(Opcode::RcFetchAdd, 100, 1, 0);
-    r.atmeth = Some(AtmEth { va: BASE + 4, ..r.atmeth.unwrap() });
+    r.atmeth = Some(AtmEth {
+        va: BASE + 4,
+        ..r.atmeth.unwrap()
+    });
     assert!(t.send(r, vec![]).qp_error);
     assert_eq!(t.last_ack().syndrome, 0x61);
     let mut t = T::new(QpType::Rc);
@@ -319,26 +488,65 @@ fn atomic_write_and_flush() {
     let mut t = T::new(QpType::Rc);
     let aw = with_reth(rq(Opcode::RcAtomicWrite, 100, 8), BASE + 16, 8);
     t.send(aw, 0x1122_3344_5566_7788u64.to_ne_bytes().to_vec());
-    assert_eq!(t.io.mrs[&RKEY].data[16..24], 0x1122_3344_5566_7788u64.to_ne_bytes());
-    let zero_read = Ack { opcode: Opcode::RcReadResponseOnly, psn: 100, syndrome: ACK_SYN, msn: 1, orig: 0 };
+    assert_eq!(
+        t.io.mrs[&RKEY].data[16..24],
+        0x1122_3344_5566_7788u64.to_ne_bytes()
+    );
+    let zero_read = Ack {
+        opcode: Opcode::RcReadResponseOnly,
+        psn: 100,
+        syndrome: ACK_SYN,
+        msn: 1,
+        orig: 0,
+    };
     assert_eq!(t.last_ack(), zero_read);
     t.send(aw, 0u64.to_ne_bytes().to_vec());
     assert_eq!(t.last_ack(), zero_read);
-    assert_eq!(t.io.mrs[&RKEY].data[16..24], 0x1122_3344_5566_7788u64.to_ne_bytes());
+    assert_eq!(
+        t.io.mrs[&RKEY].data[16..24],
+        0x1122_3344_5566_7788u64.to_ne_bytes()
+    );
     let fl = Request {
-        reth: Some(Reth { va: BASE, rkey: RKEY, len: 4096 }),
-        feth: Some(Feth { ptype: crate::proto::headers::FLUSH_GLOBAL, level: 0 }),
+        reth: Some(Reth {
+            va: BASE,
+            rkey: RKEY,
+            len: 4096,
+        }),
+        feth: Some(Feth {
+            ptype: crate::proto::headers::FLUSH_GLOBAL,
+            level: 0,
+        }),
         ..rq(Opcode::RcFlush, 101, 0)
     };
     t.send(fl, vec![]);
     assert_eq!(t.io.flushes, [(false, BASE, 4096, false)]);
-    assert_eq!(t.last_ack(), Ack { psn: 101, msn: 2, ..zero_read });
+    assert_eq!(
+        t.last_ack(),
+        Ack {
+            psn: 101,
+            msn: 2,
+            ..zero_read
+        }
+    );
     t.send(fl, vec![]);
     assert_eq!(t.io.flushes.len(), 1);
-    assert_eq!(t.last_ack(), Ack { psn: 101, msn: 2, ..zero_read });
+    assert_eq!(
+        t.last_ack(),
+        Ack {
+            psn: 101,
+            msn: 2,
+            ..zero_read
+        }
+    );
     // Atomic write length rules.
     let mut t = T::new(QpType::Rc);
-    assert!(t.send(with_reth(rq(Opcode::RcAtomicWrite, 100, 8), BASE, 16), bytes(8, 0)).qp_error);
+    assert!(
+        t.send(
+            with_reth(rq(Opcode::RcAtomicWrite, 100, 8), BASE, 16),
+            bytes(8, 0)
+        )
+        .qp_error
+    );
 }
 
 #[test]
@@ -357,12 +565,32 @@ fn duplicates_and_sequence_errors() {
     t.io.out.clear();
     t.send(rq(Opcode::RcSendOnly, 105, 8), bytes(8, 0));
     t.send(rq(Opcode::RcSendOnly, 106, 8), bytes(8, 0));
-    assert_eq!(t.io.acks(), [Ack { opcode: Opcode::RcAck, psn: 102, syndrome: 0x60, msn: 2, orig: 0 }]);
+    assert_eq!(
+        t.io.acks(),
+        [Ack {
+            opcode: Opcode::RcAck,
+            psn: 102,
+            syndrome: 0x60,
+            msn: 2,
+            orig: 0
+        }]
+    );
     use Event::*;
-    assert_eq!(t.io.events, [RecvCompleted, RecvCompleted, DuplicateRequest, OutOfSeqRequest]);
+    assert_eq!(
+        t.io.events,
+        [
+            RecvCompleted,
+            RecvCompleted,
+            DuplicateRequest,
+            OutOfSeqRequest
+        ]
+    );
     // Missing first / last: class C.
     let mut t = T::new(QpType::Rc);
-    assert!(t.send(rq(Opcode::RcSendMiddle, 100, 1024), bytes(1024, 0)).qp_error);
+    assert!(
+        t.send(rq(Opcode::RcSendMiddle, 100, 1024), bytes(1024, 0))
+            .qp_error
+    );
     assert_eq!(t.last_ack().syndrome, 0x61);
     let mut t = T::new(QpType::Rc);
     t.io.rq.push_back(4096);
@@ -398,7 +626,11 @@ fn uc_errors() {
         t.io.srq = srq;
         t.io.rq.push_back(64);
         let mut r = rq(Opcode::UcWriteOnlyImm, 100, 8);
-        r.reth = Some(Reth { va: BASE, rkey: 5, len: 8 });
+        r.reth = Some(Reth {
+            va: BASE,
+            rkey: 5,
+            len: 8,
+        });
         let o = t.send(r, bytes(8, 0));
         assert!(!o.qp_error && t.st.drop_msg && t.io.out.is_empty());
         assert_eq!(t.io.cqes.len(), usize::from(srq));
@@ -413,7 +645,10 @@ fn ud_receive() {
     r.src_qp = Some(0x33);
     t.send(r, bytes(8, 9));
     let (cqe, data) = &t.io.cqes[0];
-    assert_eq!((cqe.byte_len, cqe.src_qp, cqe.wc_flags), (48, 0x33, wc_flags::GRH));
+    assert_eq!(
+        (cqe.byte_len, cqe.src_qp, cqe.wc_flags),
+        (48, 0x33, wc_flags::GRH)
+    );
     assert_eq!(&data[40..], &bytes(8, 9)[..]);
     // Payloads larger than the path MTU are fine on UD.
     t.send(rq(Opcode::UdSendOnly, 9, 1024), bytes(1024, 1));
@@ -484,7 +719,18 @@ fn recv_cqe_on_error_is_bare() {
     r.imm = Some(1);
     r.se = true;
     let c = recv_cqe(&st, &r, WcStatus::RemAccessErr, 4);
-    assert_eq!(c, RecvCqe { status: WcStatus::RemAccessErr, opcode: WcOpcode::Send, byte_len: 0, wc_flags: 0, ex: 0, src_qp: 0, solicited: true });
+    assert_eq!(
+        c,
+        RecvCqe {
+            status: WcStatus::RemAccessErr,
+            opcode: WcOpcode::Send,
+            byte_len: 0,
+            wc_flags: 0,
+            ex: 0,
+            src_qp: 0,
+            solicited: true
+        }
+    );
 }
 
 #[test]
@@ -508,23 +754,55 @@ fn fuzz_run_never_panics() {
         for _ in 0..rng.below(4) {
             t.io.rq.push_back(rng.below(3000) as usize);
         }
-        let ops: Vec<Opcode> = ALL.iter().copied().filter(|o| o.has(Mask::REQ) || rng.chance(10)).collect();
+        let ops: Vec<Opcode> = ALL
+            .iter()
+            .copied()
+            .filter(|o| o.has(Mask::REQ) || rng.chance(10))
+            .collect();
         for _ in 0..5 {
             let op = rng.pick(&ops);
-            let payload = if op.has(Mask::PAYLOAD) { rng.below(1100) } else { 0 };
-            let mut r = rq(op, psn_add(100, rng.below(6)).wrapping_sub(2) & PSN_MASK, payload);
+            let payload = if op.has(Mask::PAYLOAD) {
+                rng.below(1100)
+            } else {
+                0
+            };
+            let mut r = rq(
+                op,
+                psn_add(100, rng.below(6)).wrapping_sub(2) & PSN_MASK,
+                payload,
+            );
             r.ack_req = rng.bool();
             r.pad = rng.below(4) as u8;
             if op.has(Mask::RETH) {
-                let va = if rng.bool() { BASE + u64::from(rng.below(7000)) } else { rng.next() };
+                let va = if rng.bool() {
+                    BASE + u64::from(rng.below(7000))
+                } else {
+                    rng.next()
+                };
                 let rkey = if rng.chance(80) { RKEY } else { rng.u32() };
-                r.reth = Some(Reth { va, rkey, len: if rng.bool() { rng.below(5000) } else { rng.u32() } });
+                r.reth = Some(Reth {
+                    va,
+                    rkey,
+                    len: if rng.bool() {
+                        rng.below(5000)
+                    } else {
+                        rng.u32()
+                    },
+                });
             }
             if op.has(Mask::ATMETH) {
-                r.atmeth = Some(AtmEth { va: BASE + u64::from(rng.below(100)), rkey: RKEY, swap_add: rng.next(), compare: rng.next() });
+                r.atmeth = Some(AtmEth {
+                    va: BASE + u64::from(rng.below(100)),
+                    rkey: RKEY,
+                    swap_add: rng.next(),
+                    compare: rng.next(),
+                });
             }
             if op.has(Mask::FETH) {
-                r.feth = Some(Feth { ptype: rng.below(4) as u8, level: rng.below(3) as u8 });
+                r.feth = Some(Feth {
+                    ptype: rng.below(4) as u8,
+                    level: rng.below(3) as u8,
+                });
             }
             if op.has(Mask::IETH) {
                 r.invalidate = Some(if rng.bool() { RKEY } else { rng.u32() });

@@ -113,7 +113,10 @@ mod tests {
         assert_eq!(r.peek(&slots), Some(&1));
         *r.peek_mut(&mut slots).unwrap() = 11;
         assert_eq!(r.len(), 3);
-        assert_eq!((r.pop(&mut slots), r.pop(&mut slots), r.pop(&mut slots)), (Some(11), Some(2), Some(3)));
+        assert_eq!(
+            (r.pop(&mut slots), r.pop(&mut slots), r.pop(&mut slots)),
+            (Some(11), Some(2), Some(3))
+        );
         assert!(r.is_empty());
         assert_eq!(r.peek(&slots), None);
     }

@@ -109,7 +109,11 @@ impl SgeCursor {
 
     /// Plans the next `len` bytes over `sges`. A zero length plans nothing
     /// (C returns before touching the SGEs).
-    pub(crate) fn walk<'a, L: SgeList + ?Sized>(&self, sges: &'a L, len: u32) -> Result<Walk<'a, L>, CursorError> {
+    pub(crate) fn walk<'a, L: SgeList + ?Sized>(
+        &self,
+        sges: &'a L,
+        len: u32,
+    ) -> Result<Walk<'a, L>, CursorError> {
         if len > self.resid {
             return Err(CursorError::TooLong);
         }
@@ -125,7 +129,11 @@ impl SgeCursor {
     /// Moves `len` bytes on without copying (C's `advance_dma_data`: a
     /// retransmission restarting inside a message). On error the cursor is
     /// unchanged.
-    pub(crate) fn advance<L: SgeList + ?Sized>(&mut self, sges: &L, len: u32) -> Result<(), CursorError> {
+    pub(crate) fn advance<L: SgeList + ?Sized>(
+        &mut self,
+        sges: &L,
+        len: u32,
+    ) -> Result<(), CursorError> {
         let mut walk = self.walk(sges, len)?;
         for piece in walk.by_ref() {
             piece?;
@@ -138,7 +146,10 @@ impl SgeCursor {
     /// in `sge_offset` with no SGEs.
     pub(crate) fn advance_inline(&mut self, len: u32) -> Result<(), CursorError> {
         let resid = self.resid.checked_sub(len).ok_or(CursorError::TooLong)?;
-        let sge_offset = self.sge_offset.checked_add(len).ok_or(CursorError::TooLong)?;
+        let sge_offset = self
+            .sge_offset
+            .checked_add(len)
+            .ok_or(CursorError::TooLong)?;
         self.resid = resid;
         self.sge_offset = sge_offset;
         Ok(())
@@ -216,7 +227,11 @@ mod tests {
     use std::vec::Vec;
 
     fn sge(addr: u64, length: u32) -> Sge {
-        Sge { addr, length, lkey: 0x100 + length }
+        Sge {
+            addr,
+            length,
+            lkey: 0x100 + length,
+        }
     }
 
     /// (index, offset, len, pos) of each piece.
@@ -259,7 +274,13 @@ mod tests {
 
     #[test]
     fn spans_sges_and_skips_empty_ones() {
-        let sges = [sge(0x1000, 10), sge(0, 0), sge(0x2000, 5), sge(0, 0), sge(0x3000, 20)];
+        let sges = [
+            sge(0x1000, 10),
+            sge(0, 0),
+            sge(0x2000, 5),
+            sge(0, 0),
+            sge(0x3000, 20),
+        ];
         let c = SgeCursor::new(35);
         let (p, e, end) = pieces(&c, &sges, 30);
         assert_eq!(e, None);
@@ -287,7 +308,10 @@ mod tests {
         assert_eq!(p, std::vec![(0, 0, 8, 0)]);
         assert_eq!(e, Some(CursorError::NoSpace));
         let empty: [Sge; 0] = [];
-        assert_eq!(pieces(&SgeCursor::new(1), &empty, 1).1, Some(CursorError::NoSpace));
+        assert_eq!(
+            pieces(&SgeCursor::new(1), &empty, 1).1,
+            Some(CursorError::NoSpace)
+        );
     }
 
     #[test]
@@ -322,7 +346,11 @@ mod tests {
     /// C's `copy_data` walk (without the copies), written as C does it:
     /// cursor fields are updated in place, errors leave them half-moved.
     /// Returns the pieces and the outcome.
-    fn c_model(sges: &[Sge], cur: &mut (usize, u32, u32), length: u32) -> (CPieces, Result<(), CursorError>) {
+    fn c_model(
+        sges: &[Sge],
+        cur: &mut (usize, u32, u32),
+        length: u32,
+    ) -> (CPieces, Result<(), CursorError>) {
         let mut out = Vec::new();
         if length == 0 {
             return (out, Ok(()));
@@ -391,12 +419,20 @@ mod tests {
                         2 => rng.below(64) as u32,
                         _ => rng.below(1 << 20) as u32,
                     };
-                    Sge { addr: rng.next(), length, lkey: i as u32 }
+                    Sge {
+                        addr: rng.next(),
+                        length,
+                        lkey: i as u32,
+                    }
                 })
                 .collect();
             let sum: u32 = sges.iter().map(|s| s.length).sum();
             // Mostly consistent cursors (resid = sum), sometimes not.
-            let resid = if rng.below(8) == 0 { rng.below(u64::from(sum) + 64) as u32 } else { sum };
+            let resid = if rng.below(8) == 0 {
+                rng.below(u64::from(sum) + 64) as u32
+            } else {
+                sum
+            };
             let mut ours = SgeCursor::new(resid);
             let mut c = (0usize, 0u32, resid);
             for _ in 0..8 {
@@ -410,7 +446,10 @@ mod tests {
                 let (got, err, end) = pieces(&ours, &sges, len);
                 let (want, outcome) = c_model(&sges, &mut c, len);
                 let got3: Vec<_> = got.iter().map(|&(i, o, l, _)| (i, o, l)).collect();
-                assert_eq!(got3, want, "pieces, sges {sges:?} cursor {before:?} len {len}");
+                assert_eq!(
+                    got3, want,
+                    "pieces, sges {sges:?} cursor {before:?} len {len}"
+                );
                 // Pieces tile the buffer in order.
                 let mut pos = 0;
                 for &(_, _, l, p) in &got {
@@ -425,7 +464,11 @@ mod tests {
                         ours = end;
                     }
                     Err(e) => {
-                        assert_eq!(err, Some(e), "error, sges {sges:?} cursor {before:?} len {len}");
+                        assert_eq!(
+                            err,
+                            Some(e),
+                            "error, sges {sges:?} cursor {before:?} len {len}"
+                        );
                         // Ours is transactional: the caller keeps `before`.
                         break;
                     }

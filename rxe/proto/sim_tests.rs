@@ -13,7 +13,8 @@ use super::opcode::Mask;
 use super::psn::{psn_add, PSN_MASK};
 use super::qp_state::QpType;
 use super::req_logic::{
-    begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, ReqState, Step, WqeInfo,
+    begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, ReqState, Step,
+    WqeInfo,
 };
 use super::resp_logic::{Request, RespQp, RespState};
 use super::resp_run;
@@ -58,7 +59,10 @@ impl Sq for SqModel {
     }
 
     fn head(&mut self) -> Option<Head> {
-        self.wqes.get(self.consumer).map(|w| Head { info: w.info, progress: w.progress })
+        self.wqes.get(self.consumer).map(|w| Head {
+            info: w.info,
+            progress: w.progress,
+        })
     }
 
     fn read_data(&mut self) -> Result<u32, CopyFault> {
@@ -84,7 +88,14 @@ impl Sq for SqModel {
     fn retire(&mut self, status: WcStatus) {
         if trace() {
             let w = &self.wqes[self.consumer];
-            std::println!("RETIRE {} {:?} psns {}..{} {status:?} by {:?}", self.consumer, w.info.opcode, w.progress.first_psn, w.progress.last_psn, self.cur.as_ref().map(|c| c.0));
+            std::println!(
+                "RETIRE {} {:?} psns {}..{} {status:?} by {:?}",
+                self.consumer,
+                w.info.opcode,
+                w.progress.first_psn,
+                w.progress.last_psn,
+                self.cur.as_ref().map(|c| c.0)
+            );
         }
         self.retired.push((self.consumer, status));
         self.consumer += 1;
@@ -107,7 +118,14 @@ impl Sender {
             self.wqe_index = self.sq.consumer;
             let mut first = true;
             for w in self.sq.wqes.iter_mut().skip(self.sq.consumer) {
-                if !retry_wqe(&mut self.req, &self.qp, &w.info, &mut w.progress, &mut first, self.comp.psn) {
+                if !retry_wqe(
+                    &mut self.req,
+                    &self.qp,
+                    &w.info,
+                    &mut w.progress,
+                    &mut first,
+                    self.comp.psn,
+                ) {
                     break;
                 }
             }
@@ -117,7 +135,11 @@ impl Sender {
         let Some(w) = self.sq.wqes.get_mut(self.wqe_index) else {
             return false;
         };
-        let gates = Gates { prior_done, comp_psn: self.comp.psn, inflight: 0 };
+        let gates = Gates {
+            prior_done,
+            comp_psn: self.comp.psn,
+            inflight: 0,
+        };
         match plan(&mut self.req, &self.qp, &w.info, &mut w.progress, &gates) {
             Step::Send(p) => {
                 let off = (w.info.length - w.progress.resid) as usize;
@@ -133,7 +155,11 @@ impl Sender {
                     se: p.solicited,
                     pad: p.pad,
                     payload: p.payload,
-                    reth: p.opcode.has(Mask::RETH).then_some(Reth { va: p.reth_va, rkey: w.rkey, len: p.reth_len }),
+                    reth: p.opcode.has(Mask::RETH).then_some(Reth {
+                        va: p.reth_va,
+                        rkey: w.rkey,
+                        len: p.reth_len,
+                    }),
                     atmeth: p.opcode.has(Mask::ATMETH).then_some(AtmEth {
                         va: w.progress.iova,
                         rkey: w.rkey,
@@ -141,7 +167,11 @@ impl Sender {
                         compare: 0,
                     }),
                     feth: None,
-                    imm: if p.opcode.has(Mask::IMMDT) { w.imm } else { None },
+                    imm: if p.opcode.has(Mask::IMMDT) {
+                        w.imm
+                    } else {
+                        None
+                    },
                     invalidate: None,
                     src_qp: None,
                 };
@@ -208,23 +238,45 @@ struct Expect {
 
 fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: QpType) -> (Vec<SWqe>, Expect) {
     let mut wqes = Vec::new();
-    let mut ex = Expect { recvs: Vec::new(), writes: Vec::new(), counter0: 0 };
+    let mut ex = Expect {
+        recvs: Vec::new(),
+        writes: Vec::new(),
+        counter0: 0,
+    };
     let mut wr_off = 0u64;
-    ex.counter0 = io.mrs.get(&KEY_A).map_or(0, |m| u64::from_ne_bytes(m.data[..8].try_into().unwrap()));
+    ex.counter0 = io
+        .mrs
+        .get(&KEY_A)
+        .map_or(0, |m| u64::from_ne_bytes(m.data[..8].try_into().unwrap()));
     for i in 0..n {
         let kind = rng.below(if qp_type == QpType::Rc { 6 } else { 4 });
-        let len = if rng.chance(20) { rng.below(3) } else { rng.below(5000) };
-        let data: Vec<u8> = (0..len).map(|j| (j as u8) ^ (i as u8).wrapping_mul(31)).collect();
+        let len = if rng.chance(20) {
+            rng.below(3)
+        } else {
+            rng.below(5000)
+        };
+        let data: Vec<u8> = (0..len)
+            .map(|j| (j as u8) ^ (i as u8).wrapping_mul(31))
+            .collect();
         let (op, rkey, iova) = match kind {
             0 => (WrOpcode::Send, 0, 0),
             1 => (WrOpcode::SendWithImm, 0, 0),
             2 => (WrOpcode::RdmaWrite, KEY_W, BASE_W + wr_off),
             3 => (WrOpcode::RdmaWriteWithImm, KEY_W, BASE_W + wr_off),
-            4 => (WrOpcode::RdmaRead, KEY_R, BASE_R + u64::from(rng.below(1000))),
+            4 => (
+                WrOpcode::RdmaRead,
+                KEY_R,
+                BASE_R + u64::from(rng.below(1000)),
+            ),
             _ => (WrOpcode::AtomicFetchAndAdd, KEY_A, BASE_A),
         };
-        let length = if op == WrOpcode::AtomicFetchAndAdd { 8 } else { len };
-        let imm = matches!(op, WrOpcode::SendWithImm | WrOpcode::RdmaWriteWithImm).then_some(0x1000 + i as u32);
+        let length = if op == WrOpcode::AtomicFetchAndAdd {
+            8
+        } else {
+            len
+        };
+        let imm = matches!(op, WrOpcode::SendWithImm | WrOpcode::RdmaWriteWithImm)
+            .then_some(0x1000 + i as u32);
         match op {
             WrOpcode::Send | WrOpcode::SendWithImm => ex.recvs.push((data.clone(), imm, false)),
             WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => {
@@ -253,7 +305,11 @@ fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: QpType) -> (Vec<S
 /// Runs one connection to completion; returns the number of ticks used.
 fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr: bool) -> usize {
     let mut rng = Rng::new(seed);
-    let start_psn = if rng.bool() { PSN_MASK - rng.below(200) } else { rng.u32() & PSN_MASK };
+    let start_psn = if rng.bool() {
+        PSN_MASK - rng.below(200)
+    } else {
+        rng.u32() & PSN_MASK
+    };
     let mut io = RespModel::default();
     io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
     io.mr(KEY_R, BASE_R, 8192, Access::REMOTE);
@@ -271,13 +327,26 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         io,
     };
     let mut tx = Sender {
-        qp: ReqQp { qp_type: QpType::Rc, path_mtu: MTU, port_mtu: 4096, max_rd_atomic: 4 },
+        qp: ReqQp {
+            qp_type: QpType::Rc,
+            path_mtu: MTU,
+            port_mtu: 4096,
+            max_rd_atomic: 4,
+        },
         req: ReqState::new(start_psn, 4),
         comp: CompState::new(start_psn, 7, 7),
-        sq: SqModel { wqes, ..SqModel::default() },
+        sq: SqModel {
+            wqes,
+            ..SqModel::default()
+        },
         wqe_index: 0,
     };
-    let mut net = Net { rng: Rng::new(seed ^ 0x9e37), drop_pct, dup_pct, swap_pct };
+    let mut net = Net {
+        rng: Rng::new(seed ^ 0x9e37),
+        drop_pct,
+        dup_pct,
+        swap_pct,
+    };
     let mut posted = 0usize;
     if !rnr {
         rx.io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
@@ -287,7 +356,10 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
     for tick in 0..200_000 {
         // Done once every WQE completed and the requester is not still
         // resending the tail of one (a retry overtaken by a late ACK).
-        if tx.sq.consumer == tx.sq.wqes.len() && tx.wqe_index >= tx.sq.wqes.len() && rx.io.reqs.is_empty() {
+        if tx.sq.consumer == tx.sq.wqes.len()
+            && tx.wqe_index >= tx.sq.wqes.len()
+            && rx.io.reqs.is_empty()
+        {
             check(&tx, &rx, &ex, start_psn);
             return tick;
         }
@@ -307,7 +379,13 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         }
         if trace() {
             for (r, _) in &wire {
-                std::println!("{tick} REQ {:?} psn={} len={} ack={}", r.opcode, r.psn, r.payload, r.ack_req);
+                std::println!(
+                    "{tick} REQ {:?} psn={} len={} ack={}",
+                    r.opcode,
+                    r.psn,
+                    r.payload,
+                    r.ack_req
+                );
             }
         }
         let mut moved = net.carry(wire, &mut rx.io.reqs);
@@ -326,13 +404,24 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         }
         if trace() {
             for (i, (c, _)) in rx.io.cqes.iter().enumerate().skip(ncqe) {
-                std::println!("{tick} CQE#{i} {:?} len={} ex={:#x}", c.opcode, c.byte_len, c.ex);
+                std::println!(
+                    "{tick} CQE#{i} {:?} len={} ex={:#x}",
+                    c.opcode,
+                    c.byte_len,
+                    c.ex
+                );
             }
         }
         let out: Vec<(Response, Vec<u8>, u64)> = rx.io.out.drain(..).map(to_response).collect();
         if trace() {
             for (r, d, _) in &out {
-                std::println!("{tick} RSP {:?} psn={} syn={:#x} len={}", r.opcode, r.psn, r.syndrome, d.len());
+                std::println!(
+                    "{tick} RSP {:?} psn={} syn={:#x} len={}",
+                    r.opcode,
+                    r.psn,
+                    r.syndrome,
+                    d.len()
+                );
             }
         }
         moved |= net.carry(out, &mut tx.sq.inbox);
@@ -340,9 +429,20 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         for _ in 0..10_000 {
             let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             if trace() {
-                std::println!("{tick} COMP {o:?} comp.psn={} op={:?} req.psn={} consumer={} retry={}", tx.comp.psn, tx.comp.opcode, tx.req.psn, tx.sq.consumer, tx.req.need_retry);
+                std::println!(
+                    "{tick} COMP {o:?} comp.psn={} op={:?} req.psn={} consumer={} retry={}",
+                    tx.comp.psn,
+                    tx.comp.opcode,
+                    tx.req.psn,
+                    tx.sq.consumer,
+                    tx.req.need_retry
+                );
             }
-            assert!(!o.qp_error, "seed {seed}: completer failed: {:?}", tx.sq.retired.last());
+            assert!(
+                !o.qp_error,
+                "seed {seed}: completer failed: {:?}",
+                tx.sq.retired.last()
+            );
             if let Some(code) = o.rnr_timer {
                 assert_eq!(code, 1);
                 rnr_at = Some(tick + 3);
@@ -364,7 +464,11 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
             assert!(!o.qp_error, "seed {seed}: retries exhausted");
         }
     }
-    panic!("seed {seed}: no completion after 200000 ticks ({} of {} done)", tx.sq.consumer, tx.sq.wqes.len());
+    panic!(
+        "seed {seed}: no completion after 200000 ticks ({} of {} done)",
+        tx.sq.consumer,
+        tx.sq.wqes.len()
+    );
 }
 
 fn trace() -> bool {
@@ -374,8 +478,24 @@ fn trace() -> bool {
 
 fn to_response(o: Out) -> (Response, Vec<u8>, u64) {
     match o {
-        Out::Ack(a) => (Response { opcode: a.opcode, psn: a.psn, syndrome: a.syndrome }, Vec::new(), a.orig),
-        Out::Read(r, data) => (Response { opcode: r.opcode, psn: r.psn, syndrome: 0x1f }, data, 0),
+        Out::Ack(a) => (
+            Response {
+                opcode: a.opcode,
+                psn: a.psn,
+                syndrome: a.syndrome,
+            },
+            Vec::new(),
+            a.orig,
+        ),
+        Out::Read(r, data) => (
+            Response {
+                opcode: r.opcode,
+                psn: r.psn,
+                syndrome: 0x1f,
+            },
+            data,
+            0,
+        ),
     }
 }
 
@@ -413,7 +533,10 @@ fn check(tx: &Sender, rx: &Receiver, ex: &Expect, start_psn: u32) {
                 assert_eq!(w.local, mr.data[off..off + w.local.len()]);
             }
             WrOpcode::AtomicFetchAndAdd => {
-                assert_eq!(u64::from_ne_bytes(w.local[..8].try_into().unwrap()), counter);
+                assert_eq!(
+                    u64::from_ne_bytes(w.local[..8].try_into().unwrap()),
+                    counter
+                );
                 counter = counter.wrapping_add(w.add);
             }
             _ => {}
@@ -425,7 +548,10 @@ fn check(tx: &Sender, rx: &Receiver, ex: &Expect, start_psn: u32) {
     assert_eq!(tx.comp.psn, tx.req.psn);
     let msgs = tx.sq.wqes.len() as u32;
     assert_eq!(rx.st.msn, msgs & PSN_MASK);
-    assert_eq!(tx.req.psn, psn_add(start_psn, rx.st.psn.wrapping_sub(start_psn) & PSN_MASK));
+    assert_eq!(
+        tx.req.psn,
+        psn_add(start_psn, rx.st.psn.wrapping_sub(start_psn) & PSN_MASK)
+    );
     // The responder is between messages.
     assert!(rx.st.opcode.is_none_or(|o| o.has(Mask::END)));
 }
@@ -434,7 +560,11 @@ fn check(tx: &Sender, rx: &Receiver, ex: &Expect, start_psn: u32) {
 #[ignore]
 fn one() {
     let seed: u64 = std::env::var("SIM_SEED").unwrap().parse().unwrap();
-    let p: Vec<u32> = std::env::var("SIM_P").unwrap().split(',').map(|v| v.parse().unwrap()).collect();
+    let p: Vec<u32> = std::env::var("SIM_P")
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
     if p.get(5) == Some(&1) {
         simulate_uc(seed, p[0] as usize, p[1], p[2], p[3]);
     } else {
@@ -453,17 +583,36 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
     io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
     let mut rx = Receiver {
         st: RespState::new(start_psn, 0),
-        qp: RespQp { qp_type: QpType::Uc, mtu: MTU, access: access::REMOTE_WRITE, srq: false, min_rnr_timer: 0 },
+        qp: RespQp {
+            qp_type: QpType::Uc,
+            mtu: MTU,
+            access: access::REMOTE_WRITE,
+            srq: false,
+            min_rnr_timer: 0,
+        },
         io,
     };
     let mut tx = Sender {
-        qp: ReqQp { qp_type: QpType::Uc, path_mtu: MTU, port_mtu: 4096, max_rd_atomic: 0 },
+        qp: ReqQp {
+            qp_type: QpType::Uc,
+            path_mtu: MTU,
+            port_mtu: 4096,
+            max_rd_atomic: 0,
+        },
         req: ReqState::new(start_psn, 0),
         comp: CompState::new(start_psn, 7, 7),
-        sq: SqModel { wqes, ..SqModel::default() },
+        sq: SqModel {
+            wqes,
+            ..SqModel::default()
+        },
         wqe_index: 0,
     };
-    let mut net = Net { rng: Rng::new(seed ^ 0x5555), drop_pct, dup_pct, swap_pct };
+    let mut net = Net {
+        rng: Rng::new(seed ^ 0x5555),
+        drop_pct,
+        dup_pct,
+        swap_pct,
+    };
     let mut tick = 0;
     while tx.sq.consumer < tx.sq.wqes.len() || !rx.io.reqs.is_empty() {
         tick += 1;
@@ -477,7 +626,13 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
         net.carry(wire, &mut rx.io.reqs);
         if trace() {
             for (r, _) in &rx.io.reqs {
-                std::println!("{tick} IN {:?} psn={} len={} imm={:?}", r.opcode, r.psn, r.payload, r.imm);
+                std::println!(
+                    "{tick} IN {:?} psn={} len={} imm={:?}",
+                    r.opcode,
+                    r.psn,
+                    r.payload,
+                    r.imm
+                );
             }
         }
         let ncqe = rx.io.cqes.len();
@@ -491,13 +646,23 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
         assert!(rx.io.out.is_empty(), "UC answered");
         if trace() {
             for (c, _) in rx.io.cqes.iter().skip(ncqe) {
-                std::println!("{tick} CQE {:?} len={} ex={:#x}", c.opcode, c.byte_len, c.ex);
+                std::println!(
+                    "{tick} CQE {:?} len={} ex={:#x}",
+                    c.opcode,
+                    c.byte_len,
+                    c.ex
+                );
             }
         }
         let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
         assert!(!o.qp_error && !o.progress);
     }
-    assert!(tx.sq.retired.iter().enumerate().all(|(i, r)| *r == (i, WcStatus::Success)));
+    assert!(tx
+        .sq
+        .retired
+        .iter()
+        .enumerate()
+        .all(|(i, r)| *r == (i, WcStatus::Success)));
     // Every completion is one of the messages sent, whole; in order unless
     // the network duplicates or reorders (a UC first packet with an
     // unexpected PSN starts a new message, so it is delivered again, or
@@ -508,10 +673,21 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
         let is = |(w, imm, write): &(Vec<u8>, Option<u32>, bool)| {
             cqe.ex == imm.unwrap_or(0)
                 && cqe.byte_len as usize == w.len()
-                && if *write { cqe.opcode == WcOpcode::RecvRdmaWithImm } else { data == w }
+                && if *write {
+                    cqe.opcode == WcOpcode::RecvRdmaWithImm
+                } else {
+                    data == w
+                }
         };
-        let found = if dup_pct == 0 && swap_pct == 0 { want.any(is) } else { ex.recvs.iter().any(is) };
-        assert!(found, "seed {seed}: UC delivered a message that was not sent: {cqe:?}");
+        let found = if dup_pct == 0 && swap_pct == 0 {
+            want.any(is)
+        } else {
+            ex.recvs.iter().any(is)
+        };
+        assert!(
+            found,
+            "seed {seed}: UC delivered a message that was not sent: {cqe:?}"
+        );
     }
     if drop_pct == 0 && dup_pct == 0 && swap_pct == 0 {
         assert_eq!(rx.io.cqes.len(), ex.recvs.len());

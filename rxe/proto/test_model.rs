@@ -7,8 +7,8 @@ use super::events::Event;
 use super::mr_logic::{Access, AtomicOp, InvalidateError};
 use super::resp_logic::{Request, Target, GRH_LEN};
 use super::resp_run::{
-    AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError, RecvCqe, RecvError,
-    SendFailed,
+    AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
+    RecvError, SendFailed,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::vec::Vec;
@@ -70,16 +70,30 @@ impl RespModel {
     }
 
     pub(crate) fn mr(&mut self, rkey: u32, base: u64, len: usize, access: Access) {
-        let data = (0..len).map(|i| (i as u8).wrapping_mul(7).wrapping_add(rkey as u8)).collect();
+        let data = (0..len)
+            .map(|i| (i as u8).wrapping_mul(7).wrapping_add(rkey as u8))
+            .collect();
         self.mrs.insert(rkey, Mr { base, data, access });
     }
 
     pub(crate) fn acks(&self) -> Vec<Ack> {
-        self.out.iter().filter_map(|o| if let Out::Ack(a) = o { Some(*a) } else { None }).collect()
+        self.out
+            .iter()
+            .filter_map(|o| if let Out::Ack(a) = o { Some(*a) } else { None })
+            .collect()
     }
 
     pub(crate) fn reads(&self) -> Vec<ReadResponse> {
-        self.out.iter().filter_map(|o| if let Out::Read(r, _) = o { Some(*r) } else { None }).collect()
+        self.out
+            .iter()
+            .filter_map(|o| {
+                if let Out::Read(r, _) = o {
+                    Some(*r)
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
 
     fn payload(&self) -> &[u8] {
@@ -109,9 +123,16 @@ impl Io for RespModel {
         if self.rq_malformed {
             return Err(RecvError::Malformed);
         }
-        let cap = if self.srq { self.rq.pop_front() } else { self.rq.front().copied() };
+        let cap = if self.srq {
+            self.rq.pop_front()
+        } else {
+            self.rq.front().copied()
+        };
         let cap = cap.ok_or(RecvError::Empty)?;
-        self.held = Some(Held { cap, data: Vec::new() });
+        self.held = Some(Held {
+            cap,
+            data: Vec::new(),
+        });
         Ok(cap as u32)
     }
 
@@ -158,7 +179,9 @@ impl Io for RespModel {
     fn lookup(&mut self, t: &Target) -> Result<(), AccessFault> {
         self.lookups += 1;
         let mr = self.mrs.get(&t.rkey).ok_or(AccessFault)?;
-        if !mr.access.contains(t.access) || (t.check_range && mr.range(t.va, u64::from(t.len)).is_none()) {
+        if !mr.access.contains(t.access)
+            || (t.check_range && mr.range(t.va, u64::from(t.len)).is_none())
+        {
             return Err(AccessFault);
         }
         self.held_mr = Some(t.rkey);
@@ -201,7 +224,13 @@ impl Io for RespModel {
         Ok(())
     }
 
-    fn flush(&mut self, whole_mr: bool, va: u64, len: u32, persistent: bool) -> Result<(), AccessFault> {
+    fn flush(
+        &mut self,
+        whole_mr: bool,
+        va: u64,
+        len: u32,
+        persistent: bool,
+    ) -> Result<(), AccessFault> {
         self.held().ok_or(AccessFault)?;
         self.flushes.push((whole_mr, va, len, persistent));
         Ok(())
@@ -211,7 +240,10 @@ impl Io for RespModel {
         if self.foreign_keys.contains(&rkey) {
             return Err(InvalidateError::Protection { window: true });
         }
-        self.mrs.remove(&rkey).map(|_| ()).ok_or(InvalidateError::Invalid)
+        self.mrs
+            .remove(&rkey)
+            .map(|_| ())
+            .ok_or(InvalidateError::Invalid)
     }
 
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed> {

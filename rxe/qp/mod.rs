@@ -68,27 +68,29 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
 use crate::rxe::kernel::ibdev::{Device, DeviceRef};
-use crate::rxe::net::TxFlow;
 use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
-use crate::rxe::kernel::udata::Udata;
-use crate::rxe::mcast::Mgid;
-use crate::rxe::proto::av;
-use crate::rxe::proto::params::limits;
-use crate::rxe::proto::qp_attr::{self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN};
-use crate::rxe::proto::accept::QpFacts;
-use crate::rxe::proto::ip::{IpAddr, NetworkType};
-use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
-use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
-use crate::rxe::recv::RxPacket;
-use crate::rxe::{comp, req};
+use crate::rxe::kernel::udata::Udata;
+use crate::rxe::mcast::Mgid;
+use crate::rxe::net::TxFlow;
+use crate::rxe::proto::accept::QpFacts;
+use crate::rxe::proto::av;
+use crate::rxe::proto::ip::{IpAddr, NetworkType};
+use crate::rxe::proto::params::limits;
+use crate::rxe::proto::qp_attr::{
+    self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
+};
+use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
+use crate::rxe::recv::RxPacket;
 use crate::rxe::ucontext::Ucontext;
+use crate::rxe::{comp, req};
 use crate::rxe::{cq, srq};
 
 /// SGEs a WQE has at most.
@@ -293,7 +295,11 @@ impl Shared {
         // acknowledgement may have unblocked; the two never overlap, so the
         // completer cannot retire a message the requester is still sending.
         let inline = !pkt.is_loopback() && pkt.opcode() != Opcode::RcReadRequest;
-        let fifo = if to_comp { &self.comp_pkts } else { &self.resp_pkts };
+        let fifo = if to_comp {
+            &self.comp_pkts
+        } else {
+            &self.resp_pkts
+        };
         let (queued, alone) = {
             let mut f = fifo.lock();
             let alone = f.is_empty();
@@ -535,27 +541,53 @@ impl Qp {
         };
         let is_gsi_request = args.init.qp_type == QpType::Gsi.as_raw();
         let gsi_claimed = is_gsi_request && state.claim_gsi_qp();
-        let mut undo =
-            Undo { state, index: None, gsi: gsi_claimed, ucontext: user.map(|(_, uc)| uc), published: [None, None] };
-        let qp_type = qa::check_init(&args.init, is_gsi_request && !gsi_claimed).map_err(attr_errno)?;
+        let mut undo = Undo {
+            state,
+            index: None,
+            gsi: gsi_claimed,
+            ucontext: user.map(|(_, uc)| uc),
+            published: [None, None],
+        };
+        let qp_type =
+            qa::check_init(&args.init, is_gsi_request && !gsi_claimed).map_err(attr_errno)?;
         let (Some(scq), Some(rcq)) = (args.send_cq, args.recv_cq) else {
             return Err(EINVAL);
         };
         let slot = state.take_slot(ObjKind::Qp)?;
         let index = state.qps.reserve(GFP_KERNEL)?;
         undo.index = Some(index);
-        let qpn = if qp_type == QpType::Gsi { GSI_QPN } else { index };
+        let qpn = if qp_type == QpType::Gsi {
+            GSI_QPN
+        } else {
+            index
+        };
 
         let cap = args.init.cap;
-        let sq_geo = uapi::sq_geometry(cap.max_send_wr, cap.max_send_sge, cap.max_inline_data, DEFAULT_CACHE_LINE)
-            .map_err(size_errno)?;
+        let sq_geo = uapi::sq_geometry(
+            cap.max_send_wr,
+            cap.max_send_sge,
+            cap.max_inline_data,
+            DEFAULT_CACHE_LINE,
+        )
+        .map_err(size_errno)?;
         let sq_queue = Queue::new(sq_geo.queue, Role::Consumer)?;
-        let sq_caps = SqCaps { max_wr: sq_geo.max_wr, max_sge: sq_geo.max_sge, max_inline: sq_geo.max_inline };
+        let sq_caps = SqCaps {
+            max_wr: sq_geo.max_wr,
+            max_sge: sq_geo.max_sge,
+            max_inline: sq_geo.max_inline,
+        };
         let (rq_queue, rq_caps) = if args.srq.is_some() {
             (None, RqCaps::default())
         } else {
-            let g = uapi::rq_geometry(cap.max_recv_wr, cap.max_recv_sge, DEFAULT_CACHE_LINE).map_err(size_errno)?;
-            (Some(Queue::new(g.queue, Role::Consumer)?), RqCaps { max_wr: g.max_wr, max_sge: g.max_sge })
+            let g = uapi::rq_geometry(cap.max_recv_wr, cap.max_recv_sge, DEFAULT_CACHE_LINE)
+                .map_err(size_errno)?;
+            (
+                Some(Queue::new(g.queue, Role::Consumer)?),
+                RqCaps {
+                    max_wr: g.max_wr,
+                    max_sge: g.max_sge,
+                },
+            )
         };
 
         if let Some((u, uc)) = user {
@@ -587,9 +619,11 @@ impl Qp {
             sges: scratch(MAX_SGE, is_user)?,
         };
         let rq = match rq_queue {
-            Some(queue) => {
-                Some(Rq { slot: scratch(queue.elem_size(), is_user)?, queue, sges: scratch(MAX_SGE, is_user)? })
-            }
+            Some(queue) => Some(Rq {
+                slot: scratch(queue.elem_size(), is_user)?,
+                queue,
+                sges: scratch(MAX_SGE, is_user)?,
+            }),
             None => None,
         };
         let st = State {
@@ -643,10 +677,21 @@ impl Qp {
             max_send_wr: sq_caps.max_wr,
             max_send_sge: sq_caps.max_sge,
             max_inline_data: sq_caps.max_inline,
-            max_recv_wr: if shared.srq.is_some() { cap.max_recv_wr } else { rq_caps.max_wr },
+            max_recv_wr: if shared.srq.is_some() {
+                cap.max_recv_wr
+            } else {
+                rq_caps.max_wr
+            },
             max_recv_sge: cap.max_recv_sge,
         };
-        Ok((Self { shared, mmaps, _slot: slot }, caps))
+        Ok((
+            Self {
+                shared,
+                mmaps,
+                _slot: slot,
+            },
+            caps,
+        ))
     }
 
     /// modify_qp: checks every attribute and the transition, stores them,
@@ -656,8 +701,14 @@ impl Qp {
         qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
         let (new_state, attrs) = {
             let mut st = sh.state.lock();
-            let new_state = st.attrs.modify(mask, attr, sh.qp_type).map_err(attr_errno)?;
-            if let Some(ah) = attr.ah_attr.filter(|a| mask.intersects(AttrMask::AV) && a.has_grh()) {
+            let new_state = st
+                .attrs
+                .modify(mask, attr, sh.qp_type)
+                .map_err(attr_errno)?;
+            if let Some(ah) = attr
+                .ah_attr
+                .filter(|a| mask.intersects(AttrMask::AV) && a.has_grh())
+            {
                 st.src_port = av::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
             }
             (new_state, st.attrs)

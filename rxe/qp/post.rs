@@ -35,15 +35,23 @@ impl Sq {
             target: wr.target(),
             sges: self.sges.get(..n).ok_or(EINVAL)?,
         };
-        let limits = p::SqLimits { max_sge: caps.max_sge, max_inline: caps.max_inline };
+        let limits = p::SqLimits {
+            max_sge: caps.max_sge,
+            max_inline: caps.max_inline,
+        };
         let checked = p::check_send_wr(sh.qp_type, limits, &swr).map_err(post_errno)?;
         if self.queue.is_full() {
             return Err(ENOMEM);
         }
-        let inline_len = if checked.inline { wr.gather_inline(&mut self.inline_buf)? } else { 0 };
+        let inline_len = if checked.inline {
+            wr.gather_inline(&mut self.inline_buf)?
+        } else {
+            0
+        };
         let inline = self.inline_buf.get(..inline_len).ok_or(EINVAL)?;
         let ssn = self.ssn.wrapping_add(1);
-        let used_ssn = p::encode_send_wqe(&mut self.slot, sh.qp_type, &swr, &checked, inline, ssn).ok_or(EINVAL)?;
+        let used_ssn = p::encode_send_wqe(&mut self.slot, sh.qp_type, &swr, &checked, inline, ssn)
+            .ok_or(EINVAL)?;
         self.queue.kernel_produce(&self.slot)?;
         if used_ssn {
             self.ssn = ssn;

@@ -84,7 +84,11 @@ pub(super) fn ah_attr_to_raw(a: &AhAttr, out: &mut b::rdma_ah_attr) {
 ///
 /// Called by the RDMA core with the zeroed AH allocation it made for this
 /// device, a resolved init attribute and a null or valid udata.
-unsafe extern "C" fn create_ah(ah: *mut b::ib_ah, init: *mut b::rdma_ah_init_attr, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn create_ah(
+    ah: *mut b::ib_ah,
+    init: *mut b::rdma_ah_init_attr,
+    udata: *mut b::ib_udata,
+) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ah` bytes with
         // `device` and `pd` set, ours until `destroy_ah`, and an init
@@ -115,7 +119,12 @@ unsafe extern "C" fn create_ah(ah: *mut b::ib_ah, init: *mut b::rdma_ah_init_att
 unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
     from_result(|| {
         // SAFETY: A live AH of ours and a resolved attribute, valid for the call.
-        let (ah, attr) = unsafe { (CoreObj::<b::ib_ah, Ah>::from_raw(ah), ah_attr_from_raw(&*attr)) };
+        let (ah, attr) = unsafe {
+            (
+                CoreObj::<b::ib_ah, Ah>::from_raw(ah),
+                ah_attr_from_raw(&*attr),
+            )
+        };
         ah.modify(&attr)?;
         Ok(0)
     })

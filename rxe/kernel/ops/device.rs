@@ -65,7 +65,8 @@ unsafe extern "C" fn query_device(
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
         let (dev, attr, udata) = unsafe { (dev(ib), &mut *attr, Udata::from_raw(udata)) };
-        dev.state().query_device(dev, attr as &mut DeviceAttr, udata.as_ref())?;
+        dev.state()
+            .query_device(dev, attr as &mut DeviceAttr, udata.as_ref())?;
         Ok(0)
     })
 }
@@ -74,7 +75,11 @@ unsafe extern "C" fn query_device(
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn query_port(ib: *mut b::ib_device, port: u32, attr: *mut b::ib_port_attr) -> c_int {
+unsafe extern "C" fn query_port(
+    ib: *mut b::ib_device,
+    port: u32,
+    attr: *mut b::ib_port_attr,
+) -> c_int {
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
         let (dev, attr) = unsafe { (dev(ib), &mut *attr) };
@@ -87,7 +92,12 @@ unsafe extern "C" fn query_port(ib: *mut b::ib_device, port: u32, attr: *mut b::
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn query_pkey(ib: *mut b::ib_device, port: u32, index: u16, pkey: *mut u16) -> c_int {
+unsafe extern "C" fn query_pkey(
+    ib: *mut b::ib_device,
+    port: u32,
+    index: u16,
+    pkey: *mut u16,
+) -> c_int {
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
         let (dev, pkey) = unsafe { (dev(ib), &mut *pkey) };
@@ -100,11 +110,17 @@ unsafe extern "C" fn query_pkey(ib: *mut b::ib_device, port: u32, index: u16, pk
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn modify_device(ib: *mut b::ib_device, mask: c_int, attr: *mut b::ib_device_modify) -> c_int {
+unsafe extern "C" fn modify_device(
+    ib: *mut b::ib_device,
+    mask: c_int,
+    attr: *mut b::ib_device_modify,
+) -> c_int {
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
         let (dev, attr) = unsafe { (dev(ib), &*attr) };
-        let supported = (b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID | b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC) as c_int;
+        let supported = (b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID
+            | b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC)
+            as c_int;
         if mask & !supported != 0 {
             return Err(errno::eopnotsupp());
         }
@@ -141,8 +157,11 @@ unsafe extern "C" fn modify_port(
         if mask & !reset_qkey != 0 {
             return Err(errno::eopnotsupp());
         }
-        dev.state()
-            .modify_port(attr.set_port_cap_mask, attr.clr_port_cap_mask, mask & reset_qkey != 0);
+        dev.state().modify_port(
+            attr.set_port_cap_mask,
+            attr.clr_port_cap_mask,
+            mask & reset_qkey != 0,
+        );
         Ok(0)
     })
 }

@@ -64,7 +64,12 @@ fn reserve() -> Result<KBox<core::mem::MaybeUninit<MrObj>>> {
 }
 
 /// Fills in the `ib_mr` of a new MR and hands it to the core.
-fn finish(room: KBox<core::mem::MaybeUninit<MrObj>>, dev: &Device, pd: *mut b::ib_pd, mr: Mr) -> *mut b::ib_mr {
+fn finish(
+    room: KBox<core::mem::MaybeUninit<MrObj>>,
+    dev: &Device,
+    pd: *mut b::ib_pd,
+    mr: Mr,
+) -> *mut b::ib_mr {
     let keys = mr.keys();
     let ib = b::ib_mr {
         device: dev.as_ib(),
@@ -160,7 +165,11 @@ unsafe extern "C" fn rereg_user_mr(
 ///
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
-unsafe extern "C" fn alloc_mr(pd: *mut b::ib_pd, mr_type: b::ib_mr_type, max_num_sg: u32) -> *mut b::ib_mr {
+unsafe extern "C" fn alloc_mr(
+    pd: *mut b::ib_pd,
+    mr_type: b::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut b::ib_mr {
     to_ptr((|| {
         if mr_type != b::ib_mr_type_IB_MR_TYPE_MEM_REG {
             return Err(EINVAL);

@@ -41,7 +41,11 @@ unsafe fn cq_shared(raw: *mut b::ib_cq) -> Option<Arc<cq::Shared>> {
         return None;
     }
     // SAFETY: Per the contract.
-    Some(unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) }.shared.clone())
+    Some(
+        unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) }
+            .shared
+            .clone(),
+    )
 }
 
 /// # Safety
@@ -52,7 +56,11 @@ unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
         return None;
     }
     // SAFETY: Per the contract.
-    Some(unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) }.shared.clone())
+    Some(
+        unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) }
+            .shared
+            .clone(),
+    )
 }
 
 fn caps_from_raw(c: &b::ib_qp_cap) -> Caps {
@@ -79,7 +87,11 @@ fn caps_to_raw(c: &Caps, out: &mut b::ib_qp_cap) {
 ///
 /// Called by the RDMA core with the zeroed QP allocation it made for this
 /// device, the caller's init attribute and a null or valid udata.
-unsafe extern "C" fn create_qp(ibqp: *mut b::ib_qp, init: *mut b::ib_qp_init_attr, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn create_qp(
+    ibqp: *mut b::ib_qp,
+    init: *mut b::ib_qp_init_attr,
+    udata: *mut b::ib_udata,
+) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_qp` bytes with
         // `device` and `pd` set, ours until `destroy_qp`, and the caller's
@@ -87,8 +99,20 @@ unsafe extern "C" fn create_qp(ibqp: *mut b::ib_qp, init: *mut b::ib_qp_init_att
         // device; `udata` is null or the call's driver data.
         let (dev, init, uc, u, scq, rcq, srq) = unsafe {
             let init = &mut *init;
-            let (scq, rcq, srq) = (cq_shared(init.send_cq), cq_shared(init.recv_cq), srq_shared(init.srq));
-            (dev((*ibqp).device), init, ucontext(udata), Udata::from_raw(udata), scq, rcq, srq)
+            let (scq, rcq, srq) = (
+                cq_shared(init.send_cq),
+                cq_shared(init.recv_cq),
+                srq_shared(init.srq),
+            );
+            (
+                dev((*ibqp).device),
+                init,
+                ucontext(udata),
+                Udata::from_raw(udata),
+                scq,
+                rcq,
+                srq,
+            )
         };
         let args = CreateArgs {
             init: InitAttr {
@@ -246,7 +270,13 @@ unsafe extern "C" fn query_qp(
     init: *mut b::ib_qp_init_attr,
 ) -> c_int {
     // SAFETY: A live QP of ours and the caller's output structures.
-    let (obj, out, init) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), &mut *attr, &mut *init) };
+    let (obj, out, init) = unsafe {
+        (
+            CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
+            &mut *attr,
+            &mut *init,
+        )
+    };
     let q = obj.query();
     let a = &q.attrs;
     *out = b::ib_qp_attr::default();
@@ -289,7 +319,11 @@ unsafe extern "C" fn query_qp(
         init.cap.max_recv_wr = 0;
         init.cap.max_recv_sge = 0;
     }
-    init.sq_sig_type = if q.sig_all { b::ib_sig_type_IB_SIGNAL_ALL_WR } else { b::ib_sig_type_IB_SIGNAL_REQ_WR };
+    init.sq_sig_type = if q.sig_all {
+        b::ib_sig_type_IB_SIGNAL_ALL_WR
+    } else {
+        b::ib_sig_type_IB_SIGNAL_REQ_WR
+    };
     init.qp_type = q.qp_type.as_raw();
     init.port_num = 1;
     0

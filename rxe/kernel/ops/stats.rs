@@ -40,7 +40,10 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut b::ib_device, _port: u32) -> *mut b::rdma_hw_stats {
+unsafe extern "C" fn alloc_hw_port_stats(
+    _ib: *mut b::ib_device,
+    _port: u32,
+) -> *mut b::rdma_hw_stats {
     // SAFETY: FFI; the descriptions are static. COUNT is 15, so the cast is exact.
     unsafe { b::rdma_alloc_hw_stats_struct(DESCS.0.as_ptr(), COUNT as c_int, LIFESPAN_MS) }
 }

@@ -52,15 +52,31 @@ impl Cqe {
     pub(crate) fn write(&self, slot: &mut [u8]) -> Result<(), ShortBuffer> {
         let mut b = [0u8; CQE_LEN];
         put(&mut b, uverbs_wc::WR_ID, &self.wr_id.to_ne_bytes())?;
-        put(&mut b, uverbs_wc::STATUS, &self.status.as_raw().to_ne_bytes())?;
-        put(&mut b, uverbs_wc::OPCODE, &self.opcode.as_raw().to_ne_bytes())?;
-        put(&mut b, uverbs_wc::VENDOR_ERR, &self.vendor_err.to_ne_bytes())?;
+        put(
+            &mut b,
+            uverbs_wc::STATUS,
+            &self.status.as_raw().to_ne_bytes(),
+        )?;
+        put(
+            &mut b,
+            uverbs_wc::OPCODE,
+            &self.opcode.as_raw().to_ne_bytes(),
+        )?;
+        put(
+            &mut b,
+            uverbs_wc::VENDOR_ERR,
+            &self.vendor_err.to_ne_bytes(),
+        )?;
         put(&mut b, uverbs_wc::BYTE_LEN, &self.byte_len.to_ne_bytes())?;
         put(&mut b, uverbs_wc::EX, &self.ex.to_ne_bytes())?;
         put(&mut b, uverbs_wc::QP_NUM, &self.qp_num.to_ne_bytes())?;
         put(&mut b, uverbs_wc::SRC_QP, &self.src_qp.to_ne_bytes())?;
         put(&mut b, uverbs_wc::WC_FLAGS, &self.wc_flags.to_ne_bytes())?;
-        put(&mut b, uverbs_wc::PKEY_INDEX, &self.pkey_index.to_ne_bytes())?;
+        put(
+            &mut b,
+            uverbs_wc::PKEY_INDEX,
+            &self.pkey_index.to_ne_bytes(),
+        )?;
         put(&mut b, uverbs_wc::SLID, &self.slid.to_ne_bytes())?;
         put(&mut b, uverbs_wc::SL, &[self.sl])?;
         put(&mut b, uverbs_wc::DLID_PATH_BITS, &[self.dlid_path_bits])?;
@@ -93,8 +109,10 @@ pub(crate) fn create_cq_resp(mi: MmInfo) -> [u8; resp::CREATE_CQ_LEN] {
 /// `struct rxe_create_qp_resp`: the RQ's mmap info first, then the SQ's.
 pub(crate) fn create_qp_resp(rq_mi: MmInfo, sq_mi: MmInfo) -> [u8; resp::CREATE_QP_LEN] {
     let mut b = [0u8; resp::CREATE_QP_LEN];
-    b[resp::CREATE_QP_RQ_MI..resp::CREATE_QP_RQ_MI + mminfo::LEN].copy_from_slice(&rq_mi.to_bytes());
-    b[resp::CREATE_QP_SQ_MI..resp::CREATE_QP_SQ_MI + mminfo::LEN].copy_from_slice(&sq_mi.to_bytes());
+    b[resp::CREATE_QP_RQ_MI..resp::CREATE_QP_RQ_MI + mminfo::LEN]
+        .copy_from_slice(&rq_mi.to_bytes());
+    b[resp::CREATE_QP_SQ_MI..resp::CREATE_QP_SQ_MI + mminfo::LEN]
+        .copy_from_slice(&sq_mi.to_bytes());
     b
 }
 
@@ -102,7 +120,8 @@ pub(crate) fn create_qp_resp(rq_mi: MmInfo, sq_mi: MmInfo) -> [u8; resp::CREATE_
 pub(crate) fn create_srq_resp(mi: MmInfo, srq_num: u32) -> [u8; resp::CREATE_SRQ_LEN] {
     let mut b = [0u8; resp::CREATE_SRQ_LEN];
     b[resp::CREATE_SRQ_MI..resp::CREATE_SRQ_MI + mminfo::LEN].copy_from_slice(&mi.to_bytes());
-    b[resp::CREATE_SRQ_SRQ_NUM..resp::CREATE_SRQ_SRQ_NUM + 4].copy_from_slice(&srq_num.to_ne_bytes());
+    b[resp::CREATE_SRQ_SRQ_NUM..resp::CREATE_SRQ_SRQ_NUM + 4]
+        .copy_from_slice(&srq_num.to_ne_bytes());
     b
 }
 

@@ -34,20 +34,32 @@ impl QueueGeometry {
     /// padded to a power of two of at least a cache line; one slot always
     /// stays empty so that full and empty differ, hence `num_elem + 1` slots
     /// rounded up to a power of two.
-    pub(crate) fn new(num_elem: u32, elem_size: u32, cache_line: u32) -> Result<QueueGeometry, SizeError> {
-        let elem = elem_size.max(cache_line).checked_next_power_of_two().ok_or(SizeError::TooLarge)?;
+    pub(crate) fn new(
+        num_elem: u32,
+        elem_size: u32,
+        cache_line: u32,
+    ) -> Result<QueueGeometry, SizeError> {
+        let elem = elem_size
+            .max(cache_line)
+            .checked_next_power_of_two()
+            .ok_or(SizeError::TooLarge)?;
         let slots = num_elem
             .checked_add(1)
             .and_then(u32::checked_next_power_of_two)
             .ok_or(SizeError::TooLarge)?;
-        let g = QueueGeometry { log2_elem_size: elem.trailing_zeros(), index_mask: slots - 1 };
+        let g = QueueGeometry {
+            log2_elem_size: elem.trailing_zeros(),
+            index_mask: slots - 1,
+        };
         g.buf_size_checked().ok_or(SizeError::TooLarge)?;
         Ok(g)
     }
 
     fn buf_size_checked(&self) -> Option<usize> {
         let slots = u64::from(self.index_mask) + 1;
-        let bytes = slots.checked_shl(self.log2_elem_size)?.checked_add(HEADER_LEN)?;
+        let bytes = slots
+            .checked_shl(self.log2_elem_size)?
+            .checked_add(HEADER_LEN)?;
         usize::try_from(bytes).ok()
     }
 
@@ -112,8 +124,16 @@ impl QueueGeometry {
 
     /// Writes `log2_elem_size` and `index_mask` into a fresh queue header.
     pub(crate) fn write_header(&self, header: &mut [u8]) -> Result<(), ShortBuffer> {
-        put(header, queue_buf::LOG2_ELEM_SIZE, &self.log2_elem_size.to_ne_bytes())?;
-        put(header, queue_buf::INDEX_MASK, &self.index_mask.to_ne_bytes())
+        put(
+            header,
+            queue_buf::LOG2_ELEM_SIZE,
+            &self.log2_elem_size.to_ne_bytes(),
+        )?;
+        put(
+            header,
+            queue_buf::INDEX_MASK,
+            &self.index_mask.to_ne_bytes(),
+        )
     }
 }
 
@@ -142,17 +162,29 @@ pub(crate) fn sq_geometry(
     max_inline: u32,
     cache_line: u32,
 ) -> Result<SqGeometry, SizeError> {
-    if max_send_wr > limits::MAX_QP_WR || max_send_sge > limits::MAX_SGE || max_inline > limits::MAX_INLINE_DATA {
+    if max_send_wr > limits::MAX_QP_WR
+        || max_send_sge > limits::MAX_SGE
+        || max_inline > limits::MAX_INLINE_DATA
+    {
         return Err(SizeError::Invalid);
     }
     // Bounded by the checks above: at most 512 bytes.
     let area = (max_send_sge * SGE_LEN).max(max_inline);
     let queue = QueueGeometry::new(max_send_wr, area + SEND_WQE_LEN, cache_line)?;
-    Ok(SqGeometry { queue, max_wr: queue.capacity(), max_sge: area / SGE_LEN, max_inline: area })
+    Ok(SqGeometry {
+        queue,
+        max_wr: queue.capacity(),
+        max_sge: area / SGE_LEN,
+        max_inline: area,
+    })
 }
 
 /// Receive queue caps of a QP without SRQ after `rxe_qp_chk_cap()`.
-pub(crate) fn rq_geometry(max_recv_wr: u32, max_recv_sge: u32, cache_line: u32) -> Result<RqGeometry, SizeError> {
+pub(crate) fn rq_geometry(
+    max_recv_wr: u32,
+    max_recv_sge: u32,
+    cache_line: u32,
+) -> Result<RqGeometry, SizeError> {
     if max_recv_wr > limits::MAX_QP_WR || max_recv_sge > limits::MAX_SGE {
         return Err(SizeError::Invalid);
     }
@@ -160,18 +192,30 @@ pub(crate) fn rq_geometry(max_recv_wr: u32, max_recv_sge: u32, cache_line: u32) 
 }
 
 /// An SRQ after `rxe_srq_chk_init()`: at least one WR and one SGE.
-pub(crate) fn srq_geometry(max_wr: u32, max_sge: u32, cache_line: u32) -> Result<RqGeometry, SizeError> {
+pub(crate) fn srq_geometry(
+    max_wr: u32,
+    max_sge: u32,
+    cache_line: u32,
+) -> Result<RqGeometry, SizeError> {
     if max_wr == 0 || max_wr > limits::MAX_SRQ_WR || max_sge > limits::MAX_SRQ_SGE {
         return Err(SizeError::Invalid);
     }
-    recv_queue(max_wr.max(limits::MIN_SRQ_WR), max_sge.max(limits::MIN_SRQ_SGE), cache_line)
+    recv_queue(
+        max_wr.max(limits::MIN_SRQ_WR),
+        max_sge.max(limits::MIN_SRQ_SGE),
+        cache_line,
+    )
 }
 
 fn recv_queue(max_wr: u32, max_sge: u32, cache_line: u32) -> Result<RqGeometry, SizeError> {
     // max_sge <= 32 here, so the element is at most 552 bytes.
     let elem = RECV_WQE_LEN + max_sge * SGE_LEN;
     let queue = QueueGeometry::new(max_wr, elem, cache_line)?;
-    Ok(RqGeometry { queue, max_wr: queue.capacity(), max_sge })
+    Ok(RqGeometry {
+        queue,
+        max_wr: queue.capacity(),
+        max_sge,
+    })
 }
 
 /// A CQ of `cqe` entries after `rxe_cq_chk_attr()`.

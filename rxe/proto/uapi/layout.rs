@@ -242,7 +242,9 @@ pub(super) fn u64_at(buf: &[u8], off: usize) -> Option<u64> {
 
 pub(super) fn put(buf: &mut [u8], off: usize, bytes: &[u8]) -> Result<(), ShortBuffer> {
     let end = off.checked_add(bytes.len()).ok_or(ShortBuffer)?;
-    buf.get_mut(off..end).ok_or(ShortBuffer)?.copy_from_slice(bytes);
+    buf.get_mut(off..end)
+        .ok_or(ShortBuffer)?
+        .copy_from_slice(bytes);
     Ok(())
 }
 

@@ -13,15 +13,27 @@ fn layout_matches_compiled_c() {
         ("sizeof rxe_queue_buf", queue_buf::LEN, 384),
         ("rxe_queue_buf.log2_elem_size", queue_buf::LOG2_ELEM_SIZE, 0),
         ("rxe_queue_buf.index_mask", queue_buf::INDEX_MASK, 4),
-        ("rxe_queue_buf.producer_index", queue_buf::PRODUCER_INDEX, 128),
-        ("rxe_queue_buf.consumer_index", queue_buf::CONSUMER_INDEX, 256),
+        (
+            "rxe_queue_buf.producer_index",
+            queue_buf::PRODUCER_INDEX,
+            128,
+        ),
+        (
+            "rxe_queue_buf.consumer_index",
+            queue_buf::CONSUMER_INDEX,
+            256,
+        ),
         ("rxe_queue_buf.data", queue_buf::DATA, 384),
         ("sizeof rxe_global_route", global_route::LEN, 24),
         ("rxe_global_route.dgid", global_route::DGID, 0),
         ("rxe_global_route.flow_label", global_route::FLOW_LABEL, 16),
         ("rxe_global_route.sgid_index", global_route::SGID_INDEX, 20),
         ("rxe_global_route.hop_limit", global_route::HOP_LIMIT, 21),
-        ("rxe_global_route.traffic_class", global_route::TRAFFIC_CLASS, 22),
+        (
+            "rxe_global_route.traffic_class",
+            global_route::TRAFFIC_CLASS,
+            22,
+        ),
         ("sizeof rxe_av", av::LEN, 88),
         ("rxe_av.port_num", av::PORT_NUM, 0),
         ("rxe_av.network_type", av::NETWORK_TYPE, 1),
@@ -43,15 +55,31 @@ fn layout_matches_compiled_c() {
         ("rxe_send_wr.send_flags", send_wr::SEND_FLAGS, 16),
         ("rxe_send_wr.ex", send_wr::EX, 20),
         ("rxe_send_wr.wr", send_wr::WR, 24),
-        ("rxe_send_wr.wr.flush.remote_addr", send_wr::FLUSH_REMOTE_ADDR, 24),
+        (
+            "rxe_send_wr.wr.flush.remote_addr",
+            send_wr::FLUSH_REMOTE_ADDR,
+            24,
+        ),
         ("rxe_send_wr.wr.flush.length", send_wr::FLUSH_LENGTH, 32),
         ("rxe_send_wr.wr.flush.rkey", send_wr::FLUSH_RKEY, 36),
         ("rxe_send_wr.wr.flush.type", send_wr::FLUSH_TYPE, 40),
         ("rxe_send_wr.wr.flush.level", send_wr::FLUSH_LEVEL, 41),
-        ("rxe_send_wr.wr.rdma.remote_addr", send_wr::RDMA_REMOTE_ADDR, 24),
+        (
+            "rxe_send_wr.wr.rdma.remote_addr",
+            send_wr::RDMA_REMOTE_ADDR,
+            24,
+        ),
         ("rxe_send_wr.wr.rdma.rkey", send_wr::RDMA_RKEY, 32),
-        ("rxe_send_wr.wr.atomic.remote_addr", send_wr::ATOMIC_REMOTE_ADDR, 24),
-        ("rxe_send_wr.wr.atomic.compare_add", send_wr::ATOMIC_COMPARE_ADD, 32),
+        (
+            "rxe_send_wr.wr.atomic.remote_addr",
+            send_wr::ATOMIC_REMOTE_ADDR,
+            24,
+        ),
+        (
+            "rxe_send_wr.wr.atomic.compare_add",
+            send_wr::ATOMIC_COMPARE_ADD,
+            32,
+        ),
         ("rxe_send_wr.wr.atomic.swap", send_wr::ATOMIC_SWAP, 40),
         ("rxe_send_wr.wr.atomic.rkey", send_wr::ATOMIC_RKEY, 48),
         ("rxe_send_wr.wr.ud.remote_qpn", send_wr::UD_REMOTE_QPN, 24),
@@ -117,9 +145,17 @@ fn layout_matches_compiled_c() {
         ("sizeof rxe_create_srq_resp", resp::CREATE_SRQ_LEN, 24),
         ("rxe_create_srq_resp.mi", resp::CREATE_SRQ_MI, 0),
         ("rxe_create_srq_resp.srq_num", resp::CREATE_SRQ_SRQ_NUM, 16),
-        ("rxe_create_srq_resp.reserved", resp::CREATE_SRQ_RESERVED, 20),
+        (
+            "rxe_create_srq_resp.reserved",
+            resp::CREATE_SRQ_RESERVED,
+            20,
+        ),
         ("sizeof rxe_modify_srq_cmd", resp::MODIFY_SRQ_LEN, 8),
-        ("rxe_modify_srq_cmd.mmap_info_addr", resp::MODIFY_SRQ_MMAP_INFO_ADDR, 0),
+        (
+            "rxe_modify_srq_cmd.mmap_info_addr",
+            resp::MODIFY_SRQ_MMAP_INFO_ADDR,
+            0,
+        ),
         ("sizeof ib_uverbs_wc", uverbs_wc::LEN, 48),
         ("ib_uverbs_wc.wr_id", uverbs_wc::WR_ID, 0),
         ("ib_uverbs_wc.status", uverbs_wc::STATUS, 8),
@@ -145,7 +181,10 @@ fn layout_matches_compiled_c() {
     // The union members all start where the union does.
     assert_eq!(send_wr::WR + av::LEN + 32, send_wr::LEN);
     assert_eq!(send_wqe::DMA + dma::LEN, send_wqe::DATA);
-    assert_eq!(to_usize(limits::MAX_WQE_SIZE) - SEND_DATA_AREA, send_wqe::LEN);
+    assert_eq!(
+        to_usize(limits::MAX_WQE_SIZE) - SEND_DATA_AREA,
+        send_wqe::LEN
+    );
 }
 
 /// The C enum values, printed by the same C program.
@@ -246,22 +285,36 @@ impl SendImage {
         let mut len = 0u32;
         for (i, s) in sges.iter().enumerate() {
             let off = send_wqe::DATA + i * sge::LEN;
-            self.u64(off + sge::ADDR, s.addr).u32(off + sge::LENGTH, s.length).u32(off + sge::LKEY, s.lkey);
+            self.u64(off + sge::ADDR, s.addr)
+                .u32(off + sge::LENGTH, s.length)
+                .u32(off + sge::LKEY, s.lkey);
             len = len.wrapping_add(s.length);
         }
-        self.u32(send_wqe::DMA + dma::NUM_SGE, sges.len() as u32).dma_len(len)
+        self.u32(send_wqe::DMA + dma::NUM_SGE, sges.len() as u32)
+            .dma_len(len)
     }
     fn inline(&mut self, data: &[u8]) -> &mut Self {
         self.buf[send_wqe::DATA..send_wqe::DATA + data.len()].copy_from_slice(data);
         self.dma_len(data.len() as u32)
     }
     fn dma_len(&mut self, len: u32) -> &mut Self {
-        self.u32(send_wqe::DMA + dma::LENGTH, len).u32(send_wqe::DMA + dma::RESID, len)
+        self.u32(send_wqe::DMA + dma::LENGTH, len)
+            .u32(send_wqe::DMA + dma::RESID, len)
     }
 }
 
-const RC: SqLimits = SqLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 64, kernel: false };
-const UD: SqLimits = SqLimits { qp_type: QpType::Ud, max_sge: 4, max_inline: 64, kernel: false };
+const RC: SqLimits = SqLimits {
+    qp_type: QpType::Rc,
+    max_sge: 4,
+    max_inline: 64,
+    kernel: false,
+};
+const UD: SqLimits = SqLimits {
+    qp_type: QpType::Ud,
+    max_sge: 4,
+    max_inline: 64,
+    kernel: false,
+};
 
 fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
     Sge { addr, length, lkey }
@@ -269,7 +322,11 @@ fn sge(addr: u64, length: u32, lkey: u32) -> Sge {
 
 #[test]
 fn rdma_write_with_sges() {
-    let mut img = SendImage::new(512, WrOpcode::RdmaWriteWithImm.as_raw(), SendFlags::SIGNALED);
+    let mut img = SendImage::new(
+        512,
+        WrOpcode::RdmaWriteWithImm.as_raw(),
+        SendFlags::SIGNALED,
+    );
     img.u32(send_wr::EX, 0xdead_beef)
         .u64(send_wr::RDMA_REMOTE_ADDR, 0x7000)
         .u32(send_wr::RDMA_RKEY, 0x1234)
@@ -284,11 +341,20 @@ fn rdma_write_with_sges() {
     assert_eq!(w.wr_id, 0x1122_3344_5566_7788);
     assert_eq!(w.opcode, WrOpcode::RdmaWriteWithImm);
     assert_eq!(w.ex, 0xdead_beef);
-    assert_eq!(w.wr, WrParams::Rdma { remote_addr: 0x7000, rkey: 0x1234 });
+    assert_eq!(
+        w.wr,
+        WrParams::Rdma {
+            remote_addr: 0x7000,
+            rkey: 0x1234
+        }
+    );
     assert_eq!((w.iova, w.ssn, w.length, w.num_sge), (0x7000, 9, 128, 2));
     assert_eq!(w.mask, WrMask(0x11));
     assert_eq!(w.payload, Payload::Sges { count: 2 });
-    assert_eq!(w.sges().collect::<Vec<_>>(), [sge(0x1000, 100, 7), sge(0x2000, 28, 8)]);
+    assert_eq!(
+        w.sges().collect::<Vec<_>>(),
+        [sge(0x1000, 100, 7), sge(0x2000, 28, 8)]
+    );
     assert_eq!(w.sge(2), None);
     assert!(w.inline_data().is_empty());
     assert!(w.opcode.has_imm());
@@ -311,11 +377,20 @@ fn inline_send() {
     let long: Vec<u8> = vec![1; 65];
     img = SendImage::new(512, WrOpcode::Send.as_raw(), SendFlags::INLINE);
     img.inline(&long);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::InlineTooLong(65)));
-    let wide = SqLimits { max_inline: 512, ..RC };
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::InlineTooLong(65))
+    );
+    let wide = SqLimits {
+        max_inline: 512,
+        ..RC
+    };
     img = SendImage::new(256, WrOpcode::Send.as_raw(), SendFlags::INLINE);
     img.dma_len(49);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &wide), Err(WqeError::InlineTooLong(49)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &wide),
+        Err(WqeError::InlineTooLong(49))
+    );
     img.dma_len(48);
     assert!(SendWqe::from_bytes(&img.buf, &wide).is_ok());
 
@@ -328,13 +403,31 @@ fn inline_send() {
 
 #[test]
 fn rejects_bad_opcodes() {
-    for (op, sq) in [(0x20, RC), (99, RC), (10, RC), (12, RC), (4, UD), (0, UD), (7, UD)] {
+    for (op, sq) in [
+        (0x20, RC),
+        (99, RC),
+        (10, RC),
+        (12, RC),
+        (4, UD),
+        (0, UD),
+        (7, UD),
+    ] {
         let img = SendImage::new(256, op, 0);
-        assert_eq!(SendWqe::from_bytes(&img.buf, &sq), Err(WqeError::BadOpcode(op)), "{op}");
+        assert_eq!(
+            SendWqe::from_bytes(&img.buf, &sq),
+            Err(WqeError::BadOpcode(op)),
+            "{op}"
+        );
     }
-    let gsi = SqLimits { qp_type: QpType::Gsi, ..UD };
+    let gsi = SqLimits {
+        qp_type: QpType::Gsi,
+        ..UD
+    };
     let img = SendImage::new(256, WrOpcode::SendWithInv.as_raw(), 0);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &gsi), Err(WqeError::BadOpcode(9)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &gsi),
+        Err(WqeError::BadOpcode(9))
+    );
     assert_eq!(WqeError::BadOpcode(9).wc_status(), WcStatus::LocQpOpErr);
 }
 
@@ -342,33 +435,54 @@ fn rejects_bad_opcodes() {
 fn rejects_bad_sge_lists() {
     let mut img = SendImage::new(512, WrOpcode::Send.as_raw(), 0);
     img.sges(&[sge(1, 1, 1); 5]);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::TooManySge(5)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::TooManySge(5))
+    );
 
     // Three SGEs do not fit after a 208-byte WQE in a 240-byte slot.
     let mut img = SendImage::new(240, WrOpcode::Send.as_raw(), 0);
     img.u32(send_wqe::DMA + dma::NUM_SGE, 3);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::SgeOutsideSlot));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::SgeOutsideSlot)
+    );
 
     let mut img = SendImage::new(256, WrOpcode::Send.as_raw(), 0);
     img.sges(&[sge(1, 10, 1), sge(2, 20, 1)]).dma_len(31);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::LengthMismatch { length: 31, sum: 30 }));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::LengthMismatch {
+            length: 31,
+            sum: 30
+        })
+    );
 
     // Lengths whose sum wraps a u32: caught by the u64 sum.
     let mut img = SendImage::new(256, WrOpcode::Send.as_raw(), 0);
     img.sges(&[sge(1, 0xffff_fff0, 1), sge(2, 0x20, 1)]);
     assert_eq!(
         SendWqe::from_bytes(&img.buf, &RC),
-        Err(WqeError::LengthMismatch { length: 0x10, sum: 0x1_0000_0010 })
+        Err(WqeError::LengthMismatch {
+            length: 0x10,
+            sum: 0x1_0000_0010
+        })
     );
 
     let mut img = SendImage::new(256, WrOpcode::Send.as_raw(), 0);
     img.sges(&[sge(1, 0x8000_0000, 1), sge(2, 1, 1)]);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::MessageTooLong(0x8000_0001)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::MessageTooLong(0x8000_0001))
+    );
     let mut img = SendImage::new(256, WrOpcode::Send.as_raw(), 0);
     img.sges(&[sge(1, 0x8000_0000, 1)]);
     assert!(SendWqe::from_bytes(&img.buf, &RC).is_ok());
 
-    assert_eq!(SendWqe::from_bytes(&[0u8; 207], &RC), Err(WqeError::Truncated));
+    assert_eq!(
+        SendWqe::from_bytes(&[0u8; 207], &RC),
+        Err(WqeError::Truncated)
+    );
 }
 
 #[test]
@@ -380,16 +494,30 @@ fn atomics() {
         .u32(send_wr::ATOMIC_RKEY, 3)
         .sges(&[sge(0x100, 8, 4)]);
     let w = SendWqe::from_bytes(&img.buf, &RC).unwrap();
-    assert_eq!(w.wr, WrParams::Atomic { remote_addr: 0x8000, compare_add: 1, swap: 2, rkey: 3 });
+    assert_eq!(
+        w.wr,
+        WrParams::Atomic {
+            remote_addr: 0x8000,
+            compare_add: 1,
+            swap: 2,
+            rkey: 3
+        }
+    );
     img.sges(&[sge(0x100, 4, 4)]);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::AtomicLength(4)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::AtomicLength(4))
+    );
 
     let mut img = SendImage::new(256, WrOpcode::AtomicWrite.as_raw(), 0);
     img.inline(&[1, 2, 3, 4, 5, 6, 7, 8]);
     let w = SendWqe::from_bytes(&img.buf, &RC).unwrap();
     assert_eq!(w.payload, Payload::AtomicWrite([1, 2, 3, 4, 5, 6, 7, 8]));
     img.dma_len(4096);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &RC), Err(WqeError::AtomicLength(4096)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &RC),
+        Err(WqeError::AtomicLength(4096))
+    );
     assert_eq!(WqeError::AtomicLength(0).wc_status(), WcStatus::LocLenErr);
 }
 
@@ -397,9 +525,14 @@ fn atomics() {
 fn local_ops_and_flush() {
     let mut img = SendImage::new(256, WrOpcode::LocalInv.as_raw(), 0);
     // The dma part of a local op means nothing; garbage SGEs are not read.
-    img.u32(send_wr::EX, 0x4242).u32(send_wqe::DMA + dma::NUM_SGE, 2).dma_len(12345);
+    img.u32(send_wr::EX, 0x4242)
+        .u32(send_wqe::DMA + dma::NUM_SGE, 2)
+        .dma_len(12345);
     let w = SendWqe::from_bytes(&img.buf, &RC).unwrap();
-    assert_eq!((w.payload, w.ex, w.mask), (Payload::None, 0x4242, WrMask::LOCAL_OP));
+    assert_eq!(
+        (w.payload, w.ex, w.mask),
+        (Payload::None, 0x4242, WrMask::LOCAL_OP)
+    );
 
     let mut img = SendImage::new(256, WrOpcode::BindMw.as_raw(), 0);
     img.u64(send_wr::MW_ADDR, 1)
@@ -408,9 +541,22 @@ fn local_ops_and_flush() {
         .u32(send_wr::MW_MW_RKEY, 4)
         .u32(send_wr::MW_RKEY, 5)
         .u32(send_wr::MW_ACCESS, access::REMOTE_READ);
-    let uc = SqLimits { qp_type: QpType::Uc, ..RC };
+    let uc = SqLimits {
+        qp_type: QpType::Uc,
+        ..RC
+    };
     let w = SendWqe::from_bytes(&img.buf, &uc).unwrap();
-    assert_eq!(w.wr, WrParams::Mw { addr: 1, length: 2, mr_lkey: 3, mw_rkey: 4, rkey: 5, access: 4 });
+    assert_eq!(
+        w.wr,
+        WrParams::Mw {
+            addr: 1,
+            length: 2,
+            mr_lkey: 3,
+            mw_rkey: 4,
+            rkey: 5,
+            access: 4
+        }
+    );
 
     let mut img = SendImage::new(256, WrOpcode::Flush.as_raw(), 0);
     img.u64(send_wr::FLUSH_REMOTE_ADDR, 0x9000)
@@ -420,7 +566,16 @@ fn local_ops_and_flush() {
         .u8(send_wr::FLUSH_LEVEL, 2)
         .dma_len(64);
     let w = SendWqe::from_bytes(&img.buf, &RC).unwrap();
-    assert_eq!(w.wr, WrParams::Flush { remote_addr: 0x9000, length: 64, rkey: 6, kind: 1, level: 2 });
+    assert_eq!(
+        w.wr,
+        WrParams::Flush {
+            remote_addr: 0x9000,
+            length: 64,
+            rkey: 6,
+            kind: 1,
+            level: 2
+        }
+    );
     assert_eq!((w.payload, w.length), (Payload::None, 64));
 }
 
@@ -438,20 +593,32 @@ fn reg_mr_only_from_kernel_rings() {
         .dma_len(12345);
     for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
         let user = SqLimits { qp_type, ..RC };
-        assert_eq!(SendWqe::from_bytes(&img.buf, &user), Err(WqeError::BadOpcode(0x20)));
+        assert_eq!(
+            SendWqe::from_bytes(&img.buf, &user),
+            Err(WqeError::BadOpcode(0x20))
+        );
     }
     assert_eq!(WqeError::BadOpcode(0x20).wc_status(), WcStatus::LocQpOpErr);
     let kernel = SqLimits { kernel: true, ..RC };
     let w = SendWqe::from_bytes(&img.buf, &kernel).unwrap();
     assert_eq!(
         w.wr,
-        WrParams::Reg { mr_lkey: 0x3300, key: 0x3301, access: 4, iova: 0xdead_0000_0000_1000, length: 1 << 20 }
+        WrParams::Reg {
+            mr_lkey: 0x3300,
+            key: 0x3301,
+            access: 4,
+            iova: 0xdead_0000_0000_1000,
+            length: 1 << 20
+        }
     );
     assert_eq!((w.payload, w.mask), (Payload::None, WrMask::LOCAL_OP));
     assert!(w.send_flags.has(SendFlags::SIGNALED));
     // The opcode table still rules on kernel rings: RC only.
     for qp_type in [QpType::Uc, QpType::Ud, QpType::Gsi] {
-        assert_eq!(SendWqe::from_bytes(&img.buf, &SqLimits { qp_type, ..kernel }), Err(WqeError::BadOpcode(0x20)));
+        assert_eq!(
+            SendWqe::from_bytes(&img.buf, &SqLimits { qp_type, ..kernel }),
+            Err(WqeError::BadOpcode(0x20))
+        );
     }
     // The driver's fields fit the union, after C's `reg` member.
     assert!(send_wr::REG_IOVA >= send_wr::REG_ACCESS + 4);
@@ -468,11 +635,23 @@ fn ud_destinations() {
         .u8(send_wr::UD_AV + av::NETWORK_TYPE, 9)
         .sges(&[sge(1, 10, 1)]);
     let w = SendWqe::from_bytes(&img.buf, &UD).unwrap();
-    assert_eq!(w.wr, WrParams::Ud { remote_qpn: 0x11, remote_qkey: 0x22, pkey_index: 0, ah_num: 5, av: None });
+    assert_eq!(
+        w.wr,
+        WrParams::Ud {
+            remote_qpn: 0x11,
+            remote_qkey: 0x22,
+            pkey_index: 0,
+            ah_num: 5,
+            av: None
+        }
+    );
 
     // AH number 0: the embedded AV is the destination and must make sense.
     img.u32(send_wr::UD_AH_NUM, 0);
-    assert_eq!(SendWqe::from_bytes(&img.buf, &UD), Err(WqeError::BadNetworkType(9)));
+    assert_eq!(
+        SendWqe::from_bytes(&img.buf, &UD),
+        Err(WqeError::BadNetworkType(9))
+    );
     let a = send_wr::UD_AV;
     img.u8(a + av::NETWORK_TYPE, 1)
         .u8(a + av::PORT_NUM, 1)
@@ -481,8 +660,13 @@ fn ud_destinations() {
         .u8(a + av::SGID_ADDR + sockaddr::IN_ADDR, 10)
         .u8(a + av::DGID_ADDR + sockaddr::IN_ADDR + 3, 7);
     let w = SendWqe::from_bytes(&img.buf, &UD).unwrap();
-    let WrParams::Ud { av: Some(v), .. } = w.wr else { panic!("{:?}", w.wr) };
-    assert_eq!((v.network_type, v.port_num, v.dmac[0], v.grh.hop_limit), (NetworkType::Ipv4, 1, 2, 64));
+    let WrParams::Ud { av: Some(v), .. } = w.wr else {
+        panic!("{:?}", w.wr)
+    };
+    assert_eq!(
+        (v.network_type, v.port_num, v.dmac[0], v.grh.hop_limit),
+        (NetworkType::Ipv4, 1, 2, 64)
+    );
     assert_eq!((v.src_ipv4(), v.dst_ipv4()), ([10, 0, 0, 0], [0, 0, 0, 7]));
     assert_eq!(v.src_ipv6()[0], 0);
 }
@@ -496,7 +680,10 @@ fn send_status_write_back() {
     assert_eq!(u32_at(&slot, send_wqe::STATE), Some(4));
     assert_eq!(u32_at(&slot, send_wqe::FIRST_PSN), Some(0x10));
     assert_eq!(u32_at(&slot, send_wqe::LAST_PSN), Some(0x20));
-    assert_eq!(write_send_status(&mut [0u8; 150], WcStatus::Success, WqeState::Done), Err(ShortBuffer));
+    assert_eq!(
+        write_send_status(&mut [0u8; 150], WcStatus::Success, WqeState::Done),
+        Err(ShortBuffer)
+    );
 }
 
 fn recv_image(slot: usize, sges: &[Sge]) -> Vec<u8> {
@@ -524,10 +711,19 @@ fn recv_wqes() {
     assert_eq!(w.sges().collect::<Vec<_>>(), [sge(0x10, 100, 3)]);
     assert_eq!(RecvWqe::from_bytes(&b, 0), Err(WqeError::TooManySge(1)));
     let b = recv_image(128, &[sge(0x10, 1, 3), sge(0x20, 1, 3)]);
-    assert_eq!(RecvWqe::from_bytes(&b[..64], 2), Err(WqeError::SgeOutsideSlot));
+    assert_eq!(
+        RecvWqe::from_bytes(&b[..64], 2),
+        Err(WqeError::SgeOutsideSlot)
+    );
     assert!(RecvWqe::from_bytes(&b[..72], 2).is_ok());
     let b = recv_image(128, &[sge(0, 0x8000_0000, 1), sge(0, 0x8000_0000, 1)]);
-    assert_eq!(RecvWqe::from_bytes(&b, 2), Err(WqeError::LengthMismatch { length: 0, sum: 1 << 32 }));
+    assert_eq!(
+        RecvWqe::from_bytes(&b, 2),
+        Err(WqeError::LengthMismatch {
+            length: 0,
+            sum: 1 << 32
+        })
+    );
     let b = recv_image(64, &[]);
     assert_eq!(RecvWqe::from_bytes(&b, 0).map(|w| w.length), Ok(0));
     assert_eq!(RecvWqe::from_bytes(&b[..39], 0), Err(WqeError::Truncated));
@@ -571,43 +767,85 @@ fn cqe_layout() {
 
 #[test]
 fn create_responses() {
-    let rq = MmInfo { offset: 0x1000, size: 0x2000 };
-    let sq = MmInfo { offset: 0x3000, size: 0x4000 };
+    let rq = MmInfo {
+        offset: 0x1000,
+        size: 0x2000,
+    };
+    let sq = MmInfo {
+        offset: 0x3000,
+        size: 0x4000,
+    };
     let b = create_qp_resp(rq, sq);
-    assert_eq!(u64_at(&b, resp::CREATE_QP_RQ_MI + mminfo::OFFSET), Some(0x1000));
-    assert_eq!(u32_at(&b, resp::CREATE_QP_RQ_MI + mminfo::SIZE), Some(0x2000));
-    assert_eq!(u64_at(&b, resp::CREATE_QP_SQ_MI + mminfo::OFFSET), Some(0x3000));
-    assert_eq!(u32_at(&b, resp::CREATE_QP_SQ_MI + mminfo::SIZE), Some(0x4000));
+    assert_eq!(
+        u64_at(&b, resp::CREATE_QP_RQ_MI + mminfo::OFFSET),
+        Some(0x1000)
+    );
+    assert_eq!(
+        u32_at(&b, resp::CREATE_QP_RQ_MI + mminfo::SIZE),
+        Some(0x2000)
+    );
+    assert_eq!(
+        u64_at(&b, resp::CREATE_QP_SQ_MI + mminfo::OFFSET),
+        Some(0x3000)
+    );
+    assert_eq!(
+        u32_at(&b, resp::CREATE_QP_SQ_MI + mminfo::SIZE),
+        Some(0x4000)
+    );
     assert_eq!(u32_at(&b, mminfo::PAD), Some(0));
     assert_eq!(create_cq_resp(rq), rq.to_bytes());
     let b = create_srq_resp(sq, 0x20001);
     assert_eq!(u32_at(&b, resp::CREATE_SRQ_SRQ_NUM), Some(0x20001));
     assert_eq!(u32_at(&b, resp::CREATE_SRQ_RESERVED), Some(0));
     assert_eq!(u32_at(&create_ah_resp(9), resp::CREATE_AH_AH_NUM), Some(9));
-    assert_eq!(modify_srq_cmd(&0x7fff_0000u64.to_ne_bytes()), Ok(0x7fff_0000));
+    assert_eq!(
+        modify_srq_cmd(&0x7fff_0000u64.to_ne_bytes()),
+        Ok(0x7fff_0000)
+    );
     assert_eq!(modify_srq_cmd(&[0; 7]), Err(ShortBuffer));
 }
 
 #[test]
 fn queue_geometry() {
     let cq = cq_geometry(limits::MAX_CQE, DEFAULT_CACHE_LINE).unwrap();
-    assert_eq!((cq.elem_size(), cq.num_slots(), cq.capacity()), (128, 32768, 32767));
+    assert_eq!(
+        (cq.elem_size(), cq.num_slots(), cq.capacity()),
+        (128, 32768, 32767)
+    );
     assert_eq!(cq.buf_size(), 384 + 32768 * 128);
     let cq = cq_geometry(1, DEFAULT_CACHE_LINE).unwrap();
     assert_eq!((cq.num_slots(), cq.capacity()), (2, 1));
     assert_eq!(cq_geometry(0, 64), Err(SizeError::Invalid));
-    assert_eq!(cq_geometry(limits::MAX_CQE + 1, 64), Err(SizeError::Invalid));
+    assert_eq!(
+        cq_geometry(limits::MAX_CQE + 1, 64),
+        Err(SizeError::Invalid)
+    );
 
     let sq = sq_geometry(16, 2, 0, 64).unwrap();
-    assert_eq!((sq.queue.elem_size(), sq.max_wr, sq.max_sge, sq.max_inline), (256, 31, 2, 32));
+    assert_eq!(
+        (sq.queue.elem_size(), sq.max_wr, sq.max_sge, sq.max_inline),
+        (256, 31, 2, 32)
+    );
     let sq = sq_geometry(100, 1, 100, 64).unwrap();
-    assert_eq!((sq.queue.elem_size(), sq.max_wr, sq.max_sge, sq.max_inline), (512, 127, 6, 100));
+    assert_eq!(
+        (sq.queue.elem_size(), sq.max_wr, sq.max_sge, sq.max_inline),
+        (512, 127, 6, 100)
+    );
     let sq = sq_geometry(limits::MAX_QP_WR, 32, 512, 64).unwrap();
-    assert_eq!((sq.queue.elem_size(), sq.queue.num_slots(), sq.max_sge), (1024, 1 << 21, 32));
-    assert_eq!(sq_geometry(0, 0, 0, 64).map(|g| (g.queue.elem_size(), g.max_wr)), Ok((256, 0)));
+    assert_eq!(
+        (sq.queue.elem_size(), sq.queue.num_slots(), sq.max_sge),
+        (1024, 1 << 21, 32)
+    );
+    assert_eq!(
+        sq_geometry(0, 0, 0, 64).map(|g| (g.queue.elem_size(), g.max_wr)),
+        Ok((256, 0))
+    );
     assert_eq!(sq_geometry(1, 33, 0, 64), Err(SizeError::Invalid));
     assert_eq!(sq_geometry(1, 0, 513, 64), Err(SizeError::Invalid));
-    assert_eq!(sq_geometry(limits::MAX_QP_WR + 1, 0, 0, 64), Err(SizeError::Invalid));
+    assert_eq!(
+        sq_geometry(limits::MAX_QP_WR + 1, 0, 0, 64),
+        Err(SizeError::Invalid)
+    );
 
     let rq = rq_geometry(8, 1, 64).unwrap();
     assert_eq!((rq.queue.elem_size(), rq.max_wr, rq.max_sge), (64, 15, 1));
@@ -618,8 +856,14 @@ fn queue_geometry() {
     assert_eq!(srq_geometry(0, 1, 64), Err(SizeError::Invalid));
     assert_eq!(srq_geometry(1, 28, 64), Err(SizeError::Invalid));
 
-    assert_eq!(QueueGeometry::new(u32::MAX, 64, 64), Err(SizeError::TooLarge));
-    assert_eq!(QueueGeometry::new(1, u32::MAX, 64), Err(SizeError::TooLarge));
+    assert_eq!(
+        QueueGeometry::new(u32::MAX, 64, 64),
+        Err(SizeError::TooLarge)
+    );
+    assert_eq!(
+        QueueGeometry::new(1, u32::MAX, 64),
+        Err(SizeError::TooLarge)
+    );
 
     let q = QueueGeometry::new(7, 100, 64).unwrap();
     let mut hdr = [0u8; queue_buf::LEN];
@@ -669,7 +913,9 @@ fn check_send(w: &SendWqe, buf: &[u8], sq: &SqLimits) {
     assert!(w.length <= MAX_MSG_SZ);
     assert_eq!(u32_at(buf, send_wr::OPCODE), Some(w.opcode.as_raw()));
     match w.payload {
-        Payload::None => assert!(w.mask.intersects(WrMask(WrMask::LOCAL_OP.0 | WrMask::FLUSH.0))),
+        Payload::None => assert!(w
+            .mask
+            .intersects(WrMask(WrMask::LOCAL_OP.0 | WrMask::FLUSH.0))),
         Payload::Sges { count } => {
             assert_eq!(count, to_usize(w.num_sge));
             assert!(send_wqe::DATA + count * sge::LEN <= buf.len());
@@ -719,7 +965,14 @@ fn check_recv(w: &RecvWqe, buf: &[u8], max_sge: u32) {
 #[test]
 fn fuzz_wqe_parsers() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    let types = [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi, QpType::Smi, QpType::XrcIni];
+    let types = [
+        QpType::Rc,
+        QpType::Uc,
+        QpType::Ud,
+        QpType::Gsi,
+        QpType::Smi,
+        QpType::XrcIni,
+    ];
     let mut accepted = [0usize; 2];
     let mut buf = vec![0u8; 1100];
     for iter in 0..100_000u32 {
@@ -743,7 +996,11 @@ fn fuzz_wqe_parsers() {
         };
         if shaped {
             let n = rng.below(6) as u32;
-            let opcode = if rng.below(8) == 0 { WrOpcode::RegMr.as_raw() } else { rng.below(17) as u32 };
+            let opcode = if rng.below(8) == 0 {
+                WrOpcode::RegMr.as_raw()
+            } else {
+                rng.below(17) as u32
+            };
             let mut put32 = |off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
             put32(send_wr::OPCODE, opcode);
             put32(send_wr::SEND_FLAGS, (rng.next() as u32) & 0xf);
@@ -772,7 +1029,8 @@ fn fuzz_wqe_parsers() {
         let max_sge = rng.below(34) as u32;
         if iter % 2 == 0 && slot >= recv_wqe::LEN {
             let n = rng.below(u64::from(max_sge) + 2) as u32;
-            b[recv_wqe::DMA + dma::NUM_SGE..recv_wqe::DMA + dma::NUM_SGE + 4].copy_from_slice(&n.to_ne_bytes());
+            b[recv_wqe::DMA + dma::NUM_SGE..recv_wqe::DMA + dma::NUM_SGE + 4]
+                .copy_from_slice(&n.to_ne_bytes());
             let mut len = 0u32;
             for i in 0..to_usize(n) {
                 let off = recv_wqe::DATA + i * sge::LEN + sge::LENGTH;
@@ -793,7 +1051,6 @@ fn fuzz_wqe_parsers() {
     assert!(accepted[0] > 5_000 && accepted[1] > 20_000, "{accepted:?}");
 }
 
-
 /// The requester copies only `needed_len` bytes of a slot out of the ring
 /// and parses them into a recycled WQE: that must give what a parse of the
 /// whole slot into a fresh WQE gives, errors included.
@@ -811,7 +1068,9 @@ fn partial_copy_parses_like_the_whole_slot() {
             *b = rng.next() as u8;
         }
         let n = rng.below(8);
-        let sges: Vec<Sge> = (0..n).map(|i| sge(0x1000 * u64::from(i), rng.below(300), 7)).collect();
+        let sges: Vec<Sge> = (0..n)
+            .map(|i| sge(0x1000 * u64::from(i), rng.below(300), 7))
+            .collect();
         if (n as usize) * sge::LEN <= slot - send_wqe::DATA {
             img.sges(&sges);
         } else {
@@ -820,7 +1079,15 @@ fn partial_copy_parses_like_the_whole_slot() {
         if rng.chance(30) {
             img.dma_len(rng.below(600));
         }
-        let limits = rng.pick(&[RC, UD, SqLimits { max_inline: 512, max_sge: 32, ..RC }]);
+        let limits = rng.pick(&[
+            RC,
+            UD,
+            SqLimits {
+                max_inline: 512,
+                max_sge: 32,
+                ..RC
+            },
+        ]);
         let whole = SendWqe::from_bytes(&img.buf, &limits);
         let need = SendWqe::needed_len(&img.buf[..send_wqe::LEN], img.buf.len());
         assert!(need >= send_wqe::LEN && need <= img.buf.len());
@@ -830,9 +1097,15 @@ fn partial_copy_parses_like_the_whole_slot() {
             Ok(w) => {
                 assert_eq!(part, Ok(()));
                 let r = &recycled;
-                assert_eq!((r.wr_id, r.opcode, r.send_flags, r.ex), (w.wr_id, w.opcode, w.send_flags, w.ex));
+                assert_eq!(
+                    (r.wr_id, r.opcode, r.send_flags, r.ex),
+                    (w.wr_id, w.opcode, w.send_flags, w.ex)
+                );
                 assert_eq!((r.wr, r.iova, r.ssn, r.mask), (w.wr, w.iova, w.ssn, w.mask));
-                assert_eq!((r.length, r.num_sge, r.payload), (w.length, w.num_sge, w.payload));
+                assert_eq!(
+                    (r.length, r.num_sge, r.payload),
+                    (w.length, w.num_sge, w.payload)
+                );
                 assert!(r.sges().eq(w.sges()));
                 assert_eq!(r.inline_data(), w.inline_data());
             }

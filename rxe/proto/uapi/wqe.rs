@@ -159,18 +159,51 @@ impl Av {
 pub(crate) enum WrParams {
     /// Sends on connected QPs and local invalidate: nothing beyond `ex`.
     None,
-    Rdma { remote_addr: u64, rkey: u32 },
-    Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
+    Rdma {
+        remote_addr: u64,
+        rkey: u32,
+    },
+    Atomic {
+        remote_addr: u64,
+        compare_add: u64,
+        swap: u64,
+        rkey: u32,
+    },
     /// UD/GSI destination. `av` is present only when `ah_num` is 0: then the
     /// AV embedded in the WQE is the destination (old providers).
-    Ud { remote_qpn: u32, remote_qkey: u32, pkey_index: u16, ah_num: u32, av: Option<Av> },
-    Mw { addr: u64, length: u64, mr_lkey: u32, mw_rkey: u32, rkey: u32, access: u32 },
+    Ud {
+        remote_qpn: u32,
+        remote_qkey: u32,
+        pkey_index: u16,
+        ah_num: u32,
+        av: Option<Av>,
+    },
+    Mw {
+        addr: u64,
+        length: u64,
+        mr_lkey: u32,
+        mw_rkey: u32,
+        rkey: u32,
+        access: u32,
+    },
     /// REG_MR, kernel rings only: the MR (by its lkey at post time), the
     /// new key and rights, and the range the `ib_mr` described at post time.
-    Reg { mr_lkey: u32, key: u32, access: u32, iova: u64, length: u64 },
+    Reg {
+        mr_lkey: u32,
+        key: u32,
+        access: u32,
+        iova: u64,
+        length: u64,
+    },
     /// The RETH length of a flush comes from `dma.length`, as in C; the
     /// union's own `length` is kept for completeness.
-    Flush { remote_addr: u64, length: u32, rkey: u32, kind: u8, level: u8 },
+    Flush {
+        remote_addr: u64,
+        length: u32,
+        rkey: u32,
+        kind: u8,
+        level: u8,
+    },
 }
 
 /// Where the data of a send WQE is.
@@ -258,7 +291,11 @@ impl SendWqe {
         let rd32 = |off: usize| u32_at(head, off).map_or(0, to_usize);
         let flags = SendFlags(u32_at(head, send_wr::SEND_FLAGS).unwrap_or(0));
         let sges = rd32(send_wqe::DMA + dma::NUM_SGE).saturating_mul(sge::LEN);
-        let inline = if flags.has(SendFlags::INLINE) { rd32(send_wqe::DMA + dma::LENGTH) } else { 0 };
+        let inline = if flags.has(SendFlags::INLINE) {
+            rd32(send_wqe::DMA + dma::LENGTH)
+        } else {
+            0
+        };
         // An atomic write's 8 bytes sit in the area too.
         // SEND_DATA_AREA is well above 8, so the clamp cannot panic.
         let area = sges.max(inline).clamp(8, SEND_DATA_AREA);
@@ -295,9 +332,12 @@ impl SendWqe {
         // Everything after the fixed part that the slot holds, capped at the
         // largest area any rxe SQ has.
         let avail = buf.len().saturating_sub(send_wqe::DATA).min(SEND_DATA_AREA);
-        let data = buf.get(send_wqe::DATA..send_wqe::DATA + avail).ok_or(WqeError::Truncated)?;
+        let data = buf
+            .get(send_wqe::DATA..send_wqe::DATA + avail)
+            .ok_or(WqeError::Truncated)?;
 
-        let (payload, used) = if mask.intersects(WrMask::LOCAL_OP) || mask.intersects(WrMask::FLUSH) {
+        let (payload, used) = if mask.intersects(WrMask::LOCAL_OP) || mask.intersects(WrMask::FLUSH)
+        {
             (Payload::None, 0)
         } else if mask.intersects(WrMask::ATOMIC_WRITE) {
             if length != 8 {
@@ -306,7 +346,10 @@ impl SendWqe {
             if avail < 8 {
                 return Err(WqeError::Truncated);
             }
-            (Payload::AtomicWrite(bytes_at(data, 0).ok_or(WqeError::Truncated)?), 8)
+            (
+                Payload::AtomicWrite(bytes_at(data, 0).ok_or(WqeError::Truncated)?),
+                8,
+            )
         } else if send_flags.has(SendFlags::INLINE) && mask.intersects(WrMask::INLINE) {
             let len = to_usize(length);
             if length > sq.max_inline || len > avail {
@@ -315,7 +358,10 @@ impl SendWqe {
             (Payload::Inline { len }, len)
         } else {
             let count = to_usize(num_sge);
-            let used = count.checked_mul(sge::LEN).filter(|&n| n <= avail).ok_or(WqeError::SgeOutsideSlot)?;
+            let used = count
+                .checked_mul(sge::LEN)
+                .filter(|&n| n <= avail)
+                .ok_or(WqeError::SgeOutsideSlot)?;
             let sum = sge_sum(data, 0, count).ok_or(WqeError::SgeOutsideSlot)?;
             if sum != u64::from(length) {
                 return Err(WqeError::LengthMismatch { length, sum });
@@ -388,7 +434,10 @@ impl SendWqe {
         let iova = rd64(send_wqe::IOVA)?;
         let ssn = rd32(send_wqe::SSN)?;
         let src = data.get(..used).ok_or(WqeError::Truncated)?;
-        self.area.get_mut(..used).ok_or(WqeError::Truncated)?.copy_from_slice(src);
+        self.area
+            .get_mut(..used)
+            .ok_or(WqeError::Truncated)?
+            .copy_from_slice(src);
         self.wr_id = wr_id;
         self.opcode = opcode;
         self.send_flags = send_flags;
@@ -430,13 +479,21 @@ impl SendWqe {
 }
 
 /// Writes `status` and `state` into a send WQE slot, where the C driver keeps them.
-pub(crate) fn write_send_status(slot: &mut [u8], status: WcStatus, state: WqeState) -> Result<(), ShortBuffer> {
+pub(crate) fn write_send_status(
+    slot: &mut [u8],
+    status: WcStatus,
+    state: WqeState,
+) -> Result<(), ShortBuffer> {
     put(slot, send_wqe::STATUS, &status.as_raw().to_ne_bytes())?;
     put(slot, send_wqe::STATE, &state.as_raw().to_ne_bytes())
 }
 
 /// Writes the first and last PSN the requester used for a send WQE.
-pub(crate) fn write_send_psns(slot: &mut [u8], first_psn: u32, last_psn: u32) -> Result<(), ShortBuffer> {
+pub(crate) fn write_send_psns(
+    slot: &mut [u8],
+    first_psn: u32,
+    last_psn: u32,
+) -> Result<(), ShortBuffer> {
     put(slot, send_wqe::FIRST_PSN, &first_psn.to_ne_bytes())?;
     put(slot, send_wqe::LAST_PSN, &last_psn.to_ne_bytes())
 }
@@ -454,7 +511,12 @@ pub(crate) struct RecvWqe {
 impl RecvWqe {
     /// An empty WQE, for storage that [`RecvWqe::read_from`] fills.
     pub(crate) const fn empty() -> RecvWqe {
-        RecvWqe { wr_id: 0, length: 0, num_sge: 0, area: [0; RECV_DATA_AREA] }
+        RecvWqe {
+            wr_id: 0,
+            length: 0,
+            num_sge: 0,
+            area: [0; RECV_DATA_AREA],
+        }
     }
 
     /// Parses and validates the slot copy `buf` of an RQ or SRQ created with
@@ -492,7 +554,10 @@ impl RecvWqe {
         }
         let avail = slot_len.saturating_sub(recv_wqe::DATA).min(RECV_DATA_AREA);
         let count = to_usize(num_sge);
-        let used = count.checked_mul(sge::LEN).filter(|&n| n <= avail).ok_or(WqeError::SgeOutsideSlot)?;
+        let used = count
+            .checked_mul(sge::LEN)
+            .filter(|&n| n <= avail)
+            .ok_or(WqeError::SgeOutsideSlot)?;
         let area = self.area.get_mut(..used).ok_or(WqeError::SgeOutsideSlot)?;
         if !read(recv_wqe::DATA, area) {
             return Err(WqeError::Truncated);
