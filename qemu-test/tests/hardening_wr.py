@@ -42,6 +42,7 @@ import pyverbs.enums as e
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rc_lib as rl  # noqa: E402
+from testlib import check, summary  # noqa: E402
 
 DEV = rl.DEV
 DRIVER = rl.DRIVER
@@ -49,19 +50,6 @@ STRICT = DRIVER != "c"
 ACC = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
 MR_ACC = ACC | e.IBV_ACCESS_MW_BIND
 
-passed = 0
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-    sys.stdout.flush()
 
 
 def kernel_problems():
@@ -317,8 +305,7 @@ def main():
     pd2.close()
     pd.close()
     node.ctx.close()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
