@@ -515,12 +515,7 @@ fn build<'a>(
     bth.se = p.solicited;
     bth.ack_req = p.ack_req;
     tx.write_bth(bth).map_err(|_| WcStatus::LocQpOpErr)?;
-    let rkey = match wqe.wr {
-        WrParams::Rdma { rkey, .. }
-        | WrParams::Atomic { rkey, .. }
-        | WrParams::Flush { rkey, .. } => rkey,
-        _ => 0,
-    };
+    let rkey = wqe.wr.remote_key();
     let hdr_err = |_| WcStatus::LocQpOpErr;
     if mask.contains(Mask::RETH) {
         tx.write_ext(&Reth {

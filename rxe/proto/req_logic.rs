@@ -285,8 +285,10 @@ pub(crate) struct WqeInfo {
     pub(crate) flags: SendFlags,
     /// `dma.length`.
     pub(crate) length: u32,
-    /// The remote address a retry restarts from: the atomic or RDMA address,
-    /// else 0 (so a retried flush carries va 0, as in C).
+    /// The remote address the WQE starts (and a retry restarts) from: the
+    /// RDMA, atomic or flush address, else 0. rdma-core sets `iova` to the
+    /// same value; C's retry path resets it to 0 for an atomic write or a
+    /// flush, which would then fail the rkey check, so that is not copied.
     pub(crate) retry_iova: u64,
 }
 
@@ -310,9 +312,9 @@ impl WqeInfo {
     /// The facts of a validated send WQE.
     pub(crate) fn from_wqe(wqe: &SendWqe, qp_type: QpType) -> WqeInfo {
         let retry_iova = match wqe.wr {
-            WrParams::Atomic { remote_addr, .. } | WrParams::Rdma { remote_addr, .. } => {
-                remote_addr
-            }
+            WrParams::Atomic { remote_addr, .. }
+            | WrParams::Rdma { remote_addr, .. }
+            | WrParams::Flush { remote_addr, .. } => remote_addr,
             _ => 0,
         };
         WqeInfo::new(wqe.opcode, qp_type, wqe.send_flags, wqe.length, retry_iova)

@@ -1030,6 +1030,82 @@ fn from_wqe_reads_the_retry_address() {
     );
 }
 
+/// A user atomic write or flush laid out as rdma-core's `wr_atomic_write`
+/// and `wr_flush` write it: the RETH names the remote address, not 0.
+#[test]
+fn atomic_write_and_flush_target_their_remote_address() {
+    use crate::proto::uapi::{dma, send_wqe, send_wr, SqLimits};
+    let sq = SqLimits {
+        qp_type: QpType::Rc,
+        max_sge: 4,
+        max_inline: 0,
+        kernel: false,
+    };
+    let qp = ReqQp {
+        qp_type: QpType::Rc,
+        path_mtu: 1024,
+        port_mtu: 1024,
+        max_rd_atomic: 1,
+    };
+    let put = |s: &mut Vec<u8>, off: usize, v: &[u8]| s[off..off + v.len()].copy_from_slice(v);
+
+    let mut aw = vec![0u8; send_wqe::LEN + 64];
+    put(
+        &mut aw,
+        send_wr::OPCODE,
+        &WrOpcode::AtomicWrite.as_raw().to_ne_bytes(),
+    );
+    put(
+        &mut aw,
+        send_wr::RDMA_REMOTE_ADDR,
+        &0x7f00_1000u64.to_ne_bytes(),
+    );
+    put(&mut aw, send_wr::RDMA_RKEY, &0x4321u32.to_ne_bytes());
+    put(&mut aw, send_wqe::IOVA, &0x7f00_1000u64.to_ne_bytes());
+    put(&mut aw, send_wqe::DMA + dma::LENGTH, &8u32.to_ne_bytes());
+    put(&mut aw, send_wqe::DATA, b"cccccccc");
+    let wqe = SendWqe::from_bytes(&aw, &sq).unwrap();
+    assert_eq!(wqe.wr.remote_key(), 0x4321);
+    let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
+    assert_eq!(i.retry_iova, 0x7f00_1000);
+    let mut req = ReqState::new(0, 1);
+    let mut p = Progress::posted(i.length, i.retry_iova);
+    let pkts = send_all(&mut req, &qp, &i, &mut p);
+    assert_eq!(pkts.len(), 1);
+    let p0 = pkts[0];
+    assert_eq!(
+        (p0.opcode, p0.reth_va, p0.reth_len, p0.payload),
+        (Opcode::RcAtomicWrite, 0x7f00_1000, 8, 8)
+    );
+
+    let mut fl = vec![0u8; send_wqe::LEN + 64];
+    put(
+        &mut fl,
+        send_wr::OPCODE,
+        &WrOpcode::Flush.as_raw().to_ne_bytes(),
+    );
+    put(
+        &mut fl,
+        send_wr::FLUSH_REMOTE_ADDR,
+        &0x7f00_2000u64.to_ne_bytes(),
+    );
+    put(&mut fl, send_wr::FLUSH_RKEY, &0x5678u32.to_ne_bytes());
+    put(&mut fl, send_wr::FLUSH_TYPE, &[1]);
+    put(&mut fl, send_wr::FLUSH_LEVEL, &[0]);
+    put(&mut fl, send_wqe::IOVA, &0x7f00_2000u64.to_ne_bytes());
+    put(&mut fl, send_wqe::DMA + dma::LENGTH, &64u32.to_ne_bytes());
+    let wqe = SendWqe::from_bytes(&fl, &sq).unwrap();
+    assert_eq!(wqe.wr.remote_key(), 0x5678);
+    let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
+    let mut req = ReqState::new(0, 1);
+    let mut p = Progress::posted(i.length, i.retry_iova);
+    let pkts = send_all(&mut req, &qp, &i, &mut p);
+    assert_eq!(
+        (pkts[0].opcode, pkts[0].reth_va, pkts[0].reth_len),
+        (Opcode::RcFlush, 0x7f00_2000, 64)
+    );
+}
+
 #[test]
 fn fuzz_plan_commit() {
     let mut rng = Rng::new(0x5eed_0001);

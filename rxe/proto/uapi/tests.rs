@@ -509,10 +509,22 @@ fn atomics() {
         Err(WqeError::AtomicLength(4))
     );
 
-    let mut img = SendImage::new(256, WrOpcode::AtomicWrite.as_raw(), 0);
-    img.inline(&[1, 2, 3, 4, 5, 6, 7, 8]);
+    // rdma-core's wr_atomic_write: address and rkey in the `rdma` member.
+    let mut img = SendImage::new(256, WrOpcode::AtomicWrite.as_raw(), SendFlags::SIGNALED);
+    img.u64(send_wr::RDMA_REMOTE_ADDR, 0x8008)
+        .u32(send_wr::RDMA_RKEY, 0x1234)
+        .u64(send_wqe::IOVA, 0x8008)
+        .inline(&[1, 2, 3, 4, 5, 6, 7, 8]);
     let w = SendWqe::from_bytes(&img.buf, &RC).unwrap();
     assert_eq!(w.payload, Payload::AtomicWrite([1, 2, 3, 4, 5, 6, 7, 8]));
+    assert_eq!(
+        w.wr,
+        WrParams::Rdma {
+            remote_addr: 0x8008,
+            rkey: 0x1234
+        }
+    );
+    assert_eq!(w.wr.remote_key(), 0x1234);
     img.dma_len(4096);
     assert_eq!(
         SendWqe::from_bytes(&img.buf, &RC),

@@ -206,6 +206,19 @@ pub(crate) enum WrParams {
     },
 }
 
+impl WrParams {
+    /// The rkey a RETH or AtomicETH carries: the RDMA (also atomic write),
+    /// atomic or flush key; 0 for everything else.
+    pub(crate) const fn remote_key(&self) -> u32 {
+        match *self {
+            WrParams::Rdma { rkey, .. }
+            | WrParams::Atomic { rkey, .. }
+            | WrParams::Flush { rkey, .. } => rkey,
+            _ => 0,
+        }
+    }
+}
+
 /// Where the data of a send WQE is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Payload {
@@ -389,10 +402,13 @@ impl SendWqe {
             }
         } else {
             match opcode {
+                // rdma-core puts an atomic write's address and rkey in the
+                // `rdma` member, like a write's.
                 WrOpcode::RdmaWrite
                 | WrOpcode::RdmaWriteWithImm
                 | WrOpcode::RdmaRead
-                | WrOpcode::RdmaReadWithInv => WrParams::Rdma {
+                | WrOpcode::RdmaReadWithInv
+                | WrOpcode::AtomicWrite => WrParams::Rdma {
                     remote_addr: rd64(send_wr::RDMA_REMOTE_ADDR)?,
                     rkey: rd32(send_wr::RDMA_RKEY)?,
                 },
