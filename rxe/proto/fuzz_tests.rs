@@ -34,7 +34,7 @@ use super::headers::{
     BTH_LEN, DEFAULT_PKEY, GSI_QKEY, ICRC_LEN,
 };
 use super::icrc::{self, IpHdr, TableCrc32};
-use super::ip::{self, IpAddr, Ipv4Out, UdpHdr};
+use super::ip::{self, IpAddr, Ipv4Out, Ipv6Out, NetworkType, UdpHdr};
 use super::mr_logic::{Access, AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_after, psn_diff, psn_sub, PSN_MASK};
@@ -217,25 +217,72 @@ fn frame(transport: &[u8], icrc_ok: bool) -> Vec<u8> {
     f
 }
 
+/// IPv6 + UDP around a transport packet, lengths matching it.
+fn frame6(transport: &[u8], icrc_ok: bool) -> Vec<u8> {
+    let udp_len = ip::UDP_HLEN + transport.len();
+    let mut f = vec![0u8; ip::IPV6_HLEN + udp_len];
+    let h = Ipv6Out {
+        src: IpAddr::V4(PEER).to_gid(),
+        dst: IpAddr::V4(LOCAL).to_gid(),
+        traffic_class: 0,
+        hop_limit: 64,
+        payload_len: udp_len as u16,
+    };
+    // Distinct IPv6 addresses, not the v4-mapped ones.
+    let (mut h6, mut d6) = (h.src, h.dst);
+    h6[..2].copy_from_slice(&[0xfd, 0x00]);
+    d6[..2].copy_from_slice(&[0xfd, 0x00]);
+    let h = Ipv6Out {
+        src: h6,
+        dst: d6,
+        ..h
+    };
+    ip::write_ipv6(&mut f, &h).unwrap();
+    ip::write_udp(&mut f[ip::IPV6_HLEN..], 0xc000, ROCE_PORT, udp_len as u16).unwrap();
+    f[ip::IPV6_HLEN + ip::UDP_HLEN..].copy_from_slice(transport);
+    if icrc_ok {
+        regen_icrc(&mut f);
+    }
+    f
+}
+
+/// Length of the frame's IP header, by its version nibble.
+fn ip_len(f: &[u8]) -> usize {
+    if f.first().is_some_and(|b| b >> 4 == 6) {
+        ip::IPV6_HLEN
+    } else {
+        ip::IPV4_HLEN
+    }
+}
+
 /// Recomputes the ICRC over the frame's current bytes (when it can be).
 fn regen_icrc(f: &mut [u8]) {
-    if f.len() < ip::IPV4_HLEN + ip::UDP_HLEN {
+    let n = ip_len(f);
+    if f.len() < n + ip::UDP_HLEN {
         return;
     }
-    let (iph, rest) = f.split_at_mut(ip::IPV4_HLEN);
+    let v6 = n == ip::IPV6_HLEN;
+    let (iph, rest) = f.split_at_mut(n);
+    let iph = if v6 { IpHdr::V6(iph) } else { IpHdr::V4(iph) };
     let (udp, pkt) = rest.split_at_mut(ip::UDP_HLEN);
-    let _ = icrc::generate(&mut TableCrc32, IpHdr::V4(iph), udp, pkt);
+    let _ = icrc::generate(&mut TableCrc32, iph, udp, pkt);
 }
 
 /// Sets the IP and UDP lengths to the frame's real length.
 fn fix_lengths(f: &mut [u8]) {
     let total = f.len() as u16;
-    if f.len() >= ip::IPV4_HLEN {
-        f[2..4].copy_from_slice(&total.to_be_bytes());
+    let n = ip_len(f);
+    if f.len() >= n {
+        let (at, v) = if n == ip::IPV6_HLEN {
+            (4, total - n as u16)
+        } else {
+            (2, total)
+        };
+        f[at..at + 2].copy_from_slice(&v.to_be_bytes());
     }
-    if f.len() >= ip::IPV4_HLEN + ip::UDP_HLEN {
-        let udp = total - ip::IPV4_HLEN as u16;
-        f[ip::IPV4_HLEN + 4..ip::IPV4_HLEN + 6].copy_from_slice(&udp.to_be_bytes());
+    if f.len() >= n + ip::UDP_HLEN {
+        let udp = total - n as u16;
+        f[n + 4..n + 6].copy_from_slice(&udp.to_be_bytes());
     }
 }
 
@@ -308,7 +355,15 @@ fn receive(f: &[u8], stats: &mut Stats) -> Rx {
         stats.rejected += 1;
         return Rx::Dropped;
     }
-    if !icrc::icrc_ok(&mut TableCrc32, IpHdr::V4(&f[..ipinfo.hdr_len]), data, pkt) {
+    if ipinfo.src.network_type() != ipinfo.dst.network_type() {
+        return Rx::Dropped;
+    }
+    let iph = &f[..ipinfo.hdr_len];
+    let iph = match ipinfo.src.network_type() {
+        NetworkType::Ipv4 => IpHdr::V4(iph),
+        NetworkType::Ipv6 => IpHdr::V6(iph),
+    };
+    if !icrc::icrc_ok(&mut TableCrc32, iph, data, pkt) {
         stats.icrc_err += 1;
         return Rx::Dropped;
     }
@@ -1242,7 +1297,7 @@ fn mutate_fields(p: &mut Pkt, rng: &mut Rng, expected_psn: u32) {
 
 /// Byte-level damage to a framed packet.
 fn mutate_frame(f: &mut Vec<u8>, layout: Opcode, rng: &mut Rng) {
-    let t0 = ip::IPV4_HLEN + ip::UDP_HLEN;
+    let t0 = ip_len(f) + ip::UDP_HLEN;
     match rng.below(6) {
         0 | 1 => {
             // Truncate the transport packet at a header boundary (the ICRC
@@ -1269,7 +1324,13 @@ fn mutate_frame(f: &mut Vec<u8>, layout: Opcode, rng: &mut Rng) {
             if f.len() >= t0 {
                 let r = rng.u32() as u16;
                 let v = rng.pick(&[0u16, 7, 8, 19, 20, r]);
-                let at = if rng.bool() { ip::IPV4_HLEN + 4 } else { 2 };
+                let at = if rng.bool() {
+                    ip_len(f) + 4
+                } else if ip_len(f) == ip::IPV6_HLEN {
+                    4
+                } else {
+                    2
+                };
                 f[at..at + 2].copy_from_slice(&v.to_be_bytes());
             }
         }
@@ -1364,7 +1425,13 @@ impl World {
         let valid = roll < 40;
         let f = if roll < 30 {
             let q = &self.qps[rng.below(3) as usize];
-            frame(&valid_request(q, rng).encode(), true)
+            let t = valid_request(q, rng).encode();
+            // UD takes any source: IPv6 too.
+            if q.qp.qp_type == QpType::Ud && rng.chance(30) {
+                frame6(&t, true)
+            } else {
+                frame(&t, true)
+            }
         } else if roll < 40 {
             match self.tx.valid_response(rng) {
                 Some(p) => frame(&p.encode(), true),
@@ -1394,7 +1461,12 @@ impl World {
                 }
             };
             mutate_fields(&mut p, rng, expected);
-            let mut f = frame(&p.encode(), rng.chance(95));
+            let icrc_ok = rng.chance(95);
+            let mut f = if rng.chance(15) {
+                frame6(&p.encode(), icrc_ok)
+            } else {
+                frame(&p.encode(), icrc_ok)
+            };
             if rng.chance(25) {
                 mutate_frame(&mut f, p.layout, rng);
             }
@@ -1501,6 +1573,12 @@ fn run_fuzz(seed: u64, iters: u64) -> World {
 
 #[test]
 fn fuzz_packets() {
+    // The point of a release run is speed, not fewer checks.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let wrapped = std::panic::catch_unwind(|| std::hint::black_box(u8::MAX) + 1);
+    std::panic::set_hook(hook);
+    assert!(wrapped.is_err(), "built without overflow checks");
     let iters = env_u64("FUZZ_ITERS", 20_000);
     let seed = env_u64("FUZZ_SEED", 0x5eed_f022);
     let start = std::time::Instant::now();
