@@ -7,6 +7,7 @@
 #   make test                set up, build, run host tests and QEMU tests
 #   make demo                set up, build, run the two-node demo
 #   make bench               rs vs c vs TCP benchmark table
+#   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
 #
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
@@ -29,7 +30,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path clean test demo bench host-test rustfmt rustfmtcheck
+.PHONY: all module module-path clean test demo bench fuzz host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -45,6 +46,15 @@ module-path: module
 
 host-test:
 	cd rxe/proto && cargo test --quiet
+
+# The structured packet fuzzer (rxe/proto/fuzz_tests.rs), long mode: release
+# build with overflow checks kept on. `cargo test` runs it short (20k packets).
+FUZZ_ITERS ?= 1000000
+FUZZ_SEED ?= 0x5eedf022
+fuzz:
+	cd rxe/proto && FUZZ_ITERS=$(FUZZ_ITERS) FUZZ_SEED=$(FUZZ_SEED) \
+		CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true \
+		cargo test --release --quiet fuzz_tests::fuzz_packets -- --nocapture
 
 # Rust formatting by the kernel's rules (.rustfmt.toml is the 6.12 kernel's),
 # over every tracked .rs file, as the kernel's `make rustfmt`/`rustfmtcheck`.

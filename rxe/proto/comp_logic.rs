@@ -30,13 +30,17 @@
 //! # Where this differs from rdma_rxe
 //!
 //! Each case is one where C completes a WQE wrongly or wedges, found by the
-//! lossy end-to-end simulation in `sim_tests.rs`:
+//! lossy end-to-end simulation in `sim_tests.rs` (the short read response
+//! by the packet fuzzer, `fuzz_tests.rs`):
 //! - a response out of sequence fails the WQE with `IB_WC_BAD_RESP_ERR`
 //!   (C leaves whatever status the WQE slot held);
 //! - an old duplicate positive ACK during a read's responses is dropped (C
 //!   restarts the response sequence and fails the read on its next response);
 //! - a plain ACK at a read's or atomic's PSN starts a retry (C completes the
 //!   WQE without its data);
+//! - a read response at the read's last PSN that leaves its buffer short
+//!   fails the read with `IB_WC_BAD_RESP_ERR` (C moves past it, and a
+//!   duplicate of that response then completes the read without its data);
 //! - a sent write/send-like WQE whose PSNs are all acknowledged retires at
 //!   the next run (C waits for a later response, and a timeout meanwhile
 //!   makes `req_retry()` resend it as a bogus packet; see
@@ -449,8 +453,11 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
             }
             (St::CheckPsn, Some(h), Some(p)) => check_psn(comp, h, p),
             (St::CheckAck, Some(h), Some(p)) => check_ack(comp, req, h, p, sq),
-            (St::Read, Some(_), Some(p)) => match sq.read_data() {
+            (St::Read, Some(h), Some(p)) => match sq.read_data() {
                 Ok(0) if p.opcode.has(Mask::END) => St::CompAck,
+                // The response at the read's last PSN left part of its
+                // buffer unfilled: nothing can fill it any more.
+                Ok(resid) if resid > 0 && p.psn == h.progress.last_psn => St::Error(BAD_RESPONSE),
                 Ok(_) => St::UpdateComp,
                 Err(CopyFault) => St::Error(WcStatus::LocProtErr),
             },

@@ -255,6 +255,41 @@ fn read_only_response_and_zero_length() {
 }
 
 #[test]
+fn read_short_at_its_last_psn_fails() {
+    // Found by fuzz_tests: a read's last response that leaves part of the
+    // buffer unfilled moved comp.psn past the read, and a duplicate of it
+    // then completed the read successfully without its data.
+    let mut f = Fixture::new(8, 9);
+    f.wqe(head(WrOpcode::RdmaRead, 100, 8, 8, WqeState::Pending))
+        .resp(rsp(Opcode::RcReadResponseOnly, 8), 60)
+        .resp(rsp(Opcode::RcReadResponseOnly, 8), 60);
+    let o = f.drain();
+    assert_eq!(f.retired(), [WcStatus::BadRespErr]);
+    assert!(o.qp_error);
+
+    // Same with a MIDDLE at the last PSN.
+    let mut f = Fixture::new(0, 3);
+    f.wqe(head(WrOpcode::RdmaRead, 2500, 0, 2, WqeState::Pending))
+        .resp(rsp(Opcode::RcReadResponseFirst, 0), 1024)
+        .resp(rsp(Opcode::RcReadResponseMiddle, 1), 1024)
+        .resp(rsp(Opcode::RcReadResponseMiddle, 2), 100)
+        .resp(rsp(Opcode::RcReadResponseLast, 2), 100);
+    let o = f.drain();
+    assert_eq!(f.retired(), [WcStatus::BadRespErr]);
+    assert!(o.qp_error);
+
+    // A MIDDLE at the last PSN that fills the buffer is only early; an
+    // empty LAST then completes the read.
+    let mut f = Fixture::new(0, 2);
+    f.wqe(head(WrOpcode::RdmaRead, 2048, 0, 1, WqeState::Pending))
+        .resp(rsp(Opcode::RcReadResponseFirst, 0), 1024)
+        .resp(rsp(Opcode::RcReadResponseMiddle, 1), 1024)
+        .resp(rsp(Opcode::RcReadResponseLast, 1), 0);
+    f.drain();
+    assert_eq!(f.retired(), [WcStatus::Success]);
+}
+
+#[test]
 fn broken_read_sequences_fail_the_wqe() {
     use Opcode::*;
     // (comp.opcode before, response opcode, response psn, status)
@@ -284,13 +319,17 @@ fn broken_read_sequences_fail_the_wqe() {
         assert!(o.qp_error, "{prev:?} {op:?}");
         assert_eq!(f.retired(), [status]);
     }
-    // A retried read may restart with FIRST at its first PSN, or ONLY.
-    for (first, last, op) in [(1, 3, RcReadResponseFirst), (1, 1, RcReadResponseOnly)] {
+    // A retried read may restart with FIRST at its first PSN, or ONLY
+    // (with all that is left of it).
+    for (first, last, len, op) in [
+        (1, 3, 3000, RcReadResponseFirst),
+        (1, 1, 1024, RcReadResponseOnly),
+    ] {
         let mut f = Fixture::new(1, 4);
         f.comp.opcode = Some(RcReadResponseMiddle);
         f.wqe(head(
             WrOpcode::RdmaRead,
-            3000,
+            len,
             first,
             last,
             WqeState::Pending,

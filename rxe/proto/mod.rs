@@ -52,6 +52,8 @@ pub(crate) mod uapi;
 pub(crate) mod wire;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod sim_tests;
 #[cfg(test)]
 mod test_model;

@@ -24,7 +24,9 @@
 //! a replayed read rechecks its key unless it is zero-length (C looks at
 //! the last RETH's length instead); the duplicate of a zero-length read is
 //! answered (C drops it for its rkey, and the requester retries it until
-//! it gives up).
+//! it gives up); a UC message cut short is forgotten even when it holds
+//! no receive WQE (a write, or any message with an SRQ), where C keeps its
+//! opcode and refuses every later message: the QP never receives again.
 
 use super::events::Event;
 use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
@@ -753,6 +755,9 @@ impl<I: Io> Run<'_, I> {
                 self.class_ac(NakCode::InvalidRequest, WcStatus::RemInvReqErr)
             }
             RespError::MissingOpcodeLastD1e => {
+                // The broken message is forgotten whatever it held, so the
+                // next first or only packet starts a new one.
+                self.st.opcode = None;
                 if self.qp.srq {
                     // Class E: fail the message's WQE.
                     self.st.drop_msg = true;
@@ -765,7 +770,6 @@ impl<I: Io> Run<'_, I> {
                 // Class D1: forget the broken message, keep its WQE.
                 if self.io.has_recv() {
                     self.io.rewind_recv();
-                    self.st.opcode = None;
                 }
                 self.release_mr();
                 St::Cleanup

@@ -601,6 +601,48 @@ fn duplicates_and_sequence_errors() {
 }
 
 #[test]
+fn uc_recovers_from_a_lost_message_tail() {
+    // Found by fuzz_tests: after a UC message lost its tail, the next
+    // message met the stale first/middle opcode and was refused, and so
+    // was every one after it when no receive WQE was held (a write, or
+    // any message with an SRQ): the QP never received again.
+    for srq in [false, true] {
+        // An RDMA write cut short, then sends.
+        let mut t = T::new(QpType::Uc);
+        t.qp.srq = srq;
+        t.io.srq = srq;
+        t.io.rq.extend([4096, 4096]);
+        t.send(
+            with_reth(rq(Opcode::UcWriteFirst, 100, 1024), BASE, 3000),
+            bytes(1024, 1),
+        );
+        assert_eq!(t.st.psn, 101);
+        // 101 and 102 are lost; this send is dropped with the broken write.
+        t.send(rq(Opcode::UcSendOnly, 103, 8), bytes(8, 2));
+        t.send(rq(Opcode::UcSendOnly, 104, 8), bytes(8, 3));
+        assert_eq!(t.st.psn, 105, "srq {srq}");
+        assert_eq!(
+            t.io.cqes.last().map(|c| (c.0.status, c.1.clone())),
+            Some((WcStatus::Success, bytes(8, 3)))
+        );
+
+        // A send cut short, then sends.
+        let mut t = T::new(QpType::Uc);
+        t.qp.srq = srq;
+        t.io.srq = srq;
+        t.io.rq.extend([4096, 4096]);
+        t.send(rq(Opcode::UcSendFirst, 100, 1024), bytes(1024, 1));
+        t.send(rq(Opcode::UcSendOnly, 102, 8), bytes(8, 2));
+        t.send(rq(Opcode::UcSendOnly, 103, 8), bytes(8, 3));
+        assert_eq!(t.st.psn, 104, "srq {srq}");
+        assert_eq!(
+            t.io.cqes.last().map(|c| (c.0.status, c.1.clone())),
+            Some((WcStatus::Success, bytes(8, 3)))
+        );
+    }
+}
+
+#[test]
 fn uc_errors() {
     // D1 (no SRQ): a message cut short is forgotten, its WQE kept and rewound.
     let mut t = T::new(QpType::Uc);
