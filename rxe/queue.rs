@@ -146,15 +146,6 @@ impl Queue {
         Ok(())
     }
 
-    /// Consumer: copies the head entry into `out`, without consuming it.
-    pub(crate) fn peek(&self, out: &mut [u8]) -> Result<bool> {
-        if self.role != Role::Consumer || self.is_empty() {
-            return Ok(false);
-        }
-        self.read_slot(self.own, out)?;
-        Ok(true)
-    }
-
     /// Consumer: copies `out.len()` bytes at `offset` of the head entry into
     /// `out`, without consuming it; `Ok(false)` when the queue is empty.
     pub(crate) fn peek_at(&self, offset: usize, out: &mut [u8]) -> Result<bool> {

@@ -19,7 +19,7 @@ use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, QpId};
 use crate::rxe::net::{self, Av, TxFlow};
-use crate::rxe::proto::cq_srq::{RecvNet, RECV_WQE_MAX};
+use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
@@ -229,25 +229,20 @@ impl Shared {
             return false;
         };
         let mut notify = notify;
-        let mut buf = [0u8; RECV_WQE_MAX];
         for _ in 0..capacity.min(FLUSH_BATCH) {
             let wr_id = {
                 let mut rq = self.rq.lock();
                 let Some(rq) = rq.as_mut() else {
                     return false;
                 };
-                let len = rq.queue.elem_size().min(RECV_WQE_MAX);
-                let Some(slot) = buf.get_mut(..len) else {
-                    return false;
-                };
-                match rq.queue.peek(slot) {
+                // Only the WR ID is needed: the WQE is not parsed.
+                let mut id = [0u8; 8];
+                match rq.queue.peek_at(recv_wqe::WR_ID, &mut id) {
                     Ok(true) => {}
                     _ => return false,
                 }
                 rq.queue.advance();
-                slot.get(recv_wqe::WR_ID..recv_wqe::WR_ID + 8)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u64::from_ne_bytes)
+                u64::from_ne_bytes(id)
             };
             if notify {
                 let cqe = Cqe::new(wr_id, WcStatus::WrFlushErr, self.qpn);
