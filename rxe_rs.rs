@@ -60,6 +60,7 @@ impl Drop for Devices {
 
 impl kernel::Module for RxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        rxe::kernel::crc32::select();
         let wq = WorkQueue::create()?;
         #[cfg(rxe_rs_selftest)]
         rxe::selftest::run();

@@ -272,14 +272,10 @@ impl<W: TxWake> TxFlow<W> {
     }
 }
 
-/// The CRC-32 of the ICRC, sent and received.
-///
-/// 6.12's `crc32_le` is table-driven and slices by 8; ours slices by 16 and
-/// runs 1.2-1.4x faster (`proto::crc32`). Kernels whose `crc32_le` uses the
-/// CPU's carry-less multiply (x86 PCLMULQDQ, from 6.14) beat both on
-/// hardware; the kernel-version layer is where that choice will go.
+/// The CRC-32 of the ICRC, sent and received (`kernel::crc32` picks the
+/// method).
 pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
-    crate::rxe::proto::crc32::crc32_le(crc, data)
+    crate::rxe::kernel::crc32::crc32(crc, data)
 }
 
 /// Prepends the UDP and IP headers, routes the packet and fills its ICRC.

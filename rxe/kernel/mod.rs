@@ -6,6 +6,9 @@
 //! root); the driver logic above it is written against these types.
 
 pub(crate) mod alloc;
+#[cfg(target_arch = "x86_64")]
+mod clmul;
+pub(crate) mod crc32;
 pub(crate) mod cq_srq;
 pub(crate) mod errno;
 pub(crate) mod event;

@@ -270,6 +270,13 @@ where
     /// functions that are softirq-safe). Out of budget, the rest of the
     /// work goes to the workqueue.
     pub(crate) fn run(&self, owner: &Arc<T>) {
+        self.run_for(owner, MAX_ITERATIONS);
+    }
+
+    /// [`Task::run`] with at most `budget` steps here; the rest of the work
+    /// goes to a worker. For callers that must not stay long, such as the
+    /// receive softirq.
+    pub(crate) fn run_for(&self, owner: &Arc<T>, budget: u32) {
         if !self.is_in(owner) {
             return;
         }
@@ -287,7 +294,7 @@ where
                 State::Queued | State::Armed | State::Disabled | State::Dead => return,
             }
         }
-        Self::drive(owner);
+        Self::drive(owner, budget);
         // Pairs with the acquire in `stop`: the run's effects are visible
         // to whoever sees it finished.
         self.inline_runs.fetch_sub(1, Ordering::Release);
@@ -348,15 +355,14 @@ where
             }
             *state = State::Running;
         }
-        Self::drive(&this);
+        Self::drive(&this, MAX_ITERATIONS);
     }
 
     /// Calls the step function while there is work and budget, then leaves
     /// the task idle, or queued for the rest of its work. The caller moved
     /// the task to `Running`.
-    fn drive(this: &Arc<T>) {
+    fn drive(this: &Arc<T>, mut budget: u32) {
         let task = T::task(this);
-        let mut budget = MAX_ITERATIONS;
         loop {
             let mut progress = Progress::More;
             while budget > 0 && progress == Progress::More {

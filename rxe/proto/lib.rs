@@ -12,3 +12,9 @@ extern crate std;
 #[allow(dead_code, unused_imports)] // The kernel crate is the user; this wrapper only tests.
 #[path = "mod.rs"]
 mod proto;
+
+/// The PCLMULQDQ CRC kernel lives in the wrapper layer (it is `unsafe` and
+/// x86-only); it is built here too, to be checked against the table CRC.
+#[cfg(all(test, target_arch = "x86_64"))]
+#[path = "../kernel/clmul.rs"]
+mod clmul;

@@ -82,6 +82,7 @@ use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::av;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
+use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::proto::qp_attr::{
     self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
 };
@@ -284,17 +285,18 @@ impl Shared {
     /// requests, the completer acknowledgements. Datapath hook.
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
         use crate::rxe::proto::opcode::Mask;
-        use crate::rxe::proto::opcode::Opcode;
         let to_comp = pkt.mask().intersects(Mask::ACK);
         // A packet from the network that finds its engine idle is handled
         // right here in the receive softirq: a worker wake-up and a context
-        // switch less per message. Looped-back packets are queued (a reply
-        // would recurse through the sender), and so is a read request,
-        // whose reply can be a long run of packets. Responses go to the
-        // send task, which runs the completer and then the requester the
-        // acknowledgement may have unblocked; the two never overlap, so the
-        // completer cannot retire a message the requester is still sending.
-        let inline = !pkt.is_loopback() && pkt.opcode() != Opcode::RcReadRequest;
+        // switch less per message. Such a run is cut short after
+        // `INLINE_STEPS` steps (a read request's reply or a window of
+        // requests the acknowledgement opened can be a long run of packets)
+        // and a worker does the rest. Looped-back packets are queued: a reply
+        // would recurse through the sender. Responses go to the send task,
+        // which runs the completer and then the requester the acknowledgement
+        // may have unblocked; the two never overlap, so the completer cannot
+        // retire a message the requester is still sending.
+        let inline = !pkt.is_loopback();
         let fifo = if to_comp {
             &self.comp_pkts
         } else {
@@ -312,13 +314,13 @@ impl Shared {
         if to_comp {
             self.want_comp.store(true, Ordering::Release);
             if inline && alone {
-                self.send_task.run(self);
+                self.send_task.run_for(self, INLINE_STEPS);
             } else {
                 counters::inc(&self.dev, Counter::AckDeferred);
                 self.send_task.schedule(self);
             }
         } else if inline && alone {
-            self.resp_task.run(self);
+            self.resp_task.run_for(self, INLINE_STEPS);
         } else {
             self.resp_task.schedule(self);
         }

@@ -5,6 +5,10 @@
  * Nothing here holds driver logic.
  */
 #include <linux/cpumask.h>
+#ifdef CONFIG_X86
+#include <asm/cpufeature.h>
+#include <asm/fpu/api.h>
+#endif
 #include <linux/highmem.h>
 #include <linux/ioport.h>
 #include <linux/libnvdimm.h>
@@ -30,6 +34,34 @@
 #include <linux/workqueue.h>
 
 #include "helpers.h"
+
+bool rxe_rs_cpu_has_clmul(void)
+{
+#ifdef CONFIG_X86_64
+	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2);
+#else
+	return false;
+#endif
+}
+
+bool rxe_rs_simd_begin(void)
+{
+#ifdef CONFIG_X86_64
+	if (!irq_fpu_usable())
+		return false;
+	kernel_fpu_begin();
+	return true;
+#else
+	return false;
+#endif
+}
+
+void rxe_rs_simd_end(void)
+{
+#ifdef CONFIG_X86_64
+	kernel_fpu_end();
+#endif
+}
 
 bool rxe_rs_netif_running(const struct net_device *ndev)
 {

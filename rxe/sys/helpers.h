@@ -33,6 +33,9 @@ struct workqueue_struct;
 
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
+bool rxe_rs_cpu_has_clmul(void);
+bool rxe_rs_simd_begin(void);
+void rxe_rs_simd_end(void);
 bool rxe_rs_netif_carrier_ok(const struct net_device *ndev);
 bool rxe_rs_is_vlan_dev(const struct net_device *ndev);
 void rxe_rs_dev_hold(struct net_device *ndev);
