@@ -572,7 +572,8 @@ def _send(node, n, off, length, opcode=e.IBV_WR_SEND, remote=None, ah=None, peer
 def _check_wcs(wcs, what):
     for wc in wcs:
         if wc.status != e.IBV_WC_SUCCESS:
-            raise TestFailure(f"{what}: completion {rl.status_name(wc.status)}")
+            raise TestFailure(f"{what}: completion {rl.status_name(wc.status)} "
+                              f"(opcode {wc.opcode}, QPN {wc.qp_num:#x})")
 
 
 def client_exchange(ctl, node, peer):
