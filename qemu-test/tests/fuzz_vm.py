@@ -223,7 +223,7 @@ def target(ctl, node):
     after = counters()
     log(f"target: {completions} completions polled, QPs revived from ERR: {revived}")
     log("target counters: " + ", ".join(f"{c} +{after[c] - before.get(c, 0)}" for c in after))
-    if after.get("rcvd_pkts", 0) - before.get("rcvd_pkts", 0) == 0:
+    if PACKETS >= 100 and after.get("rcvd_pkts", 0) - before.get("rcvd_pkts", 0) == 0:
         raise TestFailure("no fuzz packet reached a QP (ICRC or addressing wrong?)")
 
 
@@ -532,7 +532,7 @@ class Fuzzer:
             if self.stats["sent"] % 5000 < 1 and self.stats["sent"]:
                 dt = time.monotonic() - t0
                 log(f"fuzz: {self.stats['sent']} packets, {self.stats['sent'] / dt:.0f}/s")
-        dt = time.monotonic() - t0
+        dt = max(time.monotonic() - t0, 1e-6)
         log(f"fuzz: {self.stats} in {dt:.1f}s ({self.stats['sent'] / dt:.0f} packets/s)")
 
 
@@ -563,7 +563,7 @@ def _send(node, n, off, length, opcode=e.IBV_WR_SEND, remote=None, ah=None, peer
     wr = SendWR(wr_id=node.wr_id, opcode=opcode, num_sge=1, sg=[sge],
                 send_flags=e.IBV_SEND_SIGNALED)
     if remote is not None:
-        wr.set_wr_rdma(remote[1], remote[0])
+        wr.set_wr_rdma(remote[0], remote[1])
     if ah is not None:
         wr.set_wr_ud(ah, peer_qpn, QKEY)
     node.qps[n].post_send(wr)
