@@ -8,6 +8,8 @@
 #   make demo                set up, build, run the two-node demo
 #   make bench               rs vs c vs TCP benchmark table
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
+#   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
+#                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
 #
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
@@ -30,7 +32,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path clean test demo bench fuzz host-test rustfmt rustfmtcheck
+.PHONY: all module module-path clean test demo bench fuzz fuzz-vm host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -55,6 +57,19 @@ fuzz:
 	cd rxe/proto && FUZZ_ITERS=$(FUZZ_ITERS) FUZZ_SEED=$(FUZZ_SEED) \
 		CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true \
 		cargo test --release --quiet fuzz_tests::fuzz_packets -- --nocapture
+
+# The in-VM packet fuzzer (qemu-test/tests/fuzz_vm.py), long mode: raw
+# RoCEv2 frames from node 1 at node 2's live QPs, 10^5 on the debug kernel,
+# then 10^6 on the plain one. --smp 1 (no -icount) sends ~1,000 packets/s;
+# the test command runs it short.
+FUZZ_VM_DEBUG ?= 100000
+FUZZ_VM_PLAIN ?= 1000000
+FUZZ_VM_SEED ?= 0xf022
+fuzz-vm:
+	qemu-test/run --debug --smp 1 --timeout 7200 --keep \
+		qemu-test/tests/fuzz_vm.py $(FUZZ_VM_DEBUG) $(FUZZ_VM_SEED)
+	qemu-test/run --smp 1 --timeout 7200 --keep \
+		qemu-test/tests/fuzz_vm.py $(FUZZ_VM_PLAIN) $(FUZZ_VM_SEED)
 
 # Rust formatting by the kernel's rules (.rustfmt.toml is the 6.12 kernel's),
 # over every tracked .rs file, as the kernel's `make rustfmt`/`rustfmtcheck`.

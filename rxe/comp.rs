@@ -7,6 +7,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
+use crate::rxe::cq::Due;
 use crate::rxe::dma::{Cursor, LocalAccess};
 use crate::rxe::kernel::task::Progress;
 use crate::rxe::kernel::timer::Jiffies;
@@ -45,22 +46,26 @@ const CQE_BATCH: usize = 16;
 struct Cqes {
     list: [Option<Cqe>; CQE_BATCH],
     n: usize,
+    /// Consumer callbacks of completions already in the CQ.
+    due: Due,
 }
 
 impl Cqes {
     const EMPTY: Self = Self {
         list: [None; CQE_BATCH],
         n: 0,
+        due: Due::NONE,
     };
 
     fn is_full(&self) -> bool {
         self.n >= CQE_BATCH
     }
 
-    /// Past the batch the completion goes out at once, still in order.
+    /// Past the batch the completions go to the CQ at once, still in order,
+    /// their handler left for [`Self::post`].
     fn push(&mut self, qp: &Shared, cqe: Cqe) {
         if self.is_full() {
-            self.post(qp);
+            self.produce(qp);
         }
         if let Some(s) = self.list.get_mut(self.n) {
             *s = Some(cqe);
@@ -68,14 +73,21 @@ impl Cqes {
         }
     }
 
-    fn post(&mut self, qp: &Shared) {
+    fn produce(&mut self, qp: &Shared) {
         let handle = qp.link.handle();
         for c in self.list.iter_mut().take(self.n) {
             if let (Some(cqe), Some(h)) = (c.take(), handle) {
-                let _ = qp.scq.post(&cqe, h, false);
+                let _ = qp.scq.produce(&cqe, h, false, None, &mut self.due);
             }
         }
         self.n = 0;
+    }
+
+    /// Puts the batch into the CQ and runs the consumer's handler: with no
+    /// engine lock held (`Shared::comp` is not one).
+    fn post(&mut self, qp: &Shared) {
+        self.produce(qp);
+        qp.scq.run_due(&mut self.due);
     }
 }
 

@@ -8,9 +8,10 @@
 //! - `Cq` is what the core allocates; `Cq::shared` is what QPs keep. The
 //!   core refuses to destroy a CQ its QPs use (its `usecnt`); a QP that
 //!   outlives its destroy op (work in flight) finds the CQ severed.
-//! - [`Shared::post`] (and [`Shared::post_recv`] for receive completions,
-//!   which carry the packet's network facts to kernel consumers) queues a
-//!   completion and runs the consumer's completion handler when armed.
+//! - [`Shared::produce`] queues a completion (receive completions carry the
+//!   packet's network facts to kernel consumers) and notes whether the
+//!   consumer's completion handler (or CQ error event) is due;
+//!   [`Shared::run_due`] runs it once the poster holds no QP lock.
 //!
 //! Locks: `link` (the core's `ib_cq`, held while its callbacks run) nests
 //! outside `inner` (the ring and its arming). Completion handlers run with
@@ -31,6 +32,23 @@ use crate::rxe::proto::uapi::{
 };
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::Ucontext;
+
+/// Consumer callbacks that completions made due, run after the poster's
+/// QP locks are released ([`Shared::produce`], [`Shared::run_due`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Due {
+    /// The completion handler (the CQ was armed).
+    comp: bool,
+    /// The CQ error event (a completion found the CQ full).
+    overrun: bool,
+}
+
+impl Due {
+    pub(crate) const NONE: Self = Self {
+        comp: false,
+        overrun: false,
+    };
+}
 
 /// A completion queue, as the core holds it.
 pub(crate) struct Cq {
@@ -217,27 +235,23 @@ impl Shared {
     }
 
     /// Queues a completion of `qp` (a send, or a receive without network
-    /// facts). `solicited`: the completion answers a solicited event.
+    /// facts; `net` gives a kernel consumer the packet's network header type
+    /// and VLAN) and notes in `due` the consumer callbacks it makes due,
+    /// which [`Self::run_due`] runs. The ring entry is in place on return,
+    /// so completions keep the order of the calls; the callbacks wait until
+    /// the caller has released its QP locks, so that a handler can call back
+    /// into the QP. `solicited`: the completion answers a solicited event.
     ///
-    /// Fails with `EBUSY` when the CQ is full (and reports `IB_EVENT_CQ_ERR`
-    /// to its owner), or `EINVAL` once the CQ is destroyed.
-    pub(crate) fn post(&self, cqe: &Cqe, qp: QpHandle, solicited: bool) -> Result {
-        self.post_entry(cqe, qp, solicited, None)
-    }
-
-    /// [`Self::post`] for a receive completion: a kernel consumer also gets
-    /// the network header type and VLAN of the packet.
-    pub(crate) fn post_recv(
+    /// Fails with `EBUSY` when the CQ is full (the CQ error event is then
+    /// due), or `EINVAL` once the CQ is destroyed.
+    pub(crate) fn produce(
         &self,
         cqe: &Cqe,
         qp: QpHandle,
         solicited: bool,
-        net: RecvNet,
+        net: Option<RecvNet>,
+        due: &mut Due,
     ) -> Result {
-        self.post_entry(cqe, qp, solicited, Some(net))
-    }
-
-    fn post_entry(&self, cqe: &Cqe, qp: QpHandle, solicited: bool, net: Option<RecvNet>) -> Result {
         let slot = if self.is_user {
             let mut s = [0u8; CQE_LEN];
             cqe.write(&mut s).map_err(|_| EINVAL)?;
@@ -249,26 +263,33 @@ impl Shared {
         if !link.is_live() {
             return Err(EINVAL);
         }
-        let fire = {
-            let mut inner = self.inner.lock();
-            if inner.queue.is_full() {
-                None
-            } else {
-                inner.queue.produce(&slot)?;
-                Some(inner.notify.on_completion(solicited))
-            }
-        };
-        match fire {
-            None => {
-                link.overrun_event();
-                Err(EBUSY)
-            }
-            Some(true) => {
-                link.comp_handler();
-                Ok(())
-            }
-            Some(false) => Ok(()),
+        let mut inner = self.inner.lock();
+        if inner.queue.is_full() {
+            due.overrun = true;
+            return Err(EBUSY);
         }
+        inner.queue.produce(&slot)?;
+        if inner.notify.on_completion(solicited) {
+            due.comp = true;
+        }
+        Ok(())
+    }
+
+    /// Runs the consumer callbacks [`Self::produce`] made due (once each,
+    /// however many completions asked), and clears `due`. Call with no QP
+    /// lock held.
+    pub(crate) fn run_due(&self, due: &mut Due) {
+        if !due.comp && !due.overrun {
+            return;
+        }
+        let link = self.link.lock();
+        if due.overrun {
+            link.overrun_event();
+        }
+        if due.comp {
+            link.comp_handler();
+        }
+        *due = Due::NONE;
     }
 
     /// `poll_cq` of a kernel consumer: hands up to `max` completions, oldest

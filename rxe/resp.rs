@@ -8,11 +8,14 @@
 //! The decisions are `proto::resp_run` (rdma_rxe's `rxe_receiver()` state
 //! machine); this file gives it the kernel side through [`resp_run::Io`].
 //! The task holds `Shared::resp` while it runs one request; under it it
-//! takes the RQ, SRQ and CQ locks, never another engine's.
+//! takes the RQ, SRQ and CQ locks, never another engine's. Receive
+//! completions go into the CQ under it, in order, but the CQ's handler (and
+//! the QP's LAST_WQE_REACHED event) run after it is released.
 
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters;
+use crate::rxe::cq::Due;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
@@ -212,34 +215,34 @@ impl Shared {
     }
 
     /// `flush_recv_queue()`: every posted receive WQE completes with
-    /// `WR_FLUSH_ERR` (`notify`) or is dropped. User space may keep moving
-    /// the producer index, so one call takes at most a ring's worth, and
-    /// at most [`FLUSH_BATCH`] (a task step is one of up to 1024 in a row);
-    /// returns whether WQEs may be left.
-    fn resp_flush_recv(&self, st: &mut State, notify: bool) -> bool {
+    /// `WR_FLUSH_ERR` (`notify`; the CQ's handler is left in `due`) or is
+    /// dropped. User space may keep moving the producer index, so one call
+    /// takes at most a ring's worth, and at most [`FLUSH_BATCH`] (a task
+    /// step is one of up to 1024 in a row).
+    fn resp_flush_recv(&self, st: &mut State, notify: bool, due: &mut Due) -> Flushed {
         st.wqe.clear();
         if self.srq.is_some() {
             if notify && !st.last_wqe_reported {
                 st.last_wqe_reported = true;
-                self.link.dispatch(QpEvent::LastWqeReached);
+                return Flushed::LastWqe;
             }
-            return false;
+            return Flushed::Done;
         }
         let Some(capacity) = self.rq.lock().as_ref().map(|rq| rq.queue.capacity()) else {
-            return false;
+            return Flushed::Done;
         };
         let mut notify = notify;
         for _ in 0..capacity.min(FLUSH_BATCH) {
             let wr_id = {
                 let mut rq = self.rq.lock();
                 let Some(rq) = rq.as_mut() else {
-                    return false;
+                    return Flushed::Done;
                 };
                 // Only the WR ID is needed: the WQE is not parsed.
                 let mut id = [0u8; 8];
                 match rq.queue.peek_at(recv_wqe::WR_ID, &mut id) {
                     Ok(true) => {}
-                    _ => return false,
+                    _ => return Flushed::Done,
                 }
                 rq.queue.advance();
                 u64::from_ne_bytes(id)
@@ -250,13 +253,23 @@ impl Shared {
                     notify = false;
                     continue;
                 };
-                if self.rcq.post(&cqe, h, false).is_err() {
+                if self.rcq.produce(&cqe, h, false, None, due).is_err() {
                     notify = false;
                 }
             }
         }
-        true
+        Flushed::More
     }
+}
+
+/// What one pass of the receive queue flush left to do.
+enum Flushed {
+    /// WQEs may be left: another pass.
+    More,
+    /// Nothing left.
+    Done,
+    /// An SRQ QP's last WQE: the event is due (after the `resp` lock).
+    LastWqe,
 }
 
 /// What the responder needs of the QP's attributes for one run.
@@ -302,6 +315,8 @@ struct Io<'a> {
     flow: &'a TxFlow<()>,
     /// The region `lookup` resolved, until `release_mr`.
     mr: Option<Arc<mr::Shared>>,
+    /// The receive CQ's callbacks, run after the `resp` lock.
+    due: Due,
 }
 
 impl Io<'_> {
@@ -491,7 +506,11 @@ impl resp_run::Io for Io<'_> {
         let Some(handle) = self.sh.link.handle() else {
             return Ok(());
         };
-        match self.sh.rcq.post_recv(&cqe, handle, c.solicited, net) {
+        match self
+            .sh
+            .rcq
+            .produce(&cqe, handle, c.solicited, Some(net), &mut self.due)
+        {
             Ok(()) => Ok(()),
             Err(e) if e == EBUSY => Err(CqFull),
             Err(_) => Ok(()),
@@ -626,15 +645,23 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
         if !valid || matches!(state, QpState::Err | QpState::Reset) {
             let notify = valid && state == QpState::Err;
             this.resp_drain_pkts();
-            let mut st = this.resp.lock();
-            st.forget();
-            return if this.resp_flush_recv(&mut st, notify) {
-                Progress::More
-            } else {
-                Progress::Done
+            let mut due = Due::NONE;
+            let flushed = {
+                let mut st = this.resp.lock();
+                st.forget();
+                this.resp_flush_recv(&mut st, notify, &mut due)
+            };
+            this.rcq.run_due(&mut due);
+            return match flushed {
+                Flushed::More => Progress::More,
+                Flushed::Done => Progress::Done,
+                Flushed::LastWqe => {
+                    this.link.dispatch(QpEvent::LastWqeReached);
+                    Progress::Done
+                }
             };
         }
-        let out = {
+        let (out, mut due) = {
             let mut guard = this.resp.lock();
             let State {
                 rs,
@@ -650,9 +677,14 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 wqe,
                 flow,
                 mr: None,
+                due: Due::NONE,
             };
-            resp_run::run(rs, &f.qp, &mut io)
+            let out = resp_run::run(rs, &f.qp, &mut io);
+            (out, io.due)
         };
+        // Completion handlers run with no QP lock held: they may post to or
+        // modify this QP.
+        this.rcq.run_due(&mut due);
         if out.qp_error {
             this.resp_enter_error();
             return Progress::More;
