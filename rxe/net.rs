@@ -9,7 +9,7 @@
 //! let mut pkt = net::alloc_packet_with(dev, &av, Opcode::RcSendOnly, payload_len, None)?;
 //! pkt.write_bth(Bth::new(op, pkey, dest_qpn, psn))?; // pad and opcode are set for you
 //! pkt.write_ext(&Reth { .. })?;                       // the opcode's extension headers
-//! pkt.payload_mut().copy_from_slice(data);                  // exactly payload_len bytes
+//! pkt.payload_mut().copy_from_slice(data);            // exactly payload_len bytes
 //! net::send(pkt, &qp_flow)?;                          // IP/UDP headers, ICRC, out
 //! ```
 //!
