@@ -5,9 +5,7 @@
 
 use core::ptr::NonNull;
 
-use kernel::{error::to_result, prelude::*};
-
-use kernel::page::PAGE_SIZE;
+use kernel::{error::to_result, page::PAGE_SIZE, prelude::*};
 
 use super::netdev::NetDevice;
 use super::page::PayloadPages;
