@@ -18,6 +18,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::DeviceState;
+use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::mr::{self, Access, AccessError, KeyKind, PdId};
 use crate::rxe::proto::{
     sge_cursor::{CursorError, Piece, SgeCursor, SgeList},
@@ -149,6 +150,28 @@ impl Cursor {
             let dst = out.get_mut(piece.range()).ok_or(DmaError::Fault)?;
             Ok(mr.copy_out(addr, dst)?)
         })
+    }
+
+    /// Adds the memory of the next `len` bytes of `sges` to `out` as
+    /// referenced page pieces, to be sent without a copy. The same checks as
+    /// [`Cursor::copy_from_mem`]; `Ok(false)` when some of it cannot be
+    /// referenced, and the caller copies instead (with a fresh cursor: this
+    /// one has moved on either way).
+    pub(crate) fn ref_from_mem<L: SgeList + ?Sized>(
+        &mut self,
+        mem: &LocalAccess<'_>,
+        sges: &L,
+        len: usize,
+        out: &mut PayloadPages,
+    ) -> Result<bool, DmaError> {
+        let mut ok = true;
+        self.transfer(mem, sges, len, |mr, addr, piece| {
+            if ok {
+                ok = mr.ref_pages(addr, piece.len as usize, out)?;
+            }
+            Ok(())
+        })?;
+        Ok(ok)
     }
 
     /// Moves `len` bytes on without copying or looking up keys (a

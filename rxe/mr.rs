@@ -46,7 +46,7 @@ use crate::rxe::kernel::{
     alloc::caller_sized,
     ibdev::Device,
     lock::{new_spinlock_bh, SpinLockBh},
-    page::{DmaSpace, PageError, PageList, PageRef},
+    page::{DmaSpace, PageError, PageList, PageRef, PayloadPages},
     random,
     umem::Umem,
 };
@@ -358,6 +358,38 @@ impl Shared {
                 .ok_or(AccessError::Fault)?;
             Ok(pages.read(c.block, c.offset, dst)?)
         })
+    }
+
+    /// Adds `len` bytes of the region at `iova` to `out` as page pieces,
+    /// each with a page reference, for sending without a copy. The checks
+    /// are those of [`Shared::copy_out`]; `Ok(false)` when the memory
+    /// cannot be referenced (kernel slab memory, too many pieces), and the
+    /// caller copies instead.
+    pub(crate) fn ref_pages(
+        &self,
+        iova: u64,
+        len: usize,
+        out: &mut PayloadPages,
+    ) -> Result<bool, AccessError> {
+        if len == 0 {
+            return Ok(true);
+        }
+        if let Some(w) = &self.window {
+            return w.mr.ref_pages(w.target(iova, len64(len))?, len, out);
+        }
+        let i = self.inner.lock();
+        i.usable()?;
+        if let Memory::Dma(d) = &i.mem {
+            return Ok(d.ref_into(iova, len, out)?);
+        }
+        let mut ok = true;
+        i.each_chunk(iova, len, |pages, c| {
+            if ok {
+                ok = pages.ref_into(c.block, c.offset, c.len, out)?;
+            }
+            Ok(())
+        })?;
+        Ok(ok)
     }
 
     /// Runs an 8-byte atomic at `iova` and returns the value it found.

@@ -6,12 +6,20 @@
 //! # How the requester, responder and completer send a packet
 //!
 //! ```ignore
-//! let mut pkt = net::alloc_packet(dev, &av, Opcode::RcSendOnly, payload_len)?;
+//! let mut pkt = net::alloc_packet_with(dev, &av, Opcode::RcSendOnly, payload_len, None)?;
 //! pkt.write_bth(Bth::new(op, pkey, dest_qpn, psn))?; // pad and opcode are set for you
 //! pkt.write_ext(&Reth { .. })?;                       // the opcode's extension headers
 //! pkt.payload_mut().copy_from_slice(data);            // exactly payload_len bytes
 //! net::send(pkt, &qp_flow)?;                          // IP/UDP headers, ICRC, out
 //! ```
+//!
+//! An RC packet whose payload comes from registered memory may carry it
+//! without a copy: [`alloc_packet_with`] takes the payload as referenced
+//! page pieces ([`PayloadPages`], from `mr::Shared::ref_pages`), which become
+//! the skb's fragments; pad and ICRC then go in a small trailer fragment,
+//! and the ICRC is computed over the mapped fragments. The receiving side
+//! copies once in any case. Packets to one of our own MAC addresses are
+//! built linear: loopback delivery would have to linearize them.
 //!
 //! Each sending QP owns a [`TxFlow`]: the socket its skbs belong to while in
 //! flight, and the count of them (`rdma_rxe` pauses a requester above
@@ -38,10 +46,11 @@ use crate::rxe::counters::{self, Counter};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::netdev::NetDevice;
+use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::route::{self, Dst, RouteCache};
 use crate::rxe::kernel::skb::{TxSkb, Xmit, PROTO_IPV4, PROTO_IPV6};
 use crate::rxe::kernel::udp::{SkbOwner, TxSocket};
-use crate::rxe::proto::headers::{self, Bth, ExtHeader};
+use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
 use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType};
 use crate::rxe::proto::opcode::Opcode;
@@ -97,6 +106,9 @@ pub(crate) struct TxPacket<'a> {
     av: Av,
     opcode: Opcode,
     payload_len: usize,
+    /// The payload is in this many page fragments, followed by the trailer
+    /// fragment with pad and ICRC; 0: all of the packet is linear.
+    payload_frags: usize,
 }
 
 /// Allocates a packet for `opcode` carrying `payload_len` bytes, to be sent
@@ -104,11 +116,16 @@ pub(crate) struct TxPacket<'a> {
 ///
 /// Fails with `EINVAL` when the source GID has no netdev (any more) or the
 /// packet would not fit a UDP datagram, `ENOMEM` when out of memory.
-pub(crate) fn alloc_packet<'a>(
+/// With `pages` (exactly `payload_len` bytes), those pieces become the
+/// skb's fragments. Without them, or when they cannot be used (a packet to
+/// our own MAC address), the payload is linear and the caller copies it in
+/// ([`TxPacket::payload_in_frags`] tells).
+pub(crate) fn alloc_packet_with<'a>(
     dev: &'a Device,
     av: &Av,
     opcode: Opcode,
     payload_len: usize,
+    pages: Option<PayloadPages>,
 ) -> Result<TxPacket<'a>> {
     if av.src.network_type() != av.dst.network_type() {
         return Err(EINVAL);
@@ -124,8 +141,22 @@ pub(crate) fn alloc_packet<'a>(
     let headroom = ndev
         .ll_reserved_space()
         .saturating_add((ip::UDP_HLEN + av.ip_hdr_len()) as u32);
+    let pages =
+        pages.filter(|p| p.total() == payload_len && payload_len > 0 && av.dmac != ndev.mac());
+    let linear = if pages.is_some() {
+        opcode.header_len()
+    } else {
+        paylen
+    };
     // Fits in u32: bounded by 64 KiB above.
-    let mut skb = TxSkb::alloc(&ndev, headroom, paylen as u32)?;
+    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32)?;
+    let mut payload_frags = 0;
+    if let Some(pages) = pages {
+        payload_frags = pages.count();
+        skb.attach_pages(pages)?;
+        // Pad and ICRC: at most 7 bytes.
+        skb.add_trailer((paylen - linear - payload_len) as u32)?;
+    }
     skb.set_protocol(match av.network_type() {
         NetworkType::Ipv4 => PROTO_IPV4,
         NetworkType::Ipv6 => PROTO_IPV6,
@@ -137,17 +168,27 @@ pub(crate) fn alloc_packet<'a>(
         av: *av,
         opcode,
         payload_len,
+        payload_frags,
     })
 }
 
 impl TxPacket<'_> {
     /// BTH through ICRC: the UDP payload length.
     pub(crate) fn len(&self) -> usize {
-        self.skb.data().len()
+        self.skb.len()
     }
 
-    /// The `payload_len` payload bytes after the headers.
+    /// The payload is in fragments already: nothing to copy.
+    pub(crate) fn payload_in_frags(&self) -> bool {
+        self.payload_frags > 0
+    }
+
+    /// The `payload_len` payload bytes after the headers (empty when they
+    /// are in fragments).
     pub(crate) fn payload_mut(&mut self) -> &mut [u8] {
+        if self.payload_in_frags() {
+            return &mut [];
+        }
         let start = self.opcode.header_len();
         let end = start + self.payload_len;
         self.skb.data_mut().get_mut(start..end).unwrap_or(&mut [])
@@ -325,7 +366,23 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
         NetworkType::Ipv4 => IpHdr::V4(iph),
         NetworkType::Ipv6 => IpHdr::V6(iph),
     };
-    icrc::generate(&mut crc32, iph, udp, pkt).map_err(|_| EINVAL)
+    if tx.payload_frags == 0 {
+        return icrc::generate(&mut crc32, iph, udp, pkt).map_err(|_| EINVAL);
+    }
+    // Headers here, payload in the fragments, then the trailer: pad
+    // (zeroed) and the ICRC slot.
+    let mut run = icrc::begin(&mut crc32, iph, udp, pkt).map_err(|_| EINVAL)?;
+    tx.skb
+        .for_each_frag(tx.payload_frags, |b| run.update(&mut crc32, b))?;
+    let trailer = tx.skb.trailer_mut();
+    let pad = trailer.len().checked_sub(ICRC_LEN).ok_or(EINVAL)?;
+    run.update(&mut crc32, trailer.get(..pad).unwrap_or(&[]));
+    let slot = trailer
+        .get_mut(pad..)
+        .and_then(|s| s.first_chunk_mut::<ICRC_LEN>())
+        .ok_or(EINVAL)?;
+    *slot = run.finish().to_le_bytes();
+    Ok(())
 }
 
 /// Sends a built packet: routes it along its AV, adds the UDP and IP
@@ -359,9 +416,13 @@ pub(crate) fn send<W: TxWake>(mut tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result 
             PROTO_IPV4 => ip::IPV4_HLEN,
             _ => ip::IPV6_HLEN,
         };
-        match skb.pull(ip_len as u32) {
+        // Fragments are rare here (only a route to a local address that
+        // the MAC check of `alloc_packet_with` missed): receive wants the
+        // packet linear.
+        let mut rx = skb.into_rx();
+        match rx.linearize().and_then(|()| rx.pull(ip_len as u32)) {
             Ok(()) => {
-                recv::receive_loopback(dev, skb.into_rx());
+                recv::receive_loopback(dev, rx);
                 Ok(Xmit::Sent)
             }
             Err(e) => Err(e),

@@ -5,13 +5,13 @@
 //!
 //! A UD SEND_ONLY to the multicast QPN whose payload is [`PING`] followed by
 //! a 16-byte GID is answered with the same packet, payload [`PONG`], sent to
-//! that GID's address through `net::alloc_packet`/`net::send` (to the pinger,
+//! that GID's address through `net::alloc_packet_with`/`net::send` (to the pinger,
 //! or back to ourselves for the loopback path). qemu-test/tests/net_raw.py
 //! counts the answers in the receiver's `rcvd_pkts`, which only a valid
 //! packet (headers and ICRC) reaches, on rdma_rxe as on rxe_rs.
 
 use crate::rxe::kernel::route;
-use crate::rxe::net::{alloc_packet, send, Av, TxFlow};
+use crate::rxe::net::{alloc_packet_with, send, Av, TxFlow};
 use crate::rxe::proto::headers::{Bth, Deth, DEFAULT_PKEY, MULTICAST_QPN};
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::proto::opcode::Opcode;
@@ -51,7 +51,7 @@ fn pong(ping: &RxPacket, to: IpAddr, len: usize) -> Option<()> {
         flow_label: 0,
         sport: ping.udp_sport(),
     };
-    let mut tx = alloc_packet(dev, &av, Opcode::UdSendOnly, len).ok()?;
+    let mut tx = alloc_packet_with(dev, &av, Opcode::UdSendOnly, len, None).ok()?;
     tx.write_bth(Bth::new(
         Opcode::UdSendOnly,
         DEFAULT_PKEY,

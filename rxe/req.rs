@@ -17,6 +17,7 @@ use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, LocalAccess};
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::Progress as TaskProgress;
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
 use crate::rxe::mr::{self, PdId};
@@ -29,6 +30,7 @@ use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, Gates, ReqQp, ReqState, Step, Wait, WqeInfo};
+use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{
     self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams,
 };
@@ -482,6 +484,25 @@ fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
     }
 }
 
+/// The `len` payload bytes of `wqe` from `done` on as referenced page
+/// pieces, or `None` when they must be copied. Fails as the copy would.
+fn ref_payload(
+    qp: &Shared,
+    wqe: &SendWqe,
+    done: u32,
+    len: u32,
+) -> Result<Option<PayloadPages>, WcStatus> {
+    let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
+    let mut cur = Cursor::new(wqe.length);
+    cur.advance(wqe, done).map_err(|e| e.requester_status())?;
+    let mut pages = PayloadPages::new();
+    match cur.ref_from_mem(&mem, wqe, len as usize, &mut pages) {
+        Ok(true) => Ok(Some(pages)),
+        Ok(false) => Ok(None),
+        Err(e) => Err(e.requester_status()),
+    }
+}
+
 /// Builds the packet `p` of `wqe`, `done` bytes into its payload.
 fn build<'a>(
     qp: &'a Shared,
@@ -493,7 +514,13 @@ fn build<'a>(
     let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
-    let mut tx = net::alloc_packet(&qp.dev, &av, op, p.payload as usize)
+    let pages = match wqe.payload {
+        Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, p.payload as usize) => {
+            ref_payload(qp, wqe, done, p.payload)?
+        }
+        _ => None,
+    };
+    let mut tx = net::alloc_packet_with(&qp.dev, &av, op, p.payload as usize, pages)
         .map_err(|_| WcStatus::LocQpOpErr)?;
     let (dest_qpn, qkey) = match wqe.wr {
         // A remote qkey with the top bit set means the QP's own.
@@ -568,7 +595,7 @@ fn build<'a>(
         })
         .map_err(hdr_err)?;
     }
-    if p.payload > 0 {
+    if p.payload > 0 && !tx.payload_in_frags() {
         let out = tx.payload_mut();
         match wqe.payload {
             Payload::Inline { .. } => {

@@ -19,6 +19,7 @@ use crate::rxe::cq::Due;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, QpId};
 use crate::rxe::net::{self, Av, TxFlow};
@@ -30,12 +31,13 @@ use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_attr::QpAttrs;
-use crate::rxe::proto::qp_state::{AttrMask, QpState};
+use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::resp_logic::{Request, Res, RespQp, RespState, Target, MAX_RESOURCES};
 use crate::rxe::proto::resp_run::{
     self, AccessFault, Ack, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
+use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
 use crate::rxe::qp::{self, Shared};
@@ -353,21 +355,21 @@ impl Io<'_> {
         )
     }
 
-    /// Builds and sends a payload-less or payload-carrying reply; `fill`
-    /// writes the payload.
+    /// Builds and sends a payload-less or payload-carrying reply of `len`
+    /// bytes: in `pages` when given, else `fill` writes it.
     fn send_reply(
         &self,
         opcode: Opcode,
         psn: u32,
-        aeth: Aeth,
-        orig: u64,
+        (aeth, orig): (Aeth, u64),
         len: u32,
+        pages: Option<PayloadPages>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
     ) -> Result<(), SendFailed> {
         let dev = self.dev().ok_or(SendFailed::Send)?;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
-        let mut tx =
-            net::alloc_packet(dev, &av, opcode, len as usize).map_err(|_| SendFailed::Send)?;
+        let mut tx = net::alloc_packet_with(dev, &av, opcode, len as usize, pages)
+            .map_err(|_| SendFailed::Send)?;
         tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn))
             .map_err(|_| SendFailed::Send)?;
         if opcode.has(Mask::AETH) {
@@ -377,7 +379,9 @@ impl Io<'_> {
             tx.write_ext(&AtmAck { orig })
                 .map_err(|_| SendFailed::Send)?;
         }
-        fill(tx.payload_mut())?;
+        if !tx.payload_in_frags() {
+            fill(tx.payload_mut())?;
+        }
         net::send(tx, self.flow).map_err(|_| SendFailed::Send)
     }
 }
@@ -594,16 +598,33 @@ impl resp_run::Io for Io<'_> {
                     .map_err(|_| SendFailed::Access)?,
             ),
         };
+        // Read responses are RC: the payload may go as page fragments.
+        let mut pages = None;
+        if let Some(mr) = mr
+            .as_ref()
+            .filter(|_| tx_frags::wants_frags(QpType::Rc, r.len as usize))
+        {
+            let mut p = PayloadPages::new();
+            if mr
+                .ref_pages(r.va, r.len as usize, &mut p)
+                .map_err(|_| SendFailed::Access)?
+            {
+                pages = Some(p);
+            }
+        }
         let ack = Syndrome::ACK_UNLIMITED.encode();
         self.send_reply(
             r.opcode,
             r.psn,
-            Aeth {
-                syndrome: ack,
-                msn: r.msn,
-            },
-            0,
+            (
+                Aeth {
+                    syndrome: ack,
+                    msn: r.msn,
+                },
+                0,
+            ),
             r.len,
+            pages,
             |out| {
                 if out.is_empty() {
                     return Ok(());
@@ -619,7 +640,7 @@ impl resp_run::Io for Io<'_> {
             syndrome: a.syndrome,
             msn: a.msn,
         };
-        let _ = self.send_reply(a.opcode, a.psn, aeth, a.orig, 0, |_| Ok(()));
+        let _ = self.send_reply(a.opcode, a.psn, (aeth, a.orig), 0, None, |_| Ok(()));
     }
 
     fn count(&mut self, ev: Event) {

@@ -4,10 +4,12 @@
 //! kernel pages a fast-reg mapping describes, and the kernel addresses a DMA
 //! MR stands for.
 //!
-//! The datapath only copies bytes in and out and runs 8-byte atomics; no
-//! reference into the memory ever leaves this file. The memory may be
-//! written by user space or by the device's own peers at any time, which
-//! changes the bytes copied but never what is accessed.
+//! The datapath copies bytes in and out and runs 8-byte atomics; no
+//! reference into the memory ever leaves this file, except the page
+//! references of [`PayloadPages`], which a packet takes to send MR memory as
+//! skb fragments. The memory may be written by user space or by the
+//! device's own peers at any time, which changes the bytes copied (or sent)
+//! but never what is accessed.
 
 use core::{
     ptr::NonNull,
@@ -17,6 +19,7 @@ use core::{
 use kernel::{alloc::Flags, page::PAGE_SIZE, prelude::*};
 
 use crate::rxe::proto::mr_logic::{atomic_aligned, len64, AtomicOp};
+use crate::rxe::proto::tx_frags::{Added, Frag, FragList};
 use crate::rxe::sys as b;
 
 /// Why a page access failed.
@@ -138,6 +141,19 @@ impl PageRef {
         })
     }
 
+    /// Adds bytes `[off, off + len)` of this block to `out` with a page
+    /// reference; `Ok(false)` when the page may not be referenced or `out`
+    /// is full (the caller then copies).
+    fn ref_into(&self, off: usize, len: usize, out: &mut PayloadPages) -> Result<bool, PageError> {
+        let start = self.offset.checked_add(off).ok_or(PageError::Fault)?;
+        match start.checked_add(len) {
+            Some(end) if end <= PAGE_SIZE => {}
+            _ => return Err(PageError::Fault),
+        }
+        // SAFETY: The page is valid (type invariant).
+        Ok(unsafe { out.add(self.page, start, len) })
+    }
+
     fn is_pmem(&self) -> bool {
         // SAFETY: The page is valid (type invariant).
         unsafe { b::rxe_rs_page_is_pmem(self.page.as_ptr()) }
@@ -246,6 +262,18 @@ impl PageList {
         self.entry(block)?.flush(off, len)
     }
 
+    /// Adds `len` bytes from `off` in block `block` to `out` (see
+    /// [`PayloadPages`]); `Ok(false)` when they cannot be referenced.
+    pub(crate) fn ref_into(
+        &self,
+        block: usize,
+        off: usize,
+        len: usize,
+        out: &mut PayloadPages,
+    ) -> Result<bool, PageError> {
+        self.entry(block)?.ref_into(off, len, out)
+    }
+
     /// Whether every page is persistent memory.
     pub(crate) fn all_pmem(&self) -> bool {
         self.entries.iter().all(PageRef::is_pmem)
@@ -314,6 +342,24 @@ impl DmaSpace {
         })
     }
 
+    /// Adds `[addr, addr + len)` to `out`; `Ok(false)` when some page of it
+    /// cannot be referenced (slab memory, say) or `out` is full.
+    pub(crate) fn ref_into(
+        &self,
+        addr: u64,
+        len: usize,
+        out: &mut PayloadPages,
+    ) -> Result<bool, PageError> {
+        let mut ok = true;
+        Self::for_each_piece(addr, len, |p, _, n| {
+            if ok {
+                ok = p.ref_into(0, n, out)?;
+            }
+            Ok(())
+        })?;
+        Ok(ok)
+    }
+
     pub(crate) fn atomic(&self, addr: u64, op: AtomicOp) -> Result<u64, PageError> {
         if !atomic_aligned(addr) {
             return Err(PageError::Misaligned);
@@ -330,5 +376,85 @@ impl DmaSpace {
         // SAFETY: As in `atomic`.
         let p = unsafe { PageRef::from_kernel_addr(addr) }.ok_or(PageError::Fault)?;
         p.store_release(0, value)
+    }
+}
+
+/// The payload of one packet as pieces of pages, each holding a page
+/// reference, on its way to becoming the fragments of an skb.
+///
+/// # Invariants
+///
+/// The list owns one reference on the page of each of its entries, and
+/// each entry lies inside its page.
+pub(crate) struct PayloadPages {
+    list: FragList<NonNull<b::page>>,
+}
+
+// SAFETY: Page references may be held and dropped on any thread.
+unsafe impl Send for PayloadPages {}
+
+impl PayloadPages {
+    pub(crate) const fn new() -> Self {
+        Self {
+            list: FragList::new(),
+        }
+    }
+
+    /// Payload bytes held.
+    pub(crate) fn total(&self) -> usize {
+        self.list.total()
+    }
+
+    /// Pieces held.
+    pub(crate) fn count(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Appends `[off, off + len)` of `page`, taking a reference; `false`
+    /// when the page may not go into an skb (slab memory, or a page nobody
+    /// holds) or the list is full.
+    ///
+    /// # Safety
+    ///
+    /// `page` is valid for the call and `off + len <= PAGE_SIZE`.
+    unsafe fn add(&mut self, page: NonNull<b::page>, off: usize, len: usize) -> bool {
+        // SAFETY: The page is valid (caller); the helper takes a reference
+        // only when it returns true.
+        if !unsafe { b::rxe_rs_get_frag_page(page.as_ptr()) } {
+            return false;
+        }
+        match self.list.add(page, off, len) {
+            // The new entry owns the reference just taken.
+            Added::New => true,
+            other => {
+                // SAFETY: Gives back the reference taken above, which no
+                // entry owns: the last entry already holds one on this page
+                // (merged), or nothing was added (full).
+                unsafe { b::rxe_rs_put_page(page.as_ptr()) };
+                other == Added::Merged
+            }
+        }
+    }
+
+    /// Hands each piece in order to `take`, which returns whether it took
+    /// over the piece's page reference; the references not taken are
+    /// dropped here.
+    pub(super) fn into_frags(mut self, mut take: impl FnMut(Frag<NonNull<b::page>>) -> bool) {
+        self.list.drain(|f| {
+            if !take(f) {
+                // SAFETY: The list owned this reference (type invariant)
+                // and `take` did not take it.
+                unsafe { b::rxe_rs_put_page(f.page.as_ptr()) };
+            }
+        });
+    }
+}
+
+impl Drop for PayloadPages {
+    fn drop(&mut self) {
+        self.list.drain(|f| {
+            // SAFETY: The list owns one reference per entry (invariant).
+            unsafe { b::rxe_rs_put_page(f.page.as_ptr()) };
+        });
     }
 }

@@ -5,9 +5,10 @@
 
 use core::ptr::NonNull;
 
-use kernel::{error::to_result, prelude::*};
+use kernel::{error::to_result, page::PAGE_SIZE, prelude::*};
 
 use super::netdev::NetDevice;
+use super::page::PayloadPages;
 use super::route::Dst;
 use crate::rxe::kernel::errno;
 use crate::rxe::sys as b;
@@ -167,12 +168,24 @@ impl Drop for Skb {
 /// A packet under construction: never cloned, so its bytes may be written.
 ///
 /// `data` starts at the transport headers while they are written; `push`
-/// prepends the UDP and IP headers in front.
+/// prepends the UDP and IP headers in front. The payload may instead sit in
+/// page fragments ([`TxSkb::attach_pages`]), followed by a trailer fragment
+/// of the driver's own ([`TxSkb::add_trailer`]).
 ///
 /// # Invariants
 ///
-/// The skb is ours alone and no clone of it exists.
-pub(crate) struct TxSkb(Skb);
+/// The skb is ours alone and no clone of it exists. `trailer`, when set,
+/// points to `trailer_len` bytes of a fragment of this skb that only this
+/// value writes.
+pub(crate) struct TxSkb {
+    skb: Skb,
+    trailer: Option<NonNull<u8>>,
+    trailer_len: usize,
+}
+
+// SAFETY: The trailer pointer is part of the owned skb, which may move
+// between contexts.
+unsafe impl Send for TxSkb {}
 
 /// What the IP layer did with a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,15 +214,95 @@ impl TxSkb {
             b::rxe_rs_skb_put_zero(raw, len);
             b::rxe_rs_skb_set_dev(raw, ndev.as_ptr());
         }
-        Ok(TxSkb(skb))
+        Ok(TxSkb {
+            skb,
+            trailer: None,
+            trailer_len: 0,
+        })
     }
 
     fn ptr(&self) -> *mut b::sk_buff {
-        self.0 .0.as_ptr()
+        self.skb.0.as_ptr()
     }
 
-    pub(crate) fn data(&self) -> &[u8] {
-        self.0.data()
+    /// All bytes from `data` on, fragments included.
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: We own the skb.
+        unsafe { b::rxe_rs_skb_len(self.ptr()) as usize }
+    }
+
+    /// Appends the pieces of `pages` as fragments, in order, with their page
+    /// references. `EINVAL` when the skb runs out of fragment slots (the
+    /// pieces not attached are released).
+    pub(crate) fn attach_pages(&mut self, pages: PayloadPages) -> Result {
+        let skb = self.ptr();
+        let mut all = true;
+        pages.into_frags(|f| {
+            // SAFETY: We own the skb; the piece is inside its page and
+            // comes with a reference, which the fragment takes over when
+            // the helper returns true.
+            all = all
+                && unsafe { b::rxe_rs_skb_add_page_frag(skb, f.page.as_ptr(), f.offset, f.len) };
+            all
+        });
+        if all {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Appends `len` zeroed bytes as a last fragment of their own, for
+    /// bytes that follow fragments (pad and ICRC); see [`TxSkb::trailer_mut`].
+    pub(crate) fn add_trailer(&mut self, len: u32) -> Result {
+        if self.trailer.is_some() {
+            return Err(EINVAL);
+        }
+        // SAFETY: We own the skb; the helper appends a fragment of `len`
+        // bytes of fresh memory and returns its address, or null.
+        let p = unsafe { b::rxe_rs_skb_add_trailer(self.ptr(), len) };
+        self.trailer = Some(NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?);
+        self.trailer_len = len as usize;
+        Ok(())
+    }
+
+    /// The trailer's bytes; empty without one.
+    pub(crate) fn trailer_mut(&mut self) -> &mut [u8] {
+        match self.trailer {
+            // SAFETY: `trailer_len` bytes of a fragment of our skb that
+            // only we write (type invariant), borrowed exclusively here.
+            Some(p) => unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), self.trailer_len) },
+            None => &mut [],
+        }
+    }
+
+    /// Runs `f` on the bytes of fragments `0..n`, in order, each mapped for
+    /// the call. `EINVAL` if there are fewer, or one leaves its page (the
+    /// driver attaches none such).
+    pub(crate) fn for_each_frag(&self, n: usize, mut f: impl FnMut(&[u8])) -> Result {
+        for i in 0..n {
+            let (mut off, mut len) = (0u32, 0u32);
+            // SAFETY: We own the skb; the helper reads fragment `i`, or
+            // returns null when there is none.
+            let page = unsafe { b::rxe_rs_skb_frag(self.ptr(), i as u32, &mut off, &mut len) };
+            if page.is_null() {
+                return Err(EINVAL);
+            }
+            let (off, len) = (off as usize, len as usize);
+            if off.checked_add(len).map_or(true, |end| end > PAGE_SIZE) {
+                return Err(EINVAL);
+            }
+            // SAFETY: The fragment holds a reference on its page while the
+            // skb lives; a local mapping is undone below on the same CPU.
+            let va = unsafe { b::rxe_rs_kmap_local_page(page) }.cast::<u8>();
+            // SAFETY: `off + len <= PAGE_SIZE` (checked), inside the
+            // mapping. The bytes may be user memory that user space writes
+            // meanwhile: that changes the values read, not what is read.
+            f(unsafe { core::slice::from_raw_parts(va.add(off), len) });
+            // SAFETY: Undoes the mapping made above, the latest of this CPU.
+            unsafe { b::rxe_rs_kunmap_local(va.cast()) };
+        }
+        Ok(())
     }
 
     pub(crate) fn data_mut(&mut self) -> &mut [u8] {
@@ -234,11 +327,6 @@ impl TxSkb {
         Ok(&mut self.data_mut()[..n as usize])
     }
 
-    /// Drops `n` bytes from the front.
-    pub(crate) fn pull(&mut self, n: u32) -> Result {
-        self.0.pull(n)
-    }
-
     /// Marks the current data start as the transport (UDP) header.
     pub(crate) fn set_transport_header(&mut self) {
         // SAFETY: We own the skb.
@@ -257,7 +345,7 @@ impl TxSkb {
     }
 
     pub(crate) fn protocol(&self) -> u16 {
-        self.0.protocol()
+        self.skb.protocol()
     }
 
     /// Routes the packet along `dst` (the skb takes its own reference).
@@ -322,7 +410,7 @@ impl TxSkb {
     /// The skb as a received packet (for loopback delivery). Its bytes are
     /// never written again.
     pub(crate) fn into_rx(self) -> Skb {
-        self.0
+        self.skb
     }
 
     fn into_raw(self) -> *mut b::sk_buff {

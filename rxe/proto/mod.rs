@@ -46,6 +46,7 @@ pub(crate) mod resp_run;
 pub(crate) mod ring;
 #[allow(dead_code)]
 pub(crate) mod sge_cursor;
+pub(crate) mod tx_frags;
 #[allow(dead_code)]
 pub(crate) mod uapi;
 #[allow(dead_code)]

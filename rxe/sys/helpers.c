@@ -202,6 +202,18 @@ struct page *rxe_rs_virt_to_page(u64 addr)
 	return virt_to_page(p);
 }
 
+/*
+ * Takes a reference on page for an skb fragment, if the page may be one:
+ * not slab memory and already referenced (the sendpage_ok() rules).
+ */
+bool rxe_rs_get_frag_page(struct page *page)
+{
+	if (!sendpage_ok(page))
+		return false;
+	get_page(page);
+	return true;
+}
+
 void rxe_rs_wb_cache_pmem(void *addr, size_t len)
 {
 	arch_wb_cache_pmem(addr, len);
@@ -347,6 +359,69 @@ void rxe_rs_skb_set_dst(struct sk_buff *skb, struct dst_entry *dst)
 void rxe_rs_skb_clear_hash(struct sk_buff *skb)
 {
 	skb_clear_hash(skb);
+}
+
+/*
+ * Appends bytes [off, off + len) of page as the skb's next fragment; the
+ * fragment takes over the caller's page reference. False when the skb has
+ * no fragment slot left (the reference stays the caller's).
+ */
+bool rxe_rs_skb_add_page_frag(struct sk_buff *skb, struct page *page,
+			      unsigned int off, unsigned int len)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+
+	if (sh->nr_frags >= MAX_SKB_FRAGS)
+		return false;
+	skb_fill_page_desc_noacc(skb, sh->nr_frags, page, off, len);
+	skb->len += len;
+	skb->data_len += len;
+	skb->truesize += len;
+	/* The memory is the user's, which may write it meanwhile. */
+	sh->flags |= SKBFL_SHARED_FRAG;
+	return true;
+}
+
+/*
+ * Appends len zeroed bytes as a fragment of their own, from the per-CPU
+ * page-fragment cache (freed with the skb). Returns their address, or NULL
+ * when out of memory or fragment slots.
+ */
+void *rxe_rs_skb_add_trailer(struct sk_buff *skb, unsigned int len)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+	struct page *page;
+	void *p;
+
+	if (sh->nr_frags >= MAX_SKB_FRAGS)
+		return NULL;
+	p = netdev_alloc_frag(len);
+	if (!p)
+		return NULL;
+	memset(p, 0, len);
+	page = virt_to_head_page(p);
+	skb_add_rx_frag(skb, sh->nr_frags, page, p - page_address(page), len,
+			SKB_DATA_ALIGN(len));
+	return p;
+}
+
+/* Fragment i of skb: its page, offset and length; NULL if there is none. */
+struct page *rxe_rs_skb_frag(const struct sk_buff *skb, unsigned int i,
+			     unsigned int *off, unsigned int *len)
+{
+	const skb_frag_t *f;
+
+	if (i >= skb_shinfo(skb)->nr_frags)
+		return NULL;
+	f = &skb_shinfo(skb)->frags[i];
+	*off = skb_frag_off(f);
+	*len = skb_frag_size(f);
+	return skb_frag_page(f);
+}
+
+unsigned int rxe_rs_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
 }
 
 /* Takes a reference on sk for the skb; the destructor gives it back. */

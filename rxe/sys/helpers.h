@@ -57,6 +57,7 @@ bool rxe_rs_page_is_pmem(struct page *page);
 void *rxe_rs_kmap_local_page(struct page *page);
 void rxe_rs_kunmap_local(void *addr);
 struct page *rxe_rs_virt_to_page(u64 addr);
+bool rxe_rs_get_frag_page(struct page *page);
 void rxe_rs_wb_cache_pmem(void *addr, size_t len);
 struct workqueue_struct *rxe_rs_alloc_wq(void);
 unsigned long rxe_rs_jiffies(void);
@@ -71,6 +72,12 @@ void *rxe_rs_skb_put_zero(struct sk_buff *skb, unsigned int len);
 unsigned int rxe_rs_skb_headlen(const struct sk_buff *skb);
 unsigned int rxe_rs_skb_headroom(const struct sk_buff *skb);
 int rxe_rs_skb_linearize(struct sk_buff *skb);
+bool rxe_rs_skb_add_page_frag(struct sk_buff *skb, struct page *page,
+			      unsigned int off, unsigned int len);
+void *rxe_rs_skb_add_trailer(struct sk_buff *skb, unsigned int len);
+struct page *rxe_rs_skb_frag(const struct sk_buff *skb, unsigned int i,
+			     unsigned int *off, unsigned int *len);
+unsigned int rxe_rs_skb_len(const struct sk_buff *skb);
 void rxe_rs_skb_reset_network_header(struct sk_buff *skb);
 void rxe_rs_skb_reset_transport_header(struct sk_buff *skb);
 unsigned char *rxe_rs_skb_network_header(const struct sk_buff *skb);
