@@ -50,11 +50,11 @@ use kernel::{
     ffi::c_ulong,
     prelude::*,
     str::CStr,
-    sync::{Arc, LockClassKey},
+    sync::Arc,
     types::Opaque,
 };
 
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh, StaticLockClass, lock_class_ptr};
 use crate::rxe::sys as b;
 
 /// A point in time or a duration, in jiffies.
@@ -170,11 +170,8 @@ where
     T: TimerOwner<ID> + HasTimer<ID>,
 {
     /// An idle timer. Use [`new_timer!`].
-    pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
-        // `LockClassKey` is a transparent wrapper of `lock_class_key`.
-        let key = ptr::from_ref(key)
-            .cast_mut()
-            .cast::<kernel::bindings::lock_class_key>();
+    pub(crate) fn new(name: &'static CStr, key: StaticLockClass) -> impl PinInit<Self> {
+        let key = lock_class_ptr(key);
         pin_init!(Self {
             raw <- Opaque::ffi_init(move |slot: *mut kernel::bindings::timer_list| {
                 // SAFETY: `slot` is valid for writes and pinned; `name` and

@@ -76,6 +76,11 @@ void rxe_rs_spin_unlock_bh(spinlock_t *lock)
 	spin_unlock_bh(lock);
 }
 
+bool rxe_rs_spin_trylock_bh(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
+}
+
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock)
 {
 	unsigned long flags;

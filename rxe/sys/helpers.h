@@ -45,6 +45,7 @@ void *rxe_rs_vmalloc_user(unsigned long size);
 unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);
+bool rxe_rs_spin_trylock_bh(spinlock_t *lock);
 struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs);
 struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 size_t rxe_rs_umem_num_pages(struct ib_umem *umem);
