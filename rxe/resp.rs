@@ -13,6 +13,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters;
+use crate::rxe::kernel::alloc;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
@@ -110,7 +111,7 @@ fn resp_state_init() -> impl Init<RespState, Error> {
         rkey: 0,
         resid: 0,
         length: 0,
-        res <- kernel::init::init_array_from_fn::<_, { MAX_RESOURCES }, Res, Error>(|_| Res::default()),
+        res <- alloc::init_array_from_fn::<_, { MAX_RESOURCES }, Res, Error>(|_| Res::default()),
         res_count: 0,
         res_head: 0,
         cur: None,

@@ -4,7 +4,7 @@
 
 use core::{mem::size_of, ptr::NonNull};
 
-use kernel::{error::to_result, init::PinInit, prelude::*, str::CStr, types::ScopeGuard};
+use kernel::{error::to_result, prelude::*, str::CStr, types::ScopeGuard};
 
 use super::netdev::NetDevice;
 use crate::rxe::device::DeviceState;

@@ -9,7 +9,7 @@
 
 use core::{marker::PhantomData, mem::size_of};
 
-use kernel::{init::PinInit, prelude::*};
+use kernel::prelude::*;
 
 use super::ibdev::Device;
 use crate::rxe::sys as b;
