@@ -96,7 +96,7 @@ impl NetDevice {
     /// Administratively up (IFF_UP).
     pub(crate) fn is_up(&self) -> bool {
         // SAFETY: The device is alive (type invariant).
-        let flags = unsafe { b::dev_get_flags(self.as_ptr()) };
+        let flags = unsafe { b::rxe_rs_dev_get_flags(self.as_ptr()) };
         flags & b::net_device_flags_IFF_UP != 0
     }
 

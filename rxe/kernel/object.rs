@@ -62,7 +62,7 @@ impl<I: IbObject, T> CoreObj<I, T> {
     pub(crate) unsafe fn init(raw: *mut I, data: impl PinInit<T, Error>) -> Result {
         let obj = raw.cast::<Self>();
         // SAFETY: The slot is valid, uninitialised and pinned in core memory.
-        unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*obj).data)) }
+        unsafe { super::alloc::init_at(data, core::ptr::addr_of_mut!((*obj).data)) }
     }
 
     /// Drops the driver part; the core frees the memory afterwards.

@@ -18,6 +18,7 @@ struct net;
 struct sk_buff;
 struct sock;
 struct socket;
+struct udp_tunnel_sock_cfg;
 struct ib_device;
 struct ib_ucontext;
 struct ib_udata;
@@ -29,6 +30,7 @@ struct ib_udata;
 struct ib_ucontext;
 struct uverbs_attr_bundle;
 struct timer_list;
+struct lock_class_key;
 struct workqueue_struct;
 
 
@@ -102,5 +104,17 @@ u16 rxe_rs_vlan_id(const struct net_device *ndev);
 void rxe_rs_consume_skb(struct sk_buff *skb);
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
 void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+struct ib_device *rxe_rs_alloc_ib_device(size_t size);
+unsigned int rxe_rs_dev_get_flags(const struct net_device *ndev);
+struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr,
+				size_t size, int access);
+void rxe_rs_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
+				  struct udp_tunnel_sock_cfg *cfg);
+void rxe_rs_udp_tunnel_sock_release(struct socket *sock);
+
+void rxe_rs_timer_init_key(struct timer_list *timer,
+			   void (*func)(struct timer_list *), unsigned int flags,
+			   const char *name, struct lock_class_key *key);
 
 #endif

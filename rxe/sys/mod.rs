@@ -18,6 +18,9 @@
 )]
 
 use kernel::ffi;
+// 7.x's bindgen parameters derive `MaybeZeroable` on every struct.
+#[cfg(rxe_kernel_7)]
+use pin_init::MaybeZeroable;
 
 // The kernel's bindgen parameters block these so they map to Rust's own sizes.
 type __kernel_size_t = usize;
