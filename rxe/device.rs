@@ -11,7 +11,9 @@ use kernel::{
 };
 
 use crate::rxe::counters::{Counter, Counters};
-use crate::rxe::kernel::ibdev::{attr_int, Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent};
+use crate::rxe::kernel::ibdev::{
+    attr_int, Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent,
+};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
@@ -358,7 +360,10 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
         return Err(EPERM);
     }
     if DeviceRef::by_netdev(ndev).is_some() {
-        pr_err!("{} already has an rxe device\n", BStr::from_bytes(ndev.name()));
+        pr_err!(
+            "{} already has an rxe device\n",
+            BStr::from_bytes(ndev.name())
+        );
         return Err(EEXIST);
     }
     let guid = p::guid_from_mac(ndev.mac());

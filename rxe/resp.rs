@@ -13,8 +13,8 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters;
-use crate::rxe::kernel::alloc;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::task::{Progress, TaskOwner};

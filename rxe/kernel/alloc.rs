@@ -73,7 +73,10 @@ pub(crate) unsafe fn init_at<T, E>(init: impl PinInit<T, E>, slot: *mut T) -> Re
 /// `len` is at most the capacity and the first `len` elements are
 /// initialised.
 #[cfg(not(rxe_kernel_7))]
-pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(v: &mut Vec<T, A>, len: usize) {
+pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(
+    v: &mut Vec<T, A>,
+    len: usize,
+) {
     // SAFETY: Per the contract.
     unsafe { v.set_len(len) }
 }
@@ -85,7 +88,10 @@ pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(v: &mut V
 /// `len` is at most the capacity and the first `len` elements are
 /// initialised.
 #[cfg(rxe_kernel_7)]
-pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(v: &mut Vec<T, A>, len: usize) {
+pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(
+    v: &mut Vec<T, A>,
+    len: usize,
+) {
     if let Some(more) = len.checked_sub(v.len()) {
         // SAFETY: Per the contract.
         unsafe { v.inc_len(more) }

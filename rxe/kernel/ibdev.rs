@@ -92,12 +92,11 @@ impl Device {
         // SAFETY: `raw` is zeroed memory of the right size that we own, and
         // `state` is not yet initialised. The ops are set only after the state
         // is, so a failed init frees the device without dropping anything.
-        unsafe { super::alloc::init_at(state, core::ptr::addr_of_mut!((*raw).state)) }.inspect_err(
-            |_| {
+        unsafe { super::alloc::init_at(state, core::ptr::addr_of_mut!((*raw).state)) }
+            .inspect_err(|_| {
                 // SAFETY: The device was allocated above and has no ops yet.
                 unsafe { b::ib_dealloc_device(raw.cast()) }
-            },
-        )?;
+            })?;
         // From here on `dealloc_driver` drops the state when the device goes.
         let guard = ScopeGuard::new_with_data(raw, |raw| {
             // SAFETY: The device is ours and not registered.

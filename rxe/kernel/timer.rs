@@ -46,15 +46,9 @@
 
 use core::{marker::PhantomData, ptr};
 
-use kernel::{
-    ffi::c_ulong,
-    prelude::*,
-    str::CStr,
-    sync::Arc,
-    types::Opaque,
-};
+use kernel::{ffi::c_ulong, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh, StaticLockClass, lock_class_ptr};
+use crate::rxe::kernel::lock::{lock_class_ptr, new_spinlock_bh, SpinLockBh, StaticLockClass};
 use crate::rxe::sys as b;
 
 /// A point in time or a duration, in jiffies.
@@ -237,8 +231,7 @@ where
         let held = Arc::into_raw(owner.clone());
         // SAFETY: `raw` was initialised in `new` and stays valid while
         // `self` does.
-        let was_pending =
-            unsafe { b::mod_timer(self.raw.get(), expires.raw()) } != 0;
+        let was_pending = unsafe { b::mod_timer(self.raw.get(), expires.raw()) } != 0;
         if was_pending {
             // The pending timer already held a reference: keep one.
             // SAFETY: `held` is the reference taken above, unused.

@@ -6,8 +6,8 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
-use crate::rxe::kernel::alloc;
 use crate::rxe::ah::{Ah, CreateArgs};
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::proto::av::{AhAttr, SgidAttr};

@@ -5,8 +5,8 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
-use crate::rxe::kernel::alloc;
 use crate::rxe::cq::Cq;
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::cq_srq::{ucontext, write_wc, UserCall};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::sys as b;
@@ -120,7 +120,11 @@ unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::i
 ///
 /// Called by the RDMA core on a live CQ made by `create_cq`.
 #[cfg(rxe_kernel_7)]
-unsafe extern "C" fn resize_user_cq(ibcq: *mut b::ib_cq, cqe: u32, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn resize_user_cq(
+    ibcq: *mut b::ib_cq,
+    cqe: u32,
+    udata: *mut b::ib_udata,
+) -> c_int {
     // Above `max_cqe` either way: let the CQ refuse it.
     let cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
     // SAFETY: As for `resize_cq`, whose contract is the same.

@@ -7,8 +7,8 @@ use kernel::{error::from_result, ffi::c_int, sync::Arc};
 
 use super::ah::{ah_attr_from_raw, ah_attr_to_raw};
 use super::device::dev;
-use crate::rxe::kernel::alloc;
 use crate::rxe::cq::Cq;
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::cq_srq::ucontext;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
