@@ -100,7 +100,7 @@ void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 	spin_unlock_irqrestore(lock, flags);
 }
 
-void *rxe_rs_vmalloc_user(unsigned long size)
+void *rxe_rs_vmalloc_user(size_t size)
 {
 	return vmalloc_user(size);
 }

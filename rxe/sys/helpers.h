@@ -43,7 +43,7 @@ struct net_device *rxe_rs_netdev_notifier_info_to_dev(void *info);
 unsigned int rxe_rs_num_possible_cpus(void);
 const struct attribute_group *rxe_rs_device_group(void);
 void rxe_rs_spin_lock_bh(spinlock_t *lock);
-void *rxe_rs_vmalloc_user(unsigned long size);
+void *rxe_rs_vmalloc_user(size_t size);
 unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);

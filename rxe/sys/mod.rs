@@ -6,6 +6,11 @@
 //! wrappers the rest of the driver is written against. Do not use directly.
 #![allow(
     clippy::all,
+    clippy::as_underscore,
+    clippy::cast_lossless,
+    clippy::ptr_as_ptr,
+    clippy::ptr_cast_constness,
+    clippy::ref_as_ptr,
     clippy::undocumented_unsafe_blocks,
     dead_code,
     improper_ctypes,

@@ -194,7 +194,7 @@ unsafe extern "C" fn get_port_immutable(
         // SAFETY: `ib` is our live device; the core's query fills `attr`.
         kernel::error::to_result(unsafe { b::ib_query_port(ib, port, &mut attr) })?;
         immutable.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-        immutable.pkey_tbl_len = attr.pkey_tbl_len as c_int;
+        immutable.pkey_tbl_len = c_int::from(attr.pkey_tbl_len);
         immutable.gid_tbl_len = attr.gid_tbl_len;
         immutable.max_mad_size = b::IB_MGMT_MAD_SIZE;
         Ok(0)
