@@ -65,9 +65,7 @@ impl NetDevice {
     /// The interface name, without the trailing NULs.
     pub(crate) fn name(&self) -> &[u8] {
         // `name` is a fixed char array; the kernel keeps it NUL terminated.
-        let name = &self.raw().name;
-        // SAFETY: `c_char` and `u8` have the same layout.
-        let bytes = unsafe { &*(name as *const [kernel::ffi::c_char]) };
+        let bytes: &[kernel::ffi::c_char] = &self.raw().name;
         let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
         &bytes[..len]
     }
