@@ -17,7 +17,7 @@ use rxe::kernel::{
     errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp, udp::TunnelSocket,
 };
 
-module! {
+rxe::kernel::module_info! {
     type: RxeModule,
     name: "rdma_rxe_rs",
     author: "rxe_rs developers",

@@ -4,10 +4,16 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use kernel::{prelude::*, str::CStr, sync::Arc};
+use kernel::{
+    prelude::*,
+    str::{BStr, CStr},
+    sync::Arc,
+};
 
 use crate::rxe::counters::{Counter, Counters};
-use crate::rxe::kernel::ibdev::{Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent};
+use crate::rxe::kernel::ibdev::{
+    attr_int, Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent,
+};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
@@ -114,30 +120,30 @@ fn device_attr(guid: [u8; 8]) -> DeviceAttr {
         vendor_id: a.vendor_id,
         vendor_part_id: a.vendor_part_id,
         hw_ver: a.hw_ver,
-        max_qp: a.max_qp,
-        max_qp_wr: a.max_qp_wr,
+        max_qp: attr_int(a.max_qp),
+        max_qp_wr: attr_int(a.max_qp_wr),
         device_cap_flags: a.device_cap_flags,
         kernel_cap_flags: a.kernel_cap_flags,
-        max_send_sge: a.max_send_sge,
-        max_recv_sge: a.max_recv_sge,
-        max_sge_rd: a.max_sge_rd,
-        max_cq: a.max_cq,
-        max_cqe: a.max_cqe,
-        max_mr: a.max_mr,
-        max_pd: a.max_pd,
-        max_qp_rd_atom: a.max_qp_rd_atom,
-        max_res_rd_atom: a.max_res_rd_atom,
-        max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+        max_send_sge: attr_int(a.max_send_sge),
+        max_recv_sge: attr_int(a.max_recv_sge),
+        max_sge_rd: attr_int(a.max_sge_rd),
+        max_cq: attr_int(a.max_cq),
+        max_cqe: attr_int(a.max_cqe),
+        max_mr: attr_int(a.max_mr),
+        max_pd: attr_int(a.max_pd),
+        max_qp_rd_atom: attr_int(a.max_qp_rd_atom),
+        max_res_rd_atom: attr_int(a.max_res_rd_atom),
+        max_qp_init_rd_atom: attr_int(a.max_qp_init_rd_atom),
         atomic_cap: a.atomic_cap as u32,
         masked_atomic_cap: a.masked_atomic_cap as u32,
-        max_mw: a.max_mw,
-        max_mcast_grp: a.max_mcast_grp,
-        max_mcast_qp_attach: a.max_mcast_qp_attach,
-        max_total_mcast_qp_attach: a.max_total_mcast_qp_attach,
-        max_ah: a.max_ah,
-        max_srq: a.max_srq,
-        max_srq_wr: a.max_srq_wr,
-        max_srq_sge: a.max_srq_sge,
+        max_mw: attr_int(a.max_mw),
+        max_mcast_grp: attr_int(a.max_mcast_grp),
+        max_mcast_qp_attach: attr_int(a.max_mcast_qp_attach),
+        max_total_mcast_qp_attach: attr_int(a.max_total_mcast_qp_attach),
+        max_ah: attr_int(a.max_ah),
+        max_srq: attr_int(a.max_srq),
+        max_srq_wr: attr_int(a.max_srq_wr),
+        max_srq_sge: attr_int(a.max_srq_sge),
         max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
         max_pkeys: a.max_pkeys,
         local_ca_ack_delay: a.local_ca_ack_delay,
@@ -344,20 +350,7 @@ fn saturating_inc16(c: &AtomicU32) {
 }
 
 fn dev_info(_dev: &Device, ndev: &NetDevice, what: &str) {
-    pr_info!("{} {}\n", what, BStrDisplay(ndev.name()));
-}
-
-/// Displays bytes that are ASCII in practice (interface names).
-struct BStrDisplay<'a>(&'a [u8]);
-
-impl core::fmt::Display for BStrDisplay<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        for &c in self.0 {
-            let c = if c.is_ascii_graphic() { c as char } else { '?' };
-            core::fmt::Write::write_char(f, c)?;
-        }
-        Ok(())
-    }
+    pr_info!("{} {}\n", what, BStr::from_bytes(ndev.name()));
 }
 
 /// `rdma link add NAME type rxe netdev DEV`.
@@ -367,7 +360,10 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
         return Err(EPERM);
     }
     if DeviceRef::by_netdev(ndev).is_some() {
-        pr_err!("{} already has an rxe device\n", BStrDisplay(ndev.name()));
+        pr_err!(
+            "{} already has an rxe device\n",
+            BStr::from_bytes(ndev.name())
+        );
         return Err(EEXIST);
     }
     let guid = p::guid_from_mac(ndev.mac());

@@ -237,7 +237,10 @@ pub(crate) fn invalidate(
         if i.rkey != rkey {
             return Err(InvalidateError::Invalid);
         }
-        let bound_here = i.qp.as_deref().map_or(true, |q| QpId::of(q) == qp);
+        let bound_here = match i.qp.as_deref() {
+            Some(q) => QpId::of(q) == qp,
+            None => true,
+        };
         rules::check_invalidate_mw(mw.mw_type, i.state, mw.pd == pd, bound_here)?;
         i.clear(State::Free)
     };

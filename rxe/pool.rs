@@ -38,7 +38,8 @@ pub(crate) struct Pool<T> {
     max: u32,
 }
 
-impl<T: Clone> Pool<T> {
+// `Unpin`: a lock guard gives `&mut` access only to `Unpin` data on 7.x.
+impl<T: Clone + Unpin> Pool<T> {
     pub(crate) fn new(min: u32, max: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             inner <- new_spinlock_irq!(Inner { map: RBTree::new(), next: min }, "rxe_pool"),

@@ -118,10 +118,10 @@ impl Queue {
     /// Copies `out.len()` bytes from `offset` into the slot at `index`
     /// (masked) into `out`.
     pub(crate) fn read_slot_at(&self, index: u32, offset: usize, out: &mut [u8]) -> Result {
-        if !offset
+        let fits = offset
             .checked_add(out.len())
-            .is_some_and(|end| end <= self.elem_size())
-        {
+            .is_some_and(|end| end <= self.elem_size());
+        if !fits {
             return Err(EINVAL);
         }
         self.buf.read(self.slot_off(index) + offset, out)

@@ -17,6 +17,7 @@ use kernel::{prelude::*, sync::Arc};
 use crate::rxe::counters;
 use crate::rxe::cq::Due;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::page::PayloadPages;
@@ -115,7 +116,7 @@ fn resp_state_init() -> impl Init<RespState, Error> {
         rkey: 0,
         resid: 0,
         length: 0,
-        res <- kernel::init::init_array_from_fn::<_, { MAX_RESOURCES }, Res, Error>(|_| Res::default()),
+        res <- alloc::array_from_fn::<Res, { MAX_RESOURCES }>(|_| Res::default()),
         res_count: 0,
         res_head: 0,
         cur: None,
@@ -237,7 +238,7 @@ impl Shared {
         for _ in 0..capacity.min(FLUSH_BATCH) {
             let wr_id = {
                 let mut rq = self.rq.lock();
-                let Some(rq) = rq.as_mut() else {
+                let Some(rq) = Option::as_mut(&mut rq) else {
                     return Flushed::Done;
                 };
                 // Only the WR ID is needed: the WQE is not parsed.
@@ -487,7 +488,7 @@ impl resp_run::Io for Io<'_> {
         };
         self.wqe.clear();
         if self.sh.srq.is_none() {
-            if let Some(rq) = self.sh.rq.lock().as_mut() {
+            if let Some(rq) = Option::as_mut(&mut self.sh.rq.lock()) {
                 rq.queue.advance();
             }
         }

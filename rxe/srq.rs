@@ -13,7 +13,7 @@
 //! is never taken with `inner` (the ring, its limits and the armed limit)
 //! held.
 
-use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
+use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::{unpublish, Published};
 use crate::rxe::device::{ObjCount, ObjKind};
@@ -21,6 +21,7 @@ use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink, UserCall};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::udata;
 use crate::rxe::proto::cq_srq::{
     build_recv_wqe, check_srq_modify, srq_limit_reached, PostRecvError, SrqNow, RECV_WQE_MAX,
 };
@@ -211,7 +212,7 @@ impl Srq {
         if let Some(mi) = mi {
             let addr = usize::try_from(mi_addr).map_err(|_| EFAULT)?;
             let bytes = mi.to_bytes();
-            UserSlice::new(addr, bytes.len())
+            udata::user_slice(addr, bytes.len())
                 .writer()
                 .write_slice(&bytes)?;
         }

@@ -4,7 +4,7 @@
 
 use core::{mem::size_of, ptr::NonNull};
 
-use kernel::{error::to_result, init::PinInit, prelude::*, str::CStr, types::ScopeGuard};
+use kernel::{error::to_result, prelude::*, str::CStr, types::ScopeGuard};
 
 use super::netdev::NetDevice;
 use crate::rxe::device::DeviceState;
@@ -12,6 +12,20 @@ use crate::rxe::sys as b;
 
 /// Plain data the RDMA core asks the driver to fill in.
 pub(crate) use b::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr};
+
+/// A count limit of [`DeviceAttr`] from the driver's `i32` parameters:
+/// `int` in 6.12's `ib_device_attr`.
+#[cfg(not(rxe_kernel_7))]
+pub(crate) fn attr_int(v: i32) -> i32 {
+    v
+}
+
+/// A count limit of [`DeviceAttr`] from the driver's `i32` parameters:
+/// `u32` in 7.x's `ib_device_attr` (the limits are never negative).
+#[cfg(rxe_kernel_7)]
+pub(crate) fn attr_int(v: i32) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
 
 /// The device as the RDMA core allocates it.
 ///
@@ -71,19 +85,18 @@ impl Device {
         state: impl PinInit<DeviceState, Error>,
     ) -> Result {
         // SAFETY: FFI call; the size covers `ib_device` at offset 0.
-        let raw = unsafe { b::_ib_alloc_device(size_of::<Device>()) }.cast::<Device>();
+        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Device>()) }.cast::<Device>();
         if raw.is_null() {
             return Err(ENOMEM);
         }
         // SAFETY: `raw` is zeroed memory of the right size that we own, and
         // `state` is not yet initialised. The ops are set only after the state
         // is, so a failed init frees the device without dropping anything.
-        unsafe { state.__pinned_init(core::ptr::addr_of_mut!((*raw).state)) }.inspect_err(
-            |_| {
+        unsafe { super::alloc::init_at(state, core::ptr::addr_of_mut!((*raw).state)) }
+            .inspect_err(|_| {
                 // SAFETY: The device was allocated above and has no ops yet.
                 unsafe { b::ib_dealloc_device(raw.cast()) }
-            },
-        )?;
+            })?;
         // From here on `dealloc_driver` drops the state when the device goes.
         let guard = ScopeGuard::new_with_data(raw, |raw| {
             // SAFETY: The device is ours and not registered.

@@ -41,7 +41,7 @@ impl LinkType {
     /// Registers the "rxe" link type.
     pub(crate) fn register() -> Result<Self> {
         let ops = b::rdma_link_ops {
-            type_: c"rxe".as_ptr().cast(),
+            type_: c"rxe".to_bytes_with_nul().as_ptr().cast(),
             newlink: Some(newlink),
             ..Default::default()
         };

@@ -1,14 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! A spinlock that also masks softirqs: the 6.12 kernel crate has none.
+//! A spinlock that also masks softirqs: the 6.12 and 7.x kernel crates have
+//! none. And one that masks interrupts: 7.x has it (`SpinLockIrq`, used
+//! there), 6.12 does not.
 //!
 //! Packet receive runs in softirq context and takes the same locks as the
 //! verbs calls in process context; without `_bh` a softirq arriving on a CPU
 //! that holds the lock would deadlock on it.
 
 use kernel::sync::lock::{Backend, Lock};
+use kernel::sync::LockClassKey;
 
 use crate::rxe::sys as b;
+
+/// What `static_lock_class!()` gives: a plain reference on 6.12, a pinned
+/// one on 7.x.
+#[cfg(not(rxe_kernel_7))]
+pub(crate) type StaticLockClass = &'static LockClassKey;
+/// What `static_lock_class!()` gives: a plain reference on 6.12, a pinned
+/// one on 7.x.
+#[cfg(rxe_kernel_7)]
+pub(crate) type StaticLockClass = core::pin::Pin<&'static LockClassKey>;
+
+/// The C `lock_class_key` of a static lock class.
+#[cfg(not(rxe_kernel_7))]
+pub(crate) fn lock_class_ptr(key: StaticLockClass) -> *mut kernel::bindings::lock_class_key {
+    // `LockClassKey` is a transparent wrapper of `lock_class_key`.
+    core::ptr::from_ref(key).cast_mut().cast()
+}
+
+/// The C `lock_class_key` of a static lock class.
+#[cfg(rxe_kernel_7)]
+pub(crate) fn lock_class_ptr(key: StaticLockClass) -> *mut kernel::bindings::lock_class_key {
+    key.as_ptr()
+}
 
 /// A `spinlock_t` taken with `spin_lock_bh`.
 pub(crate) type SpinLockBh<T> = Lock<T, SpinLockBhBackend>;
@@ -53,13 +78,31 @@ unsafe impl Backend for SpinLockBhBackend {
         // SAFETY: The caller owns the lock (trait contract).
         unsafe { b::rxe_rs_spin_unlock_bh(ptr.cast()) }
     }
+
+    #[cfg(rxe_kernel_7)]
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        // SAFETY: The lock was initialised (trait contract).
+        (unsafe { b::rxe_rs_spin_trylock_bh(ptr.cast()) }).then_some(())
+    }
+
+    #[cfg(rxe_kernel_7)]
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: The lock was initialised (trait contract).
+        unsafe { kernel::bindings::spin_assert_is_held(ptr) }
+    }
 }
 
 /// A `spinlock_t` taken with `spin_lock_irqsave`: for state reached from
 /// callers that may hold hard-IRQ-disabling locks themselves (the CM
 /// creates and destroys AHs under `spin_lock_irqsave`), where a `_bh`
 /// unlock would re-enable softirqs with interrupts off.
+#[cfg(not(rxe_kernel_7))]
 pub(crate) type SpinLockIrq<T> = Lock<T, SpinLockIrqBackend>;
+
+/// 7.x: the kernel crate's own, which disables interrupts with a nesting
+/// count instead of saving the flags.
+#[cfg(rxe_kernel_7)]
+pub(crate) use kernel::sync::SpinLockIrq;
 
 /// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_irq {
@@ -73,11 +116,13 @@ macro_rules! new_spinlock_irq {
 }
 pub(crate) use new_spinlock_irq;
 
+#[cfg(not(rxe_kernel_7))]
 pub(crate) struct SpinLockIrqBackend;
 
 // SAFETY: `spin_lock_irqsave`/`spin_unlock_irqrestore` give mutual exclusion
 // on an initialised `spinlock_t`; the guard keeps the saved flags for the
 // unlock.
+#[cfg(not(rxe_kernel_7))]
 unsafe impl Backend for SpinLockIrqBackend {
     type State = kernel::bindings::spinlock_t;
     type GuardState = kernel::ffi::c_ulong;

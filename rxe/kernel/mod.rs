@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! Safe wrappers over the kernel objects the 6.12 kernel crate lacks.
+//! Safe wrappers over the kernel objects the 6.12 kernel crate lacks, and
+//! the one place where the differences between the kernels rxe_rs builds
+//! for (6.12 and 7.x, `cfg(rxe_kernel_7)`) are dealt with.
 //!
 //! All of the driver's `unsafe` code lives in this layer (and the crate
 //! root); the driver logic above it is written against these types.
@@ -30,3 +32,22 @@ pub(crate) mod udp;
 pub(crate) mod umem;
 pub(crate) mod vmbuf;
 pub(crate) mod wr;
+
+/// The kernel's `module!` with the keys it takes: 7.x has the author as a
+/// list (`authors`).
+#[cfg(not(rxe_kernel_7))]
+macro_rules! module_info {
+    (type: $t:tt, name: $n:tt, author: $a:tt, $($rest:tt)*) => {
+        ::kernel::prelude::module! { type: $t, name: $n, author: $a, $($rest)* }
+    };
+}
+
+/// The kernel's `module!` with the keys it takes: 7.x has the author as a
+/// list (`authors`).
+#[cfg(rxe_kernel_7)]
+macro_rules! module_info {
+    (type: $t:tt, name: $n:tt, author: $a:tt, $($rest:tt)*) => {
+        ::kernel::prelude::module! { type: $t, name: $n, authors: [$a], $($rest)* }
+    };
+}
+pub(crate) use module_info;

@@ -65,9 +65,7 @@ impl NetDevice {
     /// The interface name, without the trailing NULs.
     pub(crate) fn name(&self) -> &[u8] {
         // `name` is a fixed char array; the kernel keeps it NUL terminated.
-        let name = &self.raw().name;
-        // SAFETY: `c_char` and `u8` have the same layout.
-        let bytes = unsafe { &*(name as *const [kernel::ffi::c_char]) };
+        let bytes: &[kernel::ffi::c_char] = &self.raw().name;
         let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
         &bytes[..len]
     }
@@ -96,7 +94,7 @@ impl NetDevice {
     /// Administratively up (IFF_UP).
     pub(crate) fn is_up(&self) -> bool {
         // SAFETY: The device is alive (type invariant).
-        let flags = unsafe { b::dev_get_flags(self.as_ptr()) };
+        let flags = unsafe { b::rxe_rs_dev_get_flags(self.as_ptr()) };
         flags & b::net_device_flags_IFF_UP != 0
     }
 

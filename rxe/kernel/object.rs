@@ -9,7 +9,7 @@
 
 use core::{marker::PhantomData, mem::size_of};
 
-use kernel::{init::PinInit, prelude::*};
+use kernel::prelude::*;
 
 use super::ibdev::Device;
 use crate::rxe::sys as b;
@@ -62,7 +62,7 @@ impl<I: IbObject, T> CoreObj<I, T> {
     pub(crate) unsafe fn init(raw: *mut I, data: impl PinInit<T, Error>) -> Result {
         let obj = raw.cast::<Self>();
         // SAFETY: The slot is valid, uninitialised and pinned in core memory.
-        unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*obj).data)) }
+        unsafe { super::alloc::init_at(data, core::ptr::addr_of_mut!((*obj).data)) }
     }
 
     /// Drops the driver part; the core frees the memory afterwards.

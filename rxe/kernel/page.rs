@@ -207,7 +207,7 @@ impl PageList {
             return Err(EINVAL);
         }
         // SAFETY: `PageRef` is `Copy`: dropping the entries is a no-op.
-        unsafe { self.entries.set_len(0) };
+        unsafe { super::alloc::vec_set_len(&mut self.entries, 0) };
         if self.entries.capacity() < n {
             self.entries.reserve(n, flags)?;
         }

@@ -88,11 +88,11 @@ use core::{
 use kernel::{
     prelude::*,
     str::CStr,
-    sync::{Arc, LockClassKey},
+    sync::Arc,
     workqueue::{HasWork, Queue, Work, WorkItem},
 };
 
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq, StaticLockClass};
 use crate::rxe::sys as b;
 
 /// Calls of the step function in one go before the task yields its worker
@@ -177,9 +177,21 @@ macro_rules! impl_has_task {
 
         // SAFETY: `OFFSET` is the offset in `$ty` of the `Work` inside the
         // task field, and `raw_get_work` returns exactly that address.
+        // 7.x replaced `OFFSET` by `work_container_of`.
         unsafe impl ::kernel::workqueue::HasWork<$ty, { $id }> for $ty {
+            #[cfg(not(rxe_kernel_7))]
             const OFFSET: usize = ::core::mem::offset_of!($ty, $field)
                 + $crate::rxe::kernel::task::Task::<$ty, { $id }>::WORK_OFFSET;
+
+            #[cfg(rxe_kernel_7)]
+            #[inline]
+            unsafe fn work_container_of(ptr: *mut ::kernel::workqueue::Work<$ty, { $id }>) -> *mut Self {
+                let offset = ::core::mem::offset_of!($ty, $field)
+                    + $crate::rxe::kernel::task::Task::<$ty, { $id }>::WORK_OFFSET;
+                // SAFETY: The caller promises that `ptr` is the `Work` of a
+                // `$ty`'s task, `offset` bytes into it.
+                unsafe { ptr.byte_sub(offset).cast::<Self>() }
+            }
 
             #[inline]
             unsafe fn raw_get_work(ptr: *mut Self) -> *mut ::kernel::workqueue::Work<$ty, { $id }> {
@@ -224,7 +236,7 @@ where
     T: TaskOwner<ID> + HasTask<ID> + HasWork<T, ID> + WorkItem<ID, Pointer = Arc<T>>,
 {
     /// A task that starts idle and enabled. Use [`new_task!`].
-    pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
+    pub(crate) fn new(name: &'static CStr, key: StaticLockClass) -> impl PinInit<Self> {
         pin_init!(Self {
             work <- Work::new(name, key),
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),

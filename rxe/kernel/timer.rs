@@ -46,15 +46,9 @@
 
 use core::{marker::PhantomData, ptr};
 
-use kernel::{
-    ffi::c_ulong,
-    prelude::*,
-    str::CStr,
-    sync::{Arc, LockClassKey},
-    types::Opaque,
-};
+use kernel::{ffi::c_ulong, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::lock::{lock_class_ptr, new_spinlock_bh, SpinLockBh, StaticLockClass};
 use crate::rxe::sys as b;
 
 /// A point in time or a duration, in jiffies.
@@ -77,7 +71,7 @@ impl Jiffies {
     /// `nsecs` in jiffies, rounded down as C's `nsecs_to_jiffies` does.
     pub(crate) fn from_nsecs(nsecs: u64) -> Self {
         // SAFETY: Pure conversion, no preconditions.
-        Self(unsafe { kernel::bindings::nsecs_to_jiffies(nsecs) })
+        Self(unsafe { b::nsecs_to_jiffies(nsecs) })
     }
 
     /// The raw count.
@@ -152,7 +146,7 @@ pub(crate) use impl_has_timer;
 #[pin_data(PinnedDrop)]
 pub(crate) struct Timer<T, const ID: u64> {
     #[pin]
-    raw: Opaque<kernel::bindings::timer_list>,
+    raw: Opaque<b::timer_list>,
     #[pin]
     dead: SpinLockBh<bool>,
     _owner: PhantomData<fn(Arc<T>)>,
@@ -170,16 +164,13 @@ where
     T: TimerOwner<ID> + HasTimer<ID>,
 {
     /// An idle timer. Use [`new_timer!`].
-    pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
-        // `LockClassKey` is a transparent wrapper of `lock_class_key`.
-        let key = ptr::from_ref(key)
-            .cast_mut()
-            .cast::<kernel::bindings::lock_class_key>();
+    pub(crate) fn new(name: &'static CStr, key: StaticLockClass) -> impl PinInit<Self> {
+        let key = lock_class_ptr(key);
         pin_init!(Self {
-            raw <- Opaque::ffi_init(move |slot: *mut kernel::bindings::timer_list| {
+            raw <- Opaque::ffi_init(move |slot: *mut b::timer_list| {
                 // SAFETY: `slot` is valid for writes and pinned; `name` and
                 // `key` are static.
-                unsafe { kernel::bindings::init_timer_key(slot, Some(Self::expire), 0, name.as_char_ptr(), key) }
+                unsafe { b::rxe_rs_timer_init_key(slot, Some(Self::expire), 0, name.as_char_ptr(), key.cast()) }
             }),
             dead <- new_spinlock_bh!(false, "rxe_timer"),
             _owner: PhantomData,
@@ -192,7 +183,7 @@ where
     ///
     /// Called by the timer core for a `raw` armed by `arm_at`, which is a
     /// field of a `T` in an `Arc` and holds a reference to it.
-    unsafe extern "C" fn expire(raw: *mut kernel::bindings::timer_list) {
+    unsafe extern "C" fn expire(raw: *mut b::timer_list) {
         // `raw` is the first field of the timer, which is `T::OFFSET` into
         // its owner.
         let owner = raw
@@ -240,8 +231,7 @@ where
         let held = Arc::into_raw(owner.clone());
         // SAFETY: `raw` was initialised in `new` and stays valid while
         // `self` does.
-        let was_pending =
-            unsafe { kernel::bindings::mod_timer(self.raw.get(), expires.raw()) } != 0;
+        let was_pending = unsafe { b::mod_timer(self.raw.get(), expires.raw()) } != 0;
         if was_pending {
             // The pending timer already held a reference: keep one.
             // SAFETY: `held` is the reference taken above, unused.
@@ -259,7 +249,7 @@ where
     /// Whether the timer is armed and has not expired yet.
     pub(crate) fn pending(&self) -> bool {
         // SAFETY: `raw` was initialised in `new`; the helper only reads it.
-        unsafe { b::rxe_rs_timer_pending(self.raw.get().cast()) }
+        unsafe { b::rxe_rs_timer_pending(self.raw.get()) }
     }
 
     /// Disarms the timer without waiting for a callback already running.
@@ -269,7 +259,7 @@ where
             return;
         }
         // SAFETY: `raw` was initialised in `new`.
-        if unsafe { kernel::bindings::timer_delete(self.raw.get()) } != 0 {
+        if unsafe { b::timer_delete(self.raw.get()) } != 0 {
             Self::release(owner);
         }
     }
@@ -285,7 +275,7 @@ where
         *self.dead.lock() = true;
         // SAFETY: `raw` was initialised in `new`; we are not its callback
         // (documented requirement).
-        if unsafe { kernel::bindings::timer_delete_sync(self.raw.get()) } != 0 {
+        if unsafe { b::timer_delete_sync(self.raw.get()) } != 0 {
             Self::release(owner);
         }
     }
@@ -300,10 +290,10 @@ impl<T, const ID: u64> PinnedDrop for Timer<T, ID> {
         // sync variant: the last reference may be dropped by our own
         // callback.
         // SAFETY: `raw` was initialised in `new`.
-        if unsafe { b::rxe_rs_timer_pending(self.raw.get().cast()) } {
+        if unsafe { b::rxe_rs_timer_pending(self.raw.get()) } {
             pr_warn!("timer dropped while pending\n");
             // SAFETY: `raw` was initialised in `new`.
-            unsafe { kernel::bindings::timer_delete(self.raw.get()) };
+            unsafe { b::timer_delete(self.raw.get()) };
         }
     }
 }

@@ -49,7 +49,7 @@ impl Udata {
     pub(crate) fn read_in(&self, buf: &mut [u8]) -> Result {
         buf.fill(0);
         let len = buf.len().min(self.inlen);
-        UserSlice::new(self.inbuf as _, len)
+        user_slice(self.inbuf, len)
             .reader()
             .read_slice(&mut buf[..len])
     }
@@ -57,8 +57,20 @@ impl Udata {
     /// Writes the response, truncated to what user space made room for.
     pub(crate) fn write_out(&self, data: &[u8]) -> Result {
         let len = data.len().min(self.outlen);
-        UserSlice::new(self.outbuf as _, len)
+        user_slice(self.outbuf, len)
             .writer()
             .write_slice(&data[..len])
     }
+}
+
+/// The user memory at `addr`: 7.x wraps the address in a `UserPtr`.
+#[cfg(not(rxe_kernel_7))]
+pub(crate) fn user_slice(addr: usize, len: usize) -> UserSlice {
+    UserSlice::new(addr as _, len)
+}
+
+/// The user memory at `addr`: 7.x wraps the address in a `UserPtr`.
+#[cfg(rxe_kernel_7)]
+pub(crate) fn user_slice(addr: usize, len: usize) -> UserSlice {
+    UserSlice::new(kernel::uaccess::UserPtr::from_addr(addr), len)
 }

@@ -78,7 +78,7 @@ impl TunnelSocket {
             ..Default::default()
         };
         // SAFETY: `sock` is a fresh UDP socket in `net`; the config is valid.
-        unsafe { b::setup_udp_tunnel_sock(net, sock.as_ptr(), &mut tnl) };
+        unsafe { b::rxe_rs_setup_udp_tunnel_sock(net, sock.as_ptr(), &mut tnl) };
         Ok(Self(sock))
     }
 }
@@ -87,7 +87,7 @@ impl Drop for TunnelSocket {
     fn drop(&mut self) {
         // SAFETY: We own the socket (type invariant); this detaches encap_rcv
         // and releases it.
-        unsafe { b::udp_tunnel_sock_release(self.0.as_ptr()) };
+        unsafe { b::rxe_rs_udp_tunnel_sock_release(self.0.as_ptr()) };
     }
 }
 

@@ -40,7 +40,7 @@ impl Umem {
         // The access bits are a C `int` bit set; the same bits either way.
         let access = access as c_int;
         // SAFETY: The device is alive; the call pins pages of `current`.
-        let ptr = from_err_ptr(unsafe { b::ib_umem_get(dev.as_ib(), addr, len, access) })?;
+        let ptr = from_err_ptr(unsafe { b::rxe_rs_umem_get(dev.as_ib(), addr, len, access) })?;
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
         })
@@ -62,7 +62,7 @@ impl Umem {
         // `n` and returns how many, each with a reference taken.
         let got = unsafe { b::rxe_rs_umem_get_pages(self.ptr.as_ptr(), raw.as_mut_ptr(), n) };
         // SAFETY: The helper initialised the first `got <= n` entries.
-        unsafe { raw.set_len(got.min(n)) };
+        unsafe { super::alloc::vec_set_len(&mut raw, got.min(n)) };
         let mut entries =
             KVVec::with_capacity(raw.len(), caller_sized()).inspect_err(|_| put_all(&raw))?;
         for &p in raw.iter() {

@@ -34,7 +34,7 @@ unsafe impl Sync for VmBuf {}
 impl VmBuf {
     pub(crate) fn new(len: usize) -> Result<Self> {
         // SAFETY: FFI; returns zeroed memory or null.
-        let ptr = unsafe { b::rxe_rs_vmalloc_user(len as _) }.cast::<u8>();
+        let ptr = unsafe { b::rxe_rs_vmalloc_user(len) }.cast::<u8>();
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
             len,

@@ -435,7 +435,7 @@ impl Shared {
             let _ = sq.queue.reset();
             sq.ssn = 0;
         }
-        if let Some(rq) = self.rq.lock().as_mut() {
+        if let Some(rq) = Option::as_mut(&mut self.rq.lock()) {
             let _ = rq.queue.reset();
         }
     }

@@ -125,7 +125,7 @@ impl Qp {
         }
         let res = {
             let mut guard = sh.rq.lock();
-            let rq = guard.as_mut().ok_or((EINVAL, 0))?;
+            let rq = Option::as_mut(&mut guard).ok_or((EINVAL, 0))?;
             let mut res = Ok(());
             for (i, wr) in wrs.enumerate() {
                 if let Err(e) = rq.post_one(sh.rq_caps.max_sge, &wr) {

@@ -5,6 +5,7 @@
  * Nothing here holds driver logic.
  */
 #include <linux/cpumask.h>
+#include <linux/version.h>
 #ifdef CONFIG_X86
 #include <asm/cpufeature.h>
 #include <asm/fpu/api.h>
@@ -23,9 +24,14 @@
 #include <linux/skbuff.h>
 #include <net/addrconf.h>
 #include <net/ip6_route.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+#include <net/ipv6.h>
+#else
 #include <net/ipv6_stubs.h>
+#endif
 #include <net/route.h>
 #include <net/sock.h>
+#include <net/udp_tunnel.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -108,6 +114,11 @@ void rxe_rs_spin_unlock_bh(spinlock_t *lock)
 	spin_unlock_bh(lock);
 }
 
+bool rxe_rs_spin_trylock_bh(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
+}
+
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock)
 {
 	unsigned long flags;
@@ -121,7 +132,7 @@ void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 	spin_unlock_irqrestore(lock, flags);
 }
 
-void *rxe_rs_vmalloc_user(unsigned long size)
+void *rxe_rs_vmalloc_user(size_t size)
 {
 	return vmalloc_user(size);
 }
@@ -487,7 +498,11 @@ struct dst_entry *rxe_rs_route6(struct net *net, int oif,
 	struct dst_entry *dst;
 	int err;
 
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	dst = ip6_dst_lookup_flow(net, NULL, &fl6, NULL);
+#else
 	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+#endif
 	if (IS_ERR(dst))
 		return dst;
 	err = dst->error;
@@ -565,4 +580,66 @@ u16 rxe_rs_vlan_id(const struct net_device *ndev)
 void rxe_rs_consume_skb(struct sk_buff *skb)
 {
 	consume_skb(skb);
+}
+
+/*
+ * Calls whose C signature differs between the kernels rxe_rs builds for
+ * (6.12 and 7.x); Rust sees one signature.
+ */
+struct ib_device *rxe_rs_alloc_ib_device(size_t size)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	return _ib_alloc_device(size, &init_net);
+#else
+	return _ib_alloc_device(size);
+#endif
+}
+
+unsigned int rxe_rs_dev_get_flags(const struct net_device *ndev)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	return netif_get_flags(ndev);
+#else
+	return dev_get_flags(ndev);
+#endif
+}
+
+struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr,
+				size_t size, int access)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	return ib_umem_get_va(dev, addr, size, access);
+#else
+	return ib_umem_get(dev, addr, size, access);
+#endif
+}
+
+void rxe_rs_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
+				  struct udp_tunnel_sock_cfg *cfg)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	setup_udp_tunnel_sock(net, sock->sk, cfg);
+#else
+	setup_udp_tunnel_sock(net, sock, cfg);
+#endif
+}
+
+void rxe_rs_udp_tunnel_sock_release(struct socket *sock)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	udp_tunnel_sock_release(sock->sk);
+#else
+	udp_tunnel_sock_release(sock);
+#endif
+}
+
+void rxe_rs_timer_init_key(struct timer_list *timer,
+			   void (*func)(struct timer_list *), unsigned int flags,
+			   const char *name, struct lock_class_key *key)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	timer_init_key(timer, func, flags, name, key);
+#else
+	init_timer_key(timer, func, flags, name, key);
+#endif
 }

@@ -18,6 +18,7 @@ struct net;
 struct sk_buff;
 struct sock;
 struct socket;
+struct udp_tunnel_sock_cfg;
 struct ib_device;
 struct ib_ucontext;
 struct ib_udata;
@@ -29,6 +30,7 @@ struct ib_udata;
 struct ib_ucontext;
 struct uverbs_attr_bundle;
 struct timer_list;
+struct lock_class_key;
 struct workqueue_struct;
 
 
@@ -44,10 +46,11 @@ struct net_device *rxe_rs_netdev_notifier_info_to_dev(void *info);
 unsigned int rxe_rs_num_possible_cpus(void);
 const struct attribute_group *rxe_rs_device_group(void);
 void rxe_rs_spin_lock_bh(spinlock_t *lock);
-void *rxe_rs_vmalloc_user(unsigned long size);
+void *rxe_rs_vmalloc_user(size_t size);
 unsigned long rxe_rs_vma_len(const struct vm_area_struct *vma);
 unsigned long rxe_rs_vma_offset(const struct vm_area_struct *vma);
 void rxe_rs_spin_unlock_bh(spinlock_t *lock);
+bool rxe_rs_spin_trylock_bh(spinlock_t *lock);
 struct ib_udata *rxe_rs_attrs_udata(struct uverbs_attr_bundle *attrs);
 struct ib_ucontext *rxe_rs_udata_to_ucontext(struct ib_udata *udata);
 size_t rxe_rs_umem_num_pages(struct ib_umem *umem);
@@ -111,5 +114,17 @@ u16 rxe_rs_vlan_id(const struct net_device *ndev);
 void rxe_rs_consume_skb(struct sk_buff *skb);
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
 void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+struct ib_device *rxe_rs_alloc_ib_device(size_t size);
+unsigned int rxe_rs_dev_get_flags(const struct net_device *ndev);
+struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr,
+				size_t size, int access);
+void rxe_rs_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
+				  struct udp_tunnel_sock_cfg *cfg);
+void rxe_rs_udp_tunnel_sock_release(struct socket *sock);
+
+void rxe_rs_timer_init_key(struct timer_list *timer,
+			   void (*func)(struct timer_list *), unsigned int flags,
+			   const char *name, struct lock_class_key *key);
 
 #endif

@@ -6,6 +6,11 @@
 //! wrappers the rest of the driver is written against. Do not use directly.
 #![allow(
     clippy::all,
+    clippy::as_underscore,
+    clippy::cast_lossless,
+    clippy::ptr_as_ptr,
+    clippy::ptr_cast_constness,
+    clippy::ref_as_ptr,
     clippy::undocumented_unsafe_blocks,
     dead_code,
     improper_ctypes,
@@ -18,6 +23,9 @@
 )]
 
 use kernel::ffi;
+// 7.x's bindgen parameters derive `MaybeZeroable` on every struct.
+#[cfg(rxe_kernel_7)]
+use pin_init::MaybeZeroable;
 
 // The kernel's bindgen parameters block these so they map to Rust's own sizes.
 type __kernel_size_t = usize;

@@ -7,6 +7,7 @@ use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
 use crate::rxe::ah::{Ah, CreateArgs};
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::proto::av::{AhAttr, SgidAttr};
@@ -104,7 +105,7 @@ unsafe extern "C" fn create_ah(
                 udata: udata.as_ref(),
             };
             let obj = Ah::new(dev, args)?;
-            CoreObj::<b::ib_ah, Ah>::init(ah, obj)?;
+            CoreObj::<b::ib_ah, Ah>::init(ah, alloc::value(obj))?;
         }
         Ok(0)
     })

@@ -6,6 +6,7 @@ use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::cq_srq::{ucontext, write_wc, UserCall};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::sys as b;
@@ -15,7 +16,15 @@ type Obj = CoreObj<b::ib_cq, Cq>;
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.create_cq = Some(create_cq);
     ops.destroy_cq = Some(destroy_cq);
-    ops.resize_cq = Some(resize_cq);
+    #[cfg(not(rxe_kernel_7))]
+    {
+        ops.resize_cq = Some(resize_cq);
+    }
+    // 7.x: the op is for user CQs only, with an unsigned size.
+    #[cfg(rxe_kernel_7)]
+    {
+        ops.resize_user_cq = Some(resize_user_cq);
+    }
     ops.poll_cq = Some(poll_cq);
     ops.peek_cq = Some(peek_cq);
     ops.req_notify_cq = Some(req_notify_cq);
@@ -57,7 +66,7 @@ unsafe extern "C" fn create_cq(
             // negative and are refused as such.
             let cq = Cq::new(dev, attr.cqe as i32, attr.flags, user.as_ref())?;
             let capacity = cq.capacity();
-            Obj::init(ibcq, cq)?;
+            Obj::init(ibcq, alloc::value(cq))?;
             let obj = Obj::from_raw(ibcq);
             // `destroy_cq` severs the link before the core frees the CQ.
             obj.shared.link().attach(obj.handle());
@@ -103,6 +112,23 @@ unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::i
         }
         Ok(0)
     })
+}
+
+/// `resize_user_cq` op (7.x).
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live CQ made by `create_cq`.
+#[cfg(rxe_kernel_7)]
+unsafe extern "C" fn resize_user_cq(
+    ibcq: *mut b::ib_cq,
+    cqe: u32,
+    udata: *mut b::ib_udata,
+) -> c_int {
+    // Above `max_cqe` either way: let the CQ refuse it.
+    let cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
+    // SAFETY: As for `resize_cq`, whose contract is the same.
+    unsafe { resize_cq(ibcq, cqe, udata) }
 }
 
 /// `poll_cq` op (kernel consumers).

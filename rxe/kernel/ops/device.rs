@@ -4,6 +4,7 @@
 
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::ibdev::{Device, DeviceAttr, PortAttr};
 use crate::rxe::kernel::object::CoreObj;
@@ -14,7 +15,7 @@ use crate::rxe::ucontext::Ucontext;
 
 /// Device-level entry points: queries, port, user contexts, mmap, PDs.
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
-    ops.owner = crate::THIS_MODULE.as_ptr().cast();
+    ops.owner = this_module().cast();
     ops.driver_id = b::rdma_driver_id_RDMA_DRIVER_RXE;
     ops.uverbs_abi_ver = crate::rxe::proto::params::UVERBS_ABI_VERSION;
     ops.device_group = unsafe_device_group();
@@ -193,7 +194,7 @@ unsafe extern "C" fn get_port_immutable(
         // SAFETY: `ib` is our live device; the core's query fills `attr`.
         kernel::error::to_result(unsafe { b::ib_query_port(ib, port, &mut attr) })?;
         immutable.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-        immutable.pkey_tbl_len = attr.pkey_tbl_len as c_int;
+        immutable.pkey_tbl_len = c_int::from(attr.pkey_tbl_len);
         immutable.gid_tbl_len = attr.gid_tbl_len;
         immutable.max_mad_size = b::IB_MGMT_MAD_SIZE;
         Ok(0)
@@ -282,7 +283,7 @@ unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_i
         unsafe {
             let dev = dev((*pd).device);
             let udata = Udata::from_raw(udata);
-            CoreObj::<b::ib_pd, Pd>::init(pd, Pd::new(dev, udata.as_ref())?)?;
+            CoreObj::<b::ib_pd, Pd>::init(pd, alloc::value(Pd::new(dev, udata.as_ref())?))?;
         }
         Ok(0)
     })
@@ -296,4 +297,17 @@ unsafe extern "C" fn dealloc_pd(pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> 
     // SAFETY: Initialised by `alloc_pd`; the core frees the memory after.
     unsafe { CoreObj::<b::ib_pd, Pd>::destroy(pd) };
     0
+}
+
+/// This module's `struct module`: a crate-root static on 6.12, an associated
+/// constant of the module type on 7.x.
+#[cfg(not(rxe_kernel_7))]
+fn this_module() -> *mut kernel::bindings::module {
+    crate::THIS_MODULE.as_ptr()
+}
+
+/// This module's `struct module` (see the 6.12 one).
+#[cfg(rxe_kernel_7)]
+fn this_module() -> *mut kernel::bindings::module {
+    <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr()
 }

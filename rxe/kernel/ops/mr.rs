@@ -23,7 +23,14 @@ use crate::rxe::sys as b;
 
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.get_dma_mr = Some(get_dma_mr);
-    ops.reg_user_mr = Some(reg_user_mr);
+    #[cfg(not(rxe_kernel_7))]
+    {
+        ops.reg_user_mr = Some(reg_user_mr);
+    }
+    #[cfg(rxe_kernel_7)]
+    {
+        ops.reg_user_mr = Some(reg_user_mr_dmah);
+    }
     ops.rereg_user_mr = Some(rereg_user_mr);
     ops.dereg_mr = Some(dereg_mr);
     ops.alloc_mr = Some(alloc_mr);
@@ -105,6 +112,29 @@ unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_
         let mr = Mr::dma(dev, pd_id(pd), access as u32, space)?;
         Ok(finish(room, dev, pd, mr))
     })())
+}
+
+/// `ib_device_ops.reg_user_mr` of 7.x, which adds a DMA handle: none is
+/// supported.
+///
+/// # Safety
+///
+/// As for `reg_user_mr`.
+#[cfg(rxe_kernel_7)]
+unsafe extern "C" fn reg_user_mr_dmah(
+    pd: *mut b::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    dmah: *mut b::ib_dmah,
+    udata: *mut b::ib_udata,
+) -> *mut b::ib_mr {
+    if !dmah.is_null() {
+        return to_ptr(Err(EOPNOTSUPP));
+    }
+    // SAFETY: Per the contract, which is `reg_user_mr`'s.
+    unsafe { reg_user_mr(pd, start, length, iova, access, udata) }
 }
 
 /// `ib_device_ops.reg_user_mr`.

@@ -6,6 +6,7 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::mr::PdId;
 use crate::rxe::mw::Mw;
@@ -34,7 +35,7 @@ unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_
             let m = Mw::alloc(dev, pd, (*mw).type_)?;
             (*mw).rkey = m.rkey();
             // Moving a ready value in cannot fail.
-            CoreObj::<b::ib_mw, Mw>::init(mw, m)?;
+            CoreObj::<b::ib_mw, Mw>::init(mw, alloc::value(m))?;
         }
         Ok(0)
     })

@@ -8,6 +8,7 @@ use kernel::{error::from_result, ffi::c_int, sync::Arc};
 use super::ah::{ah_attr_from_raw, ah_attr_to_raw};
 use super::device::dev;
 use crate::rxe::cq::Cq;
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::cq_srq::ucontext;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
@@ -138,7 +139,7 @@ unsafe extern "C" fn create_qp(
         // SAFETY: The allocation is ours and not initialised yet. `destroy_qp`
         // revokes the event link before the core frees the object.
         unsafe {
-            CoreObj::<b::ib_qp, Qp>::init(ibqp, obj)?;
+            CoreObj::<b::ib_qp, Qp>::init(ibqp, alloc::value(obj))?;
             let obj = CoreObj::<b::ib_qp, Qp>::from_raw(ibqp);
             obj.shared.link.attach(obj);
             (*ibqp).qp_num = qpn;

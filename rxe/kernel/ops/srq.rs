@@ -5,6 +5,7 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
+use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::cq_srq::{ucontext, RecvWrList, UserCall};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::srq::{Attr, Srq};
@@ -55,7 +56,7 @@ unsafe extern "C" fn create_srq(
             let srq = Srq::new(dev, &mut attr, basic, has_handler, user.as_ref())?;
             init.attr.max_wr = attr.max_wr;
             init.attr.max_sge = attr.max_sge;
-            Obj::init(ibsrq, srq)?;
+            Obj::init(ibsrq, alloc::value(srq))?;
             let obj = Obj::from_raw(ibsrq);
             // `destroy_srq` severs the link before the core frees the SRQ.
             obj.shared.link().attach(obj.handle());

@@ -22,7 +22,7 @@ static DESCS: Descs = Descs({
     }; COUNT];
     let mut i = 0;
     while i < COUNT {
-        d[i].name = Counter::ALL[i].name().as_ptr().cast();
+        d[i].name = Counter::ALL[i].name().to_bytes_with_nul().as_ptr().cast();
         i += 1;
     }
     d
