@@ -188,7 +188,9 @@ pub(crate) unsafe fn fold(crc: u32, data: &[u8]) -> Option<([u8; 16], usize)> {
     // them.
     unsafe {
         #[cfg(target_feature = "sse2")]
-        fold_asm!(p, blocks, tail, crc, out_p, "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm7");
+        fold_asm!(
+            p, blocks, tail, crc, out_p, "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm7"
+        );
         #[cfg(not(target_feature = "sse2"))]
         fold_asm!(p, blocks, tail, crc, out_p);
     }

@@ -10,8 +10,8 @@
 pub(crate) mod alloc;
 #[cfg(target_arch = "x86_64")]
 mod clmul;
-pub(crate) mod crc32;
 pub(crate) mod cq_srq;
+pub(crate) mod crc32;
 pub(crate) mod errno;
 pub(crate) mod event;
 pub(crate) mod ibdev;

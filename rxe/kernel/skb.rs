@@ -289,7 +289,7 @@ impl TxSkb {
                 return Err(EINVAL);
             }
             let (off, len) = (off as usize, len as usize);
-            if off.checked_add(len).map_or(true, |end| end > PAGE_SIZE) {
+            if !matches!(off.checked_add(len), Some(end) if end <= PAGE_SIZE) {
                 return Err(EINVAL);
             }
             // SAFETY: The fragment holds a reference on its page while the

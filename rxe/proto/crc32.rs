@@ -178,7 +178,11 @@ pub(crate) mod tests {
         let data: Vec<u8> = (0..9300).map(|_| next() as u8).collect();
         for len in 0..300 {
             let seed = next() as u32;
-            assert_eq!(clmul(seed, &data[..len]), bitwise(seed, &data[..len]), "len {len}");
+            assert_eq!(
+                clmul(seed, &data[..len]),
+                bitwise(seed, &data[..len]),
+                "len {len}"
+            );
         }
         for _ in 0..3000 {
             let start = (next() % 64) as usize;
