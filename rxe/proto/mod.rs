@@ -26,6 +26,8 @@ pub(crate) mod ip;
 #[allow(dead_code)]
 pub(crate) mod mr_logic;
 #[allow(dead_code)]
+pub(crate) mod odp_logic;
+#[allow(dead_code)]
 pub(crate) mod opcode;
 #[allow(dead_code)]
 pub(crate) mod params;

@@ -21,6 +21,8 @@
 #include <linux/sysfs.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/hmm.h>
 #include <linux/skbuff.h>
 #include <net/addrconf.h>
 #include <net/ip6_route.h>
@@ -643,3 +645,122 @@ void rxe_rs_timer_init_key(struct timer_list *timer,
 	init_timer_key(timer, func, flags, name, key);
 #endif
 }
+
+/*
+ * On-demand paging. The Rust side keeps its own table of present pages
+ * under a spinlock; these wrappers hide where each kernel keeps the hmm
+ * pfns of an ODP umem and which access bits its fault call takes.
+ */
+#ifdef CONFIG_INFINIBAND_ON_DEMAND_PAGING
+static inline unsigned long rxe_rs_odp_pfn(struct ib_umem_odp *odp, size_t idx)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	return odp->map.pfn_list[idx];
+#else
+	return odp->pfn_list[idx];
+#endif
+}
+
+struct ib_umem_odp *rxe_rs_odp_get(struct ib_device *dev, unsigned long addr,
+				   size_t size, int access,
+				   const struct mmu_interval_notifier_ops *ops,
+				   void *priv)
+{
+	struct ib_umem_odp *odp = ib_umem_odp_get(dev, addr, size, access, ops);
+
+	if (!IS_ERR(odp))
+		odp->private = priv;
+	return odp;
+}
+
+unsigned long rxe_rs_odp_start(struct ib_umem_odp *odp)
+{
+	return ib_umem_start(odp);
+}
+
+size_t rxe_rs_odp_num_pages(struct ib_umem_odp *odp)
+{
+	return ib_umem_odp_num_pages(odp);
+}
+
+unsigned int rxe_rs_odp_page_shift(struct ib_umem_odp *odp)
+{
+	return odp->page_shift;
+}
+
+/* Faults [va, va + len) in (or only snapshots it) and returns with
+ * umem_mutex held on success. */
+int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len,
+			    bool write, bool fault)
+{
+	u64 mask;
+	int np;
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	mask = HMM_PFN_VALID;
+	if (write && odp->umem.writable)
+		mask |= HMM_PFN_WRITE;
+#else
+	mask = ODP_READ_ALLOWED_BIT;
+	if (write && odp->umem.writable)
+		mask |= ODP_WRITE_ALLOWED_BIT;
+#endif
+	np = ib_umem_odp_map_dma_and_lock(odp, va, len, mask, fault);
+	return np < 0 ? np : 0;
+}
+
+/* The page at index idx while umem_mutex is held, or NULL when the range
+ * there is not mapped; *writable tells whether it may be written. */
+struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t idx, bool *writable)
+{
+	unsigned long pfn;
+
+	lockdep_assert_held(&odp->umem_mutex);
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+	pfn = rxe_rs_odp_pfn(odp, idx);
+	if (!(pfn & HMM_PFN_VALID))
+		return NULL;
+	*writable = !!(pfn & HMM_PFN_WRITE);
+#else
+	if (!(odp->dma_list[idx] & ODP_READ_ALLOWED_BIT))
+		return NULL;
+	pfn = rxe_rs_odp_pfn(odp, idx);
+	*writable = !!(odp->dma_list[idx] & ODP_WRITE_ALLOWED_BIT);
+#endif
+	return hmm_pfn_to_page(pfn);
+}
+
+void rxe_rs_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/* First half of an invalidation: false when the range may not block;
+ * otherwise returns with umem_mutex held, the sequence advanced and the
+ * clamped [*start, *end) and the driver's private pointer filled in. */
+bool rxe_rs_odp_invalidate_begin(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq, void **priv,
+				 u64 *start, u64 *end)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp, notifier);
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	*start = max_t(u64, ib_umem_start(odp), range->start);
+	*end = min_t(u64, ib_umem_end(odp), range->end);
+	*priv = odp->private;
+	return true;
+}
+
+/* Second half: unmaps the range in the core's tables and drops the mutex. */
+void rxe_rs_odp_invalidate_end(struct mmu_interval_notifier *mni, u64 start, u64 end)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp, notifier);
+
+	ib_umem_odp_unmap_dma_pages(odp, start, end);
+	mutex_unlock(&odp->umem_mutex);
+}
+#endif

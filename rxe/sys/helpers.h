@@ -127,4 +127,25 @@ void rxe_rs_timer_init_key(struct timer_list *timer,
 			   void (*func)(struct timer_list *), unsigned int flags,
 			   const char *name, struct lock_class_key *key);
 
+struct ib_umem_odp;
+struct mmu_interval_notifier;
+struct mmu_interval_notifier_ops;
+struct mmu_notifier_range;
+struct ib_umem_odp *rxe_rs_odp_get(struct ib_device *dev, unsigned long addr,
+				   size_t size, int access,
+				   const struct mmu_interval_notifier_ops *ops,
+				   void *priv);
+unsigned long rxe_rs_odp_start(struct ib_umem_odp *odp);
+size_t rxe_rs_odp_num_pages(struct ib_umem_odp *odp);
+unsigned int rxe_rs_odp_page_shift(struct ib_umem_odp *odp);
+int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len,
+			    bool write, bool fault);
+struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t idx, bool *writable);
+void rxe_rs_odp_unlock(struct ib_umem_odp *odp);
+bool rxe_rs_odp_invalidate_begin(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq, void **priv,
+				 u64 *start, u64 *end);
+void rxe_rs_odp_invalidate_end(struct mmu_interval_notifier *mni, u64 start, u64 end);
+
 #endif
