@@ -17,6 +17,7 @@ use crate::rxe::kernel::ibdev::{
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
+use crate::rxe::proto::odp_logic;
 use crate::rxe::proto::params as p;
 use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
 use crate::rxe::{ah, mcast, mr, mw, qp};
@@ -112,7 +113,7 @@ pub(crate) struct DeviceState {
 
 fn device_attr(guid: [u8; 8]) -> DeviceAttr {
     let a = &p::DEVICE_ATTR;
-    DeviceAttr {
+    let mut d = DeviceAttr {
         fw_ver: a.fw_ver,
         sys_image_guid: u64::from_ne_bytes(guid),
         max_mr_size: a.max_mr_size,
@@ -148,7 +149,15 @@ fn device_attr(guid: [u8; 8]) -> DeviceAttr {
         max_pkeys: a.max_pkeys,
         local_ca_ack_delay: a.local_ca_ack_delay,
         ..Default::default()
-    }
+    };
+    // On-demand paging, as the newest rdma_rxe reports it.
+    let odp = odp_logic::CAPS;
+    d.kernel_cap_flags |= p::kernel_cap::ON_DEMAND_PAGING;
+    d.odp_caps.general_caps = odp.general;
+    d.odp_caps.per_transport_caps.rc_odp_caps = odp.rc;
+    d.odp_caps.per_transport_caps.uc_odp_caps = odp.uc;
+    d.odp_caps.per_transport_caps.ud_odp_caps = odp.ud;
+    d
 }
 
 impl DeviceState {

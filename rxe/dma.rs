@@ -42,6 +42,10 @@ pub(crate) enum DmaError {
     Range,
     /// No memory behind an address (`-EFAULT`).
     Fault,
+    /// A page of an on-demand-paging MR is absent: nothing was copied and
+    /// the cursor did not move; [`Cursor::take_fault`] names what to fault
+    /// in before the copy is tried again.
+    Absent,
 }
 
 impl DmaError {
@@ -71,6 +75,7 @@ impl From<AccessError> for DmaError {
             AccessError::Range => Self::Range,
             // An 8-byte alignment rule never applies to a copy.
             AccessError::Fault | AccessError::Misaligned => Self::Fault,
+            AccessError::Absent => Self::Absent,
         }
     }
 }

@@ -48,12 +48,14 @@ use crate::rxe::kernel::{
     lock::{new_spinlock_bh, SpinLockBh},
     page::{DmaSpace, PageError, PageList, PageRef, PayloadPages},
     random,
+    odp::{Odp, OdpError, OdpReg},
     umem::Umem,
 };
 use crate::rxe::mw;
 use crate::rxe::proto::mr_logic::{
     self as rules, len64, rereg, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
 };
+use crate::rxe::proto::odp_logic::{self, Span};
 use crate::rxe::qp;
 
 /// The rights (`ib_access_flags`) and atomics of the API, for its users.
@@ -100,6 +102,19 @@ pub(crate) enum AccessError {
     Misaligned,
     /// No memory behind the address (C: `-EFAULT`).
     Fault,
+    /// An on-demand-paging MR does not have a page of the range present:
+    /// nothing was accessed; [`Shared::fault`] the range in from process
+    /// context and retry.
+    Absent,
+}
+
+impl From<OdpError> for AccessError {
+    fn from(e: OdpError) -> Self {
+        match e {
+            OdpError::Absent => Self::Absent,
+            OdpError::Page(p) => p.into(),
+        }
+    }
 }
 
 impl From<PageError> for AccessError {
@@ -126,6 +141,8 @@ enum Memory {
     Dma(DmaSpace),
     /// A block list (user and fast-reg MRs).
     Pages(PageList),
+    /// On-demand paging user memory at user address `start`.
+    Odp { odp: Arc<Odp>, start: u64 },
 }
 
 /// What the datapath and the verbs change, under one lock.
@@ -184,6 +201,20 @@ impl Inner {
             f(pages, c.map_err(|()| AccessError::Range)?)?;
         }
         Ok(())
+    }
+
+    /// The ODP memory and the user address of `[iova, iova + len)`, for
+    /// an ODP MR (`None` for other MRs).
+    fn odp(&self, iova: u64, len: u64) -> Option<Result<(&Odp, u64), AccessError>> {
+        let Memory::Odp { odp, start } = &self.mem else {
+            return None;
+        };
+        let span = Span {
+            iova: self.iova,
+            start: *start,
+            length: self.length,
+        };
+        Some(span.user_va(iova, len).map(|va| (&**odp, va)).ok_or(AccessError::Range))
     }
 
     fn usable(&self) -> Result<(), AccessError> {
@@ -333,6 +364,10 @@ impl Shared {
         if let Memory::Dma(d) = &i.mem {
             return Ok(d.write(iova, data)?);
         }
+        if let Some(o) = i.odp(iova, len64(data.len())) {
+            let (odp, va) = o?;
+            return Ok(odp.write(va, data)?);
+        }
         i.each_chunk(iova, data.len(), |pages, c| {
             let src = data.get(c.pos..c.pos + c.len).ok_or(AccessError::Fault)?;
             Ok(pages.write(c.block, c.offset, src)?)
@@ -351,6 +386,10 @@ impl Shared {
         i.usable()?;
         if let Memory::Dma(d) = &i.mem {
             return Ok(d.read(iova, out)?);
+        }
+        if let Some(o) = i.odp(iova, len64(out.len())) {
+            let (odp, va) = o?;
+            return Ok(odp.read(va, out)?);
         }
         i.each_chunk(iova, out.len(), |pages, c| {
             let dst = out
@@ -382,6 +421,11 @@ impl Shared {
         if let Memory::Dma(d) = &i.mem {
             return Ok(d.ref_into(iova, len, out)?);
         }
+        if let Memory::Odp { .. } = &i.mem {
+            // ODP pages may be invalidated and freed while an skb would
+            // still hold them: always copy.
+            return Ok(false);
+        }
         let mut ok = true;
         i.each_chunk(iova, len, |pages, c| {
             if ok {
@@ -401,6 +445,10 @@ impl Shared {
         i.usable()?;
         match &i.mem {
             Memory::Dma(d) => Ok(d.atomic(iova, op)?),
+            Memory::Odp { .. } => {
+                let (odp, va) = i.odp(iova, 8).ok_or(AccessError::Fault)??;
+                Ok(odp.atomic(va, op)?)
+            }
             Memory::Pages(pages) => {
                 if !i.in_range(iova, 8) {
                     return Err(AccessError::Range);
@@ -422,6 +470,10 @@ impl Shared {
         i.usable()?;
         match &i.mem {
             Memory::Dma(d) => Ok(d.store_release(iova, value)?),
+            Memory::Odp { .. } => {
+                let (odp, va) = i.odp(iova, 8).ok_or(AccessError::Fault)??;
+                Ok(odp.store_release(va, value)?)
+            }
             Memory::Pages(pages) => {
                 if !i.in_range(iova, 8) {
                     return Err(AccessError::Range);
@@ -447,9 +499,32 @@ impl Shared {
         if let Memory::Dma(_) = i.mem {
             return Err(AccessError::Fault);
         }
+        if let Some(o) = i.odp(iova, len64(len)) {
+            let (odp, va) = o?;
+            return Ok(odp.flush(va, len)?);
+        }
         i.each_chunk(iova, len, |pages, c| {
             Ok(pages.flush(c.block, c.offset, c.len)?)
         })
+    }
+
+    /// Makes the pages of `[iova, iova + len)` present (writable when
+    /// `write`) for an access that failed with [`AccessError::Absent`].
+    /// Sleeps: process context, with no datapath lock held. `Ok` for MRs
+    /// that are not ODP MRs (nothing to do).
+    pub(crate) fn fault(&self, iova: u64, len: u64, write: bool) -> Result<(), AccessError> {
+        if let Some(w) = &self.window {
+            return w.mr.fault(w.target(iova, len)?, len, write);
+        }
+        let (odp, va) = {
+            let i = self.inner.lock();
+            let Memory::Odp { odp, .. } = &i.mem else {
+                return Ok(());
+            };
+            let (_, va) = i.odp(iova, len).ok_or(AccessError::Fault)??;
+            (odp.clone(), va)
+        };
+        odp.fault(va, len, write).map_err(|_| AccessError::Fault)
     }
 
     /// Executes a REG_MR work request: a free fast-reg MR of the QP's PD
@@ -582,6 +657,8 @@ pub(crate) struct Mr {
     max_sg: usize,
     /// User MRs: the pinned range, unpinned when the MR goes.
     umem: Option<Umem>,
+    /// ODP MRs: the registration, ended when the MR goes.
+    _odp: Option<OdpReg>,
     _slot: ObjCount,
 }
 
@@ -609,6 +686,7 @@ impl Mr {
             index,
             max_sg,
             umem,
+            _odp: None,
             _slot: slot,
         })
     }
@@ -633,6 +711,9 @@ impl Mr {
     ) -> Result<Self> {
         let access = Access::from_raw(access);
         rules::check_reg_access(access).map_err(rule_errno)?;
+        if access.contains(Access::ON_DEMAND) {
+            return Self::user_odp(dev, pd, start, length, iova, access);
+        }
         let slot = dev.state().take_slot(ObjKind::Mr)?;
         let umem = Umem::get(dev, start, length, access.bits())?;
         let pages = umem.pages()?;
@@ -642,6 +723,29 @@ impl Mr {
         let inner = Shared::blank(pd, access, iova, length, Memory::Pages(pages));
         let shared = Arc::pin_init(Shared::new(MrType::User, None, inner), GFP_KERNEL)?;
         Self::publish(dev, shared, slot, Some(umem), 0, State::Valid)
+    }
+
+    /// `reg_user_mr` with `IB_ACCESS_ON_DEMAND`: nothing is pinned; pages
+    /// are looked up as they are, faulted in when an access finds them
+    /// absent and dropped when the MMU notifier invalidates them.
+    fn user_odp(
+        dev: &Device,
+        pd: PdId,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: Access,
+    ) -> Result<Self> {
+        odp_logic::check_reg(start, length, iova).map_err(|_| EINVAL)?;
+        let slot = dev.state().take_slot(ObjKind::Mr)?;
+        let odp = Odp::get(dev, start, length, access.bits())?;
+        let reg = OdpReg::new(odp.clone());
+        let mem = Memory::Odp { odp, start };
+        let inner = Shared::blank(pd, access, iova, length, mem);
+        let shared = Arc::pin_init(Shared::new(MrType::User, None, inner), GFP_KERNEL)?;
+        let mut mr = Self::publish(dev, shared, slot, None, 0, State::Valid)?;
+        mr._odp = Some(reg);
+        Ok(mr)
     }
 
     /// `alloc_mr(IB_MR_TYPE_MEM_REG)`: a fast-reg MR of up to `max_sg`

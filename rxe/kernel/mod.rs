@@ -20,6 +20,7 @@ pub(crate) mod lock;
 pub(crate) mod mcast;
 pub(crate) mod netdev;
 pub(crate) mod object;
+pub(crate) mod odp;
 pub(crate) mod ops;
 pub(crate) mod page;
 pub(crate) mod random;

@@ -89,7 +89,7 @@ impl PageRef {
         Ok(r)
     }
 
-    fn read(&self, off: usize, out: &mut [u8]) -> Result<(), PageError> {
+    pub(super) fn read(&self, off: usize, out: &mut [u8]) -> Result<(), PageError> {
         self.with_mapped(off, out.len(), |src| {
             // SAFETY: `src` has `out.len()` mapped bytes (checked by
             // `with_mapped`); the ranges are distinct memory.
@@ -97,7 +97,7 @@ impl PageRef {
         })
     }
 
-    fn write(&self, off: usize, data: &[u8]) -> Result<(), PageError> {
+    pub(super) fn write(&self, off: usize, data: &[u8]) -> Result<(), PageError> {
         self.with_mapped(off, data.len(), |dst| {
             // SAFETY: As in `read`, in the other direction.
             unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
@@ -117,7 +117,7 @@ impl PageRef {
         })
     }
 
-    fn atomic(&self, off: usize, op: AtomicOp) -> Result<u64, PageError> {
+    pub(super) fn atomic(&self, off: usize, op: AtomicOp) -> Result<u64, PageError> {
         // A hardware atomic on the word: atomic against every other CPU and
         // against user space's own atomics on it, which a lock cannot be.
         self.word(off, |w| match op {
@@ -130,11 +130,11 @@ impl PageRef {
         })
     }
 
-    fn store_release(&self, off: usize, value: u64) -> Result<(), PageError> {
+    pub(super) fn store_release(&self, off: usize, value: u64) -> Result<(), PageError> {
         self.word(off, |w| w.store(value, Ordering::Release))
     }
 
-    fn flush(&self, off: usize, len: usize) -> Result<(), PageError> {
+    pub(super) fn flush(&self, off: usize, len: usize) -> Result<(), PageError> {
         self.with_mapped(off, len, |p| {
             // SAFETY: Writes back cache lines of `len` mapped bytes.
             unsafe { b::rxe_rs_wb_cache_pmem(p.cast(), len) }

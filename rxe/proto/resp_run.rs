@@ -35,8 +35,8 @@ use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_before, psn_sub};
 use super::qp_state::QpType;
 use super::resp_logic::{
-    check_length, check_rdma_len, check_request, rdma_target, Check, Request, ResKind, ResState,
-    RespError, RespQp, RespState, Target, GRH_LEN,
+    check_length, check_rdma_len, check_request, rdma_target, Check, Request, Res, ResKind,
+    ResState, RespError, RespQp, RespState, Target, GRH_LEN,
 };
 use super::uapi::{wc_flags, WcOpcode, WcStatus};
 use super::wire::{NakCode, Syndrome};
@@ -187,6 +187,19 @@ pub(crate) trait Io {
     fn send_ack(&mut self, a: &Ack);
     /// Reports `ev` for the port counters.
     fn count(&mut self, _ev: Event) {}
+    /// Whether the access that just failed failed only because a page of
+    /// an on-demand-paging MR was absent: the run then stops with the
+    /// request kept ([`Outcome::fault`]) for the engine to fault the page
+    /// in and run again. Engines without ODP memory never see one.
+    fn absent(&self) -> bool {
+        false
+    }
+    /// Whether `[va, va + len)` of the MR [`Io::lookup`] resolved is present
+    /// for the access (`write` or read); `false` records what to fault in,
+    /// as an absent page in an access does.
+    fn probe(&mut self, _va: u64, _len: u32, _write: bool) -> bool {
+        true
+    }
 }
 
 /// What the engine does after [`run`].
@@ -196,6 +209,9 @@ pub(crate) struct Outcome {
     pub(crate) progress: bool,
     /// Move the QP to ERR.
     pub(crate) qp_error: bool,
+    /// Stopped at an absent ODP page: nothing of the request was done, it
+    /// is still at the head; fault the page in and run again.
+    pub(crate) fault: bool,
 }
 
 /// The receive completion of a message (`do_complete()`).
@@ -253,9 +269,18 @@ enum St {
     Done,
     Exit,
     Error,
+    /// An absent ODP page: stop, keeping the request.
+    Fault,
 }
 
 const ACK: u8 = Syndrome::ACK_UNLIMITED.encode();
+
+/// The responder resources as they were before a reply took one.
+struct ResUndo {
+    res_head: usize,
+    cur: Option<usize>,
+    slot: Option<(usize, Res)>,
+}
 
 /// One run of the responder.
 struct Run<'a, I: Io> {
@@ -335,13 +360,23 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
                 return Outcome {
                     progress: true,
                     qp_error: false,
+                    fault: false,
                 }
             }
             (St::Error, _) => {
                 return Outcome {
                     progress: false,
                     qp_error: true,
+                    fault: false,
                 }
+            }
+            (St::Fault, _) => {
+                r.release_mr();
+                return Outcome {
+                    progress: false,
+                    qp_error: false,
+                    fault: true,
+                };
             }
             // St::Exit, and states that need a packet reached without one
             // (not possible: only GetReq sets it and every path starts there).
@@ -426,6 +461,7 @@ impl<I: Io> Run<'_, I> {
             let grh = matches!(self.qp.qp_type, QpType::Ud | QpType::Gsi);
             match self.io.recv_data(grh) {
                 Ok(()) => {}
+                Err(_) if self.io.absent() => return St::Fault,
                 Err(RecvCopyError::NoSpace) => return St::Err(RespError::Length),
                 Err(RecvCopyError::TooLong | RecvCopyError::Fault) => {
                     return St::Err(RespError::MalformedWqe)
@@ -438,17 +474,29 @@ impl<I: Io> Run<'_, I> {
                     return St::Err(RespError::Length);
                 }
             } else if self.io.write_data(self.st.va).is_err() {
+                if self.io.absent() {
+                    return St::Fault;
+                }
                 return St::Err(RespError::RkeyViolation);
             }
             self.st.va = self.st.va.wrapping_add(u64::from(p.payload));
             self.st.resid = self.st.resid.saturating_sub(p.payload);
         } else if p.has(Mask::READ) {
+            if self.mr_held && !self.io.probe(self.st.va, self.st.resid, false) {
+                return St::Fault;
+            }
             // The MSN counts a read when it starts (C9-148).
             self.st.msn = psn_add(self.st.msn, 1);
             return St::ReadReply;
         } else if p.has(Mask::ATOMIC) {
+            if self.mr_held && !self.io.probe(self.st.va, 8, true) {
+                return St::Fault;
+            }
             return St::AtomicReply;
         } else if p.has(Mask::ATOMIC_WRITE) {
+            if self.mr_held && !self.io.probe(self.st.va, 8, true) {
+                return St::Fault;
+            }
             return St::AtomicWriteReply;
         } else if p.has(Mask::FLUSH) {
             return St::ProcessFlush;
@@ -510,8 +558,11 @@ impl<I: Io> Run<'_, I> {
             self.st.cur = None;
             return St::ChkPsn;
         };
+        let prev_state = res.state;
         let (opcode, source) = if res.state == ResState::New {
-            let src = if !res.replay || res.length == 0 {
+            // A first response that stopped at an absent ODP page and runs
+            // again no longer holds the MR: it looks the key up again.
+            let src = if res.length == 0 || (!res.replay && self.mr_held) {
                 ReadSource::Held
             } else {
                 ReadSource::Recheck(res.rkey)
@@ -544,6 +595,13 @@ impl<I: Io> Run<'_, I> {
         if source == ReadSource::Held {
             self.release_mr();
         }
+        if sent.is_err() && self.io.absent() {
+            // Nothing went out: the same response is sent again later.
+            if let Some(res) = self.st.res.get_mut(i) {
+                res.state = prev_state;
+            }
+            return St::Fault;
+        }
         if let Err(e) = sent {
             self.st.cur = None;
             return St::Err(match e {
@@ -571,6 +629,32 @@ impl<I: Io> Run<'_, I> {
         St::Cleanup
     }
 
+    /// What [`Run::reply_res`] may change, to put back when the reply stops
+    /// at an absent ODP page.
+    fn res_undo(&self) -> ResUndo {
+        let slot = if self.st.cur.is_none() && self.st.res_count > 0 {
+            let i = self.st.res_head.min(self.st.res_count - 1);
+            self.st.res.get(i).map(|r| (i, *r))
+        } else {
+            None
+        };
+        ResUndo {
+            res_head: self.st.res_head,
+            cur: self.st.cur,
+            slot,
+        }
+    }
+
+    fn res_restore(&mut self, u: ResUndo) {
+        self.st.res_head = u.res_head;
+        self.st.cur = u.cur;
+        if let Some((i, r)) = u.slot {
+            if let Some(s) = self.st.res.get_mut(i) {
+                *s = r;
+            }
+        }
+    }
+
     /// The resource of an atomic, atomic write or flush reply: the replayed
     /// one, or a new one.
     fn reply_res(&mut self, kind: ResKind, p: &Request) -> Option<usize> {
@@ -581,6 +665,7 @@ impl<I: Io> Run<'_, I> {
     }
 
     fn atomic_reply(&mut self, p: &Request) -> St {
+        let undo = self.res_undo();
         let Some(i) = self.reply_res(ResKind::Atomic, p) else {
             return St::Err(RespError::TooManyRdmaAtmReq);
         };
@@ -605,12 +690,17 @@ impl<I: Io> Run<'_, I> {
                 self.status = WcStatus::Success;
                 St::Acknowledge
             }
+            Err(_) if self.io.absent() => {
+                self.res_restore(undo);
+                St::Fault
+            }
             Err(AtomicError::Misaligned) => St::Err(RespError::MisalignedAtomic),
             Err(AtomicError::Access) => St::Err(RespError::RkeyViolation),
         }
     }
 
     fn atomic_write_reply(&mut self, p: &Request) -> St {
+        let undo = self.res_undo();
         let Some(i) = self.reply_res(ResKind::AtomicWrite, p) else {
             return St::Err(RespError::TooManyRdmaAtmReq);
         };
@@ -623,6 +713,10 @@ impl<I: Io> Run<'_, I> {
                 self.st.executed(p, true);
                 self.status = WcStatus::Success;
                 St::Acknowledge
+            }
+            Err(_) if self.io.absent() => {
+                self.res_restore(undo);
+                St::Fault
             }
             Err(AtomicError::Misaligned) => St::Err(RespError::MisalignedAtomic),
             Err(AtomicError::Access) => St::Err(RespError::RkeyViolation),

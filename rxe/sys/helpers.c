@@ -668,8 +668,11 @@ struct ib_umem_odp *rxe_rs_odp_get(struct ib_device *dev, unsigned long addr,
 {
 	struct ib_umem_odp *odp = ib_umem_odp_get(dev, addr, size, access, ops);
 
-	if (!IS_ERR(odp))
+	if (!IS_ERR(odp)) {
+		mutex_lock(&odp->umem_mutex);
 		odp->private = priv;
+		mutex_unlock(&odp->umem_mutex);
+	}
 	return odp;
 }
 

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! On-demand paging memory (`struct ib_umem_odp`) behind ODP user MRs.
+//!
+//! # Locking
+//!
+//! The datapath runs under spinlocks (and in softirq), so it never takes the
+//! core's `umem_mutex` and never faults. [`Odp`] keeps a table of the pages
+//! that are present, guarded by a spinlock of its own:
+//!
+//! - a datapath access takes only that spinlock, and touches memory only
+//!   when every page it needs is present (with write permission for a
+//!   write); otherwise it fails with [`OdpError::Absent`] and copies nothing;
+//! - the MMU-notifier invalidation (process context, may sleep) takes
+//!   `umem_mutex`, then the spinlock, and clears the entries of the range
+//!   before the core unmaps the pages, so no access can still be using a
+//!   page once its invalidation returns;
+//! - [`Odp::fault`] (process context, no datapath lock held) takes the
+//!   release mutex, faults the range in through the core, which returns with
+//!   `umem_mutex` held, then fills the entries under the spinlock.
+//!
+//! Lock order: release mutex, `umem_mutex`, table spinlock.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use kernel::{
+    error::{from_err_ptr, to_result},
+    ffi::{c_int, c_ulong, c_void},
+    new_mutex,
+    page::PAGE_SHIFT,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use super::alloc::caller_sized;
+use super::ibdev::Device;
+use super::lock::{new_spinlock_bh, SpinLockBh};
+use super::page::{PageError, PageList, PageRef};
+use crate::rxe::proto::mr_logic::{len64, AtomicOp, Layout};
+use crate::rxe::proto::odp_logic;
+use crate::rxe::sys as b;
+
+/// Why an ODP access did not happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OdpError {
+    /// A page of the range is not present (or not writable for a write):
+    /// fault it in with [`Odp::fault`] and try again.
+    Absent,
+    /// The access itself is invalid (outside the range, misaligned).
+    Page(PageError),
+}
+
+impl From<PageError> for OdpError {
+    fn from(e: PageError) -> Self {
+        Self::Page(e)
+    }
+}
+
+/// A table entry: the page's address with [`WRITABLE`] in bit 0, or 0 when
+/// the page is absent. Pages are at least 4-byte aligned objects.
+type Entry = usize;
+const WRITABLE: usize = 1;
+
+/// An `ib_umem_odp` pointer, owned by [`Odp`].
+struct UmemPtr(NonNull<b::ib_umem_odp>);
+
+// SAFETY: The umem is used only through the core's calls, which may run on
+// any thread in process context.
+unsafe impl Send for UmemPtr {}
+
+/// The ODP state of one MR.
+///
+/// # Invariants
+///
+/// While `umem` holds a umem, the umem's `private` points at this value and
+/// its notifier may call [`invalidate`] with it. Every non-zero entry of
+/// `table` names a page the core has mapped for this umem and not yet
+/// invalidated: the invalidation clears the entry, under the table lock,
+/// before it unmaps the page.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Odp {
+    /// The user address of the first page of the table (page aligned).
+    base: u64,
+    /// `None` once released.
+    #[pin]
+    umem: Mutex<Option<UmemPtr>>,
+    #[pin]
+    table: SpinLockBh<KVVec<Entry>>,
+    /// Set by [`Odp::release`]: the drop then has nothing to do (and takes
+    /// no mutex, as the last reference may go in atomic context).
+    released: AtomicBool,
+}
+
+fn layout(base: u64) -> Layout {
+    // PAGE_SHIFT is a small constant (12 on x86).
+    Layout::new(base, PAGE_SHIFT as u32, PAGE_SHIFT as u32)
+}
+
+impl Odp {
+    /// Registers `[addr, addr + len)` of the calling process for on-demand
+    /// paging with rights `access`, and records the pages already present
+    /// (nothing is faulted in).
+    pub(crate) fn get(dev: &Device, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
+        let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
+        let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
+        let first = addr & !((1u64 << PAGE_SHIFT) - 1);
+        let span = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
+        let mut table = KVVec::with_capacity(span.end, caller_sized())?;
+        for _ in 0..span.end {
+            // Within capacity: no allocation happens.
+            table.push(0, GFP_ATOMIC)?;
+        }
+        let odp = Arc::pin_init(
+            pin_init!(Self {
+                base: first,
+                umem <- new_mutex!(None, "rxe_odp_umem"),
+                table <- new_spinlock_bh!(table, "rxe_odp_table"),
+                released: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        )?;
+        let private = core::ptr::from_ref::<Self>(&*odp).cast_mut().cast::<c_void>();
+        // The access bits are a C `int` bit set; the same bits either way.
+        // SAFETY: The device is alive; `OPS` is static; `private` stays
+        // valid until the umem is released, which `release` (or the drop of
+        // `odp`) does before the memory goes.
+        let ptr = from_err_ptr(unsafe {
+            b::rxe_rs_odp_get(dev.as_ib(), addr_c, len_c, access as c_int, &OPS, private)
+        })?;
+        let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
+        // SAFETY: `ptr` is the umem just created.
+        let (start, npages, shift) = unsafe {
+            (
+                b::rxe_rs_odp_start(ptr.as_ptr()),
+                b::rxe_rs_odp_num_pages(ptr.as_ptr()),
+                b::rxe_rs_odp_page_shift(ptr.as_ptr()),
+            )
+        };
+        *odp.umem.lock() = Some(UmemPtr(ptr));
+        // HUGETLB is refused before here, so the core uses system pages.
+        // PAGE_SHIFT is a small constant (12 on x86).
+        if start != first || shift != PAGE_SHIFT as u32 || npages != span.end {
+            odp.release();
+            return Err(EINVAL);
+        }
+        if let Err(e) = odp.map(addr, len, false, false) {
+            odp.release();
+            return Err(e);
+        }
+        Ok(odp)
+    }
+
+    /// Faults `[va, va + len)` (user addresses) in, writable when `write`,
+    /// and records the pages. Process context only; no spinlock held.
+    pub(crate) fn fault(&self, va: u64, len: u64, write: bool) -> Result {
+        self.map(va, len, write, true)
+    }
+
+    fn map(&self, va: u64, len: u64, write: bool, fault: bool) -> Result {
+        if len == 0 {
+            return Ok(());
+        }
+        let span = odp_logic::pages(self.base, PAGE_SHIFT as u32, va, len).ok_or(EFAULT)?;
+        let umem = self.umem.lock();
+        let Some(UmemPtr(ptr)) = umem.as_ref() else {
+            return Err(EFAULT);
+        };
+        let ptr = ptr.as_ptr();
+        // SAFETY: The umem is alive while `umem` holds it and we hold the
+        // mutex. On success the call returns with `umem_mutex` held.
+        to_result(unsafe { b::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
+        {
+            let mut table = self.table.lock();
+            for idx in span {
+                let mut writable = false;
+                // SAFETY: `umem_mutex` is held; `idx` is below the umem's
+                // page count (the table has one entry per page).
+                let page = unsafe { b::rxe_rs_odp_page(ptr, idx, &mut writable) };
+                if let Some(e) = table.get_mut(idx) {
+                    // Page addresses are aligned: bit 0 is free.
+                    *e = if page.is_null() {
+                        0
+                    } else {
+                        (page as usize) | usize::from(writable)
+                    };
+                }
+            }
+        }
+        // SAFETY: Drops the `umem_mutex` the map call took.
+        unsafe { b::rxe_rs_odp_unlock(ptr) };
+        Ok(())
+    }
+
+    /// Ends the registration: the notifier is removed and the pages are
+    /// unmapped. Later accesses find every page absent and later faults
+    /// fail. Process context.
+    pub(crate) fn release(&self) {
+        let mut umem = self.umem.lock();
+        self.released.store(true, Ordering::Release);
+        if let Some(UmemPtr(ptr)) = umem.take() {
+            {
+                let mut table = self.table.lock();
+                table.iter_mut().for_each(|e| *e = 0);
+            }
+            // SAFETY: We owned the umem and nothing uses it any more: faults
+            // hold the mutex we hold, and the release waits for running
+            // invalidations.
+            unsafe { b::ib_umem_odp_release(ptr.as_ptr()) };
+        }
+    }
+
+    /// Runs `f` on each page piece of `[va, va + len)` with the table locked,
+    /// after checking that every page is present (writable when `write`).
+    fn with_pages(
+        &self,
+        va: u64,
+        len: usize,
+        write: bool,
+        mut f: impl FnMut(PageRef, usize, usize, usize) -> Result<(), PageError>,
+    ) -> Result<(), OdpError> {
+        let span = odp_logic::pages(self.base, PAGE_SHIFT as u32, va, len64(len))
+            .ok_or(OdpError::Page(PageError::Fault))?;
+        let table = self.table.lock();
+        let need = if write { WRITABLE } else { 0 };
+        for idx in span {
+            let e = *table.get(idx).ok_or(OdpError::Page(PageError::Fault))?;
+            if e == 0 || e & need != need {
+                return Err(OdpError::Absent);
+            }
+        }
+        for c in layout(self.base).chunks(va, len) {
+            let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
+            let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
+            let page = NonNull::new((e & !WRITABLE) as *mut b::page)
+                .ok_or(OdpError::Absent)?;
+            // The entry stays present while we hold the table lock (type
+            // invariant), so the page stays valid for `f`.
+            f(PageList::page_ref(page), c.offset, c.len, c.pos)?;
+        }
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes at user address `va` into `out`.
+    pub(crate) fn read(&self, va: u64, out: &mut [u8]) -> Result<(), OdpError> {
+        let len = out.len();
+        self.with_pages(va, len, false, |p, off, n, pos| {
+            let dst = out.get_mut(pos..pos + n).ok_or(PageError::Fault)?;
+            p.read(off, dst)
+        })
+    }
+
+    /// Copies `data` to user address `va`.
+    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), OdpError> {
+        self.with_pages(va, data.len(), true, |p, off, n, pos| {
+            let src = data.get(pos..pos + n).ok_or(PageError::Fault)?;
+            p.write(off, src)
+        })
+    }
+
+    /// An 8-byte atomic at user address `va`; returns the value found.
+    pub(crate) fn atomic(&self, va: u64, op: AtomicOp) -> Result<u64, OdpError> {
+        let mut old = 0;
+        self.with_pages(va, 8, true, |p, off, _, _| {
+            old = p.atomic(off, op)?;
+            Ok(())
+        })?;
+        Ok(old)
+    }
+
+    /// An 8-byte release store at user address `va`.
+    pub(crate) fn store_release(&self, va: u64, value: u64) -> Result<(), OdpError> {
+        self.with_pages(va, 8, true, |p, off, _, _| p.store_release(off, value))
+    }
+
+    /// Writes `[va, va + len)` back from the CPU caches.
+    pub(crate) fn flush(&self, va: u64, len: usize) -> Result<(), OdpError> {
+        self.with_pages(va, len, false, |p, off, n, _| p.flush(off, n))
+    }
+
+    /// Marks `[start, end)` (user addresses) absent: the first half of an
+    /// invalidation, with `umem_mutex` held.
+    fn clear(&self, start: u64, end: u64) {
+        let Some(len) = end.checked_sub(start) else {
+            return;
+        };
+        let Some(span) = odp_logic::pages(self.base, PAGE_SHIFT as u32, start, len) else {
+            return;
+        };
+        let mut table = self.table.lock();
+        for idx in span {
+            if let Some(e) = table.get_mut(idx) {
+                *e = 0;
+            }
+        }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Odp {
+    fn drop(self: Pin<&mut Self>) {
+        // Normally done by the MR's deregistration already; here for the
+        // error paths of registration.
+        if !self.released.load(Ordering::Acquire) {
+            self.release();
+        }
+    }
+}
+
+/// The notifier callback of every rxe ODP umem.
+///
+/// # Safety
+///
+/// Called by the MMU-notifier core for a notifier of a umem made by
+/// [`Odp::get`].
+unsafe extern "C" fn invalidate(
+    mni: *mut b::mmu_interval_notifier,
+    range: *const b::mmu_notifier_range,
+    cur_seq: c_ulong,
+) -> bool {
+    let mut private: *mut c_void = core::ptr::null_mut();
+    let mut start = 0u64;
+    let mut end = 0u64;
+    // SAFETY: Arguments as the core passed them; the outputs are locals.
+    if !unsafe {
+        b::rxe_rs_odp_invalidate_begin(mni, range, cur_seq, &mut private, &mut start, &mut end)
+    } {
+        return false;
+    }
+    if !private.is_null() {
+        // SAFETY: `private` is the `Odp` of this umem (set under
+        // `umem_mutex`, which we hold), alive until the umem is released,
+        // which waits for this callback.
+        let odp = unsafe { &*private.cast::<Odp>() };
+        odp.clear(start, end);
+    }
+    // SAFETY: Pairs with the begin call above (drops `umem_mutex`).
+    unsafe { b::rxe_rs_odp_invalidate_end(mni, start, end) };
+    true
+}
+
+/// The notifier operations of rxe ODP umems.
+static OPS: b::mmu_interval_notifier_ops = b::mmu_interval_notifier_ops {
+    invalidate: Some(invalidate),
+    #[cfg(rxe_kernel_7)]
+    invalidate_start: None,
+    #[cfg(rxe_kernel_7)]
+    invalidate_finish: None,
+};
+
+/// The registration an ODP MR owns: ends it (notifier removed, pages
+/// unmapped) when dropped, in process context, even while the datapath
+/// still holds the [`Odp`].
+pub(crate) struct OdpReg(Arc<Odp>);
+
+impl OdpReg {
+    pub(crate) fn new(odp: Arc<Odp>) -> Self {
+        Self(odp)
+    }
+}
+
+impl Drop for OdpReg {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
