@@ -19,7 +19,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::DeviceState;
 use crate::rxe::kernel::page::PayloadPages;
-use crate::rxe::mr::{self, Access, AccessError, KeyKind, PdId};
+use crate::rxe::mr::{self, Access, AccessError, KeyKind, PdId, PendingFault};
 use crate::rxe::proto::{
     sge_cursor::{CursorError, Piece, SgeCursor, SgeList},
     uapi::WcStatus,
@@ -106,6 +106,8 @@ struct Held {
 pub(crate) struct Cursor {
     pos: SgeCursor,
     held: Option<Held>,
+    /// What the last copy that failed with [`DmaError::Absent`] needs.
+    fault: Option<PendingFault>,
 }
 
 impl Cursor {
@@ -114,6 +116,7 @@ impl Cursor {
         Self {
             pos: SgeCursor::new(length),
             held: None,
+            fault: None,
         }
     }
 
@@ -121,6 +124,11 @@ impl Cursor {
     /// the next WQE).
     pub(crate) fn reset(&mut self, length: u32) {
         *self = Self::new(length);
+    }
+
+    /// The fault the last [`DmaError::Absent`] asks for, once.
+    pub(crate) fn take_fault(&mut self) -> Option<PendingFault> {
+        self.fault.take()
     }
 
     /// Bytes left.
@@ -137,7 +145,7 @@ impl Cursor {
         sges: &L,
         data: &[u8],
     ) -> Result<(), DmaError> {
-        self.transfer(mem, sges, data.len(), |mr, addr, piece| {
+        self.transfer(mem, sges, data.len(), true, |mr, addr, piece| {
             let src = data.get(piece.range()).ok_or(DmaError::Fault)?;
             Ok(mr.copy_in(addr, src)?)
         })
@@ -151,7 +159,7 @@ impl Cursor {
         sges: &L,
         out: &mut [u8],
     ) -> Result<(), DmaError> {
-        self.transfer(mem, sges, out.len(), |mr, addr, piece| {
+        self.transfer(mem, sges, out.len(), false, |mr, addr, piece| {
             let dst = out.get_mut(piece.range()).ok_or(DmaError::Fault)?;
             Ok(mr.copy_out(addr, dst)?)
         })
@@ -170,7 +178,7 @@ impl Cursor {
         out: &mut PayloadPages,
     ) -> Result<bool, DmaError> {
         let mut ok = true;
-        self.transfer(mem, sges, len, |mr, addr, piece| {
+        self.transfer(mem, sges, len, false, |mr, addr, piece| {
             if ok {
                 ok = mr.ref_pages(addr, piece.len as usize, out)?;
             }
@@ -198,6 +206,7 @@ impl Cursor {
         mem: &LocalAccess<'_>,
         sges: &L,
         len: usize,
+        write: bool,
         mut copy: impl FnMut(&mr::Shared, u64, &Piece) -> Result<(), DmaError>,
     ) -> Result<(), DmaError> {
         let len = u32::try_from(len).map_err(|_| DmaError::TooLong)?;
@@ -206,7 +215,17 @@ impl Cursor {
             let piece = piece?;
             let mr = self.mr_for(mem, &piece)?;
             let addr = piece.addr().ok_or(DmaError::Range)?;
-            copy(mr, addr, &piece)?;
+            if let Err(e) = copy(mr, addr, &piece) {
+                if e == DmaError::Absent {
+                    self.fault = self.held.as_ref().map(|h| PendingFault {
+                        mr: h.mr.clone(),
+                        iova: addr,
+                        len: u64::from(piece.len),
+                        write,
+                    });
+                }
+                return Err(e);
+            }
         }
         self.pos = walk.position();
         self.drop_stale();

@@ -527,6 +527,26 @@ impl Shared {
         odp.fault(va, len, write).map_err(|_| AccessError::Fault)
     }
 
+    /// Whether `[iova, iova + len)` can be accessed without a fault: always
+    /// for MRs that are not ODP MRs (and for ranges the access itself will
+    /// refuse).
+    pub(crate) fn present(&self, iova: u64, len: u64, write: bool) -> bool {
+        if let Some(w) = &self.window {
+            return match w.target(iova, len) {
+                Ok(t) => w.mr.present(t, len, write),
+                Err(_) => true,
+            };
+        }
+        let Ok(n) = usize::try_from(len) else {
+            return true;
+        };
+        let i = self.inner.lock();
+        match i.odp(iova, len) {
+            Some(Ok((odp, va))) => odp.present(va, n, write),
+            _ => true,
+        }
+    }
+
     /// Executes a REG_MR work request: a free fast-reg MR of the QP's PD
     /// takes the new key byte, rights and range (`iova`/`length` are the
     /// `ib_mr` fields the kernel user set up through `ib_map_mr_sg`, and
@@ -589,6 +609,22 @@ impl Shared {
     fn retire(&self) {
         let mut i = self.inner.lock();
         i.state = State::Invalid;
+    }
+}
+
+/// An access that found an ODP page absent: what to fault in before it
+/// runs again.
+pub(crate) struct PendingFault {
+    pub(crate) mr: Arc<Shared>,
+    pub(crate) iova: u64,
+    pub(crate) len: u64,
+    pub(crate) write: bool,
+}
+
+impl PendingFault {
+    /// Faults the range in. Process context, no datapath lock held.
+    pub(crate) fn resolve(&self) -> Result<(), AccessError> {
+        self.mr.fault(self.iova, self.len, self.write)
     }
 }
 

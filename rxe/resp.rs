@@ -22,13 +22,14 @@ use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
-use crate::rxe::mr::{self, AccessError, KeyKind, PdId, QpId};
+use crate::rxe::mr::{self, AccessError, KeyKind, PdId, PendingFault, QpId};
 use crate::rxe::net::{self, Av, TxFlow};
 use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
-use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
+use crate::rxe::proto::mr_logic::{len64, Access, AtomicOp, InvalidateError};
+use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_attr::QpAttrs;
@@ -57,6 +58,9 @@ struct HeldWqe {
 struct WqeHold {
     w: KBox<HeldWqe>,
     live: bool,
+    /// The message's first packet stopped at an absent ODP page after it
+    /// took this (SRQ) WQE: its next try takes the same WQE.
+    retry: bool,
 }
 
 impl WqeHold {
@@ -68,7 +72,11 @@ impl WqeHold {
             },
             GFP_KERNEL,
         )?;
-        Ok(Self { w, live: false })
+        Ok(Self {
+            w,
+            live: false,
+            retry: false,
+        })
     }
 
     fn get(&self) -> Option<&HeldWqe> {
@@ -85,6 +93,7 @@ impl WqeHold {
 
     fn clear(&mut self) {
         self.live = false;
+        self.retry = false;
     }
 }
 
@@ -99,6 +108,10 @@ pub(crate) struct State {
     flow: TxFlow<()>,
     /// An SRQ QP in ERR reported its last WQE.
     last_wqe_reported: bool,
+    /// Faults of ODP pages for the request at the head.
+    odp_retry: Retry,
+    /// The retries are used up: an absent page is a bad access.
+    odp_give_up: bool,
 }
 
 /// The responder state (9 KiB, mostly the read/atomic resources), built in
@@ -132,6 +145,8 @@ impl State {
             wqe: WqeHold::new()?,
             flow: TxFlow::new(())?,
             last_wqe_reported: false,
+            odp_retry: Retry::new(),
+            odp_give_up: false,
         })
     }
 
@@ -320,6 +335,10 @@ struct Io<'a> {
     mr: Option<Arc<mr::Shared>>,
     /// The receive CQ's callbacks, run after the `resp` lock.
     due: Due,
+    /// What the last access that found an ODP page absent needs.
+    fault: Option<PendingFault>,
+    /// Absent pages are bad accesses now (retries used up).
+    odp_give_up: bool,
 }
 
 impl Io<'_> {
@@ -341,6 +360,20 @@ impl Io<'_> {
             flow_label: 0,
             sport: self.f.sport,
         })
+    }
+
+    /// Records an access of the held MR that found a page absent.
+    fn note_absent(&mut self, e: AccessError, iova: u64, len: u64, write: bool) {
+        if e == AccessError::Absent {
+            if let Some(mr) = &self.mr {
+                self.fault = Some(PendingFault {
+                    mr: mr.clone(),
+                    iova,
+                    len,
+                    write,
+                });
+            }
+        }
     }
 
     fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::Shared>, AccessError> {
@@ -416,6 +449,12 @@ impl resp_run::Io for Io<'_> {
 
     fn take_recv(&mut self) -> Result<u32, RecvError> {
         if let Some(srq) = &self.sh.srq {
+            if self.wqe.retry && self.wqe.live {
+                self.wqe.retry = false;
+                let h = &mut *self.wqe.w;
+                h.cursor.reset(h.wqe.length);
+                return Ok(h.wqe.length);
+            }
             self.wqe.clear();
             take_srq(srq, &mut self.wqe.w.wqe)?;
         } else {
@@ -462,12 +501,23 @@ impl resp_run::Io for Io<'_> {
             DmaError::NoSpace => RecvCopyError::NoSpace,
             _ => RecvCopyError::Fault,
         };
+        let mut r = Ok(());
         if with_grh {
-            h.cursor
-                .copy_to_mem(&mem, &h.wqe, p.network_hdr())
-                .map_err(map)?;
+            r = h.cursor.copy_to_mem(&mem, &h.wqe, p.network_hdr());
         }
-        h.cursor.copy_to_mem(&mem, &h.wqe, p.payload()).map_err(map)
+        if r.is_ok() {
+            r = h.cursor.copy_to_mem(&mem, &h.wqe, p.payload());
+        }
+        if r == Err(DmaError::Absent) {
+            self.fault = h.cursor.take_fault();
+            if with_grh {
+                // A UD message is one packet: its next try starts over.
+                h.cursor.reset(h.wqe.length);
+            }
+            // A first packet's next try takes the WQE it took now.
+            self.wqe.retry = self.sh.srq.is_some();
+        }
+        r.map_err(map)
     }
 
     fn recv_received(&self) -> u32 {
@@ -541,12 +591,21 @@ impl resp_run::Io for Io<'_> {
     fn write_data(&mut self, va: u64) -> Result<(), AccessFault> {
         let p = self.head.as_ref().ok_or(AccessFault)?;
         let mr = self.mr.as_ref().ok_or(AccessFault)?;
-        mr.copy_in(va, p.payload()).map_err(|_| AccessFault)
+        let len = len64(p.payload().len());
+        let r = mr.copy_in(va, p.payload());
+        if let Err(e) = r {
+            self.note_absent(e, va, len, true);
+        }
+        r.map_err(|_| AccessFault)
     }
 
     fn atomic(&mut self, va: u64, op: AtomicOp) -> Result<u64, AtomicError> {
         let mr = self.mr.as_ref().ok_or(AtomicError::Access)?;
-        mr.atomic_op(va, op).map_err(|e| match e {
+        let r = mr.atomic_op(va, op);
+        if let Err(e) = r {
+            self.note_absent(e, va, 8, true);
+        }
+        r.map_err(|e| match e {
             AccessError::Misaligned => AtomicError::Misaligned,
             _ => AtomicError::Access,
         })
@@ -560,7 +619,11 @@ impl resp_run::Io for Io<'_> {
             .first_chunk::<8>()
             .map(|b| u64::from_ne_bytes(*b))
             .ok_or(AtomicError::Access)?;
-        mr.atomic_write(va, value).map_err(|e| match e {
+        let r = mr.atomic_write(va, value);
+        if let Err(e) = r {
+            self.note_absent(e, va, 8, true);
+        }
+        r.map_err(|e| match e {
             AccessError::Misaligned => AtomicError::Misaligned,
             _ => AtomicError::Access,
         })
@@ -614,7 +677,8 @@ impl resp_run::Io for Io<'_> {
             }
         }
         let ack = Syndrome::ACK_UNLIMITED.encode();
-        self.send_reply(
+        let mut absent = false;
+        let sent = self.send_reply(
             r.opcode,
             r.psn,
             (
@@ -631,9 +695,23 @@ impl resp_run::Io for Io<'_> {
                     return Ok(());
                 }
                 let mr = mr.as_ref().ok_or(SendFailed::Access)?;
-                mr.copy_out(r.va, out).map_err(|_| SendFailed::Access)
+                mr.copy_out(r.va, out).map_err(|e| {
+                    absent = e == AccessError::Absent;
+                    SendFailed::Access
+                })
             },
-        )
+        );
+        if absent {
+            if let Some(mr) = mr {
+                self.fault = Some(PendingFault {
+                    mr,
+                    iova: r.va,
+                    len: u64::from(r.len),
+                    write: false,
+                });
+            }
+        }
+        sent
     }
 
     fn send_ack(&mut self, a: &Ack) {
@@ -647,6 +725,37 @@ impl resp_run::Io for Io<'_> {
     fn count(&mut self, ev: Event) {
         counters::inc(&self.sh.dev, ev.into());
     }
+
+    fn absent(&self) -> bool {
+        self.fault.is_some() && !self.odp_give_up
+    }
+
+    fn probe(&mut self, va: u64, len: u32, write: bool) -> bool {
+        let Some(mr) = &self.mr else {
+            return true;
+        };
+        if self.odp_give_up || mr.present(va, u64::from(len), write) {
+            return true;
+        }
+        self.fault = Some(PendingFault {
+            mr: mr.clone(),
+            iova: va,
+            len: u64::from(len),
+            write,
+        });
+        false
+    }
+}
+
+/// What the responder does about an absent ODP page after a run.
+enum OdpStep {
+    None,
+    /// Not on a worker: go to one.
+    Defer,
+    /// Fault the page in, then run again.
+    Fault(Option<PendingFault>),
+    /// Retries used up: run again, the access now failing as a bad one.
+    Rerun,
 }
 
 /// A consumed SRQ WQE as the responder's held WQE.
@@ -683,13 +792,16 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 }
             };
         }
-        let (out, mut due) = {
+        let may_sleep = this.resp_task.in_worker();
+        let (out, mut due, fault) = {
             let mut guard = this.resp.lock();
             let State {
                 rs,
                 head,
                 wqe,
                 flow,
+                odp_retry,
+                odp_give_up,
                 ..
             } = &mut *guard;
             let mut io = Io {
@@ -700,13 +812,46 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 flow,
                 mr: None,
                 due: Due::NONE,
+                fault: None,
+                odp_give_up: *odp_give_up,
             };
             let out = resp_run::run(rs, &f.qp, &mut io);
-            (out, io.due)
+            let (due, pending) = (io.due, io.fault);
+            let fault = match (out.fault, may_sleep) {
+                (false, _) => {
+                    if out.progress {
+                        odp_retry.on_success();
+                        *odp_give_up = false;
+                    }
+                    OdpStep::None
+                }
+                (true, false) => OdpStep::Defer,
+                (true, true) => match odp_retry.on_absent() {
+                    Next::Fault => OdpStep::Fault(pending),
+                    Next::GiveUp => {
+                        *odp_give_up = true;
+                        OdpStep::Rerun
+                    }
+                },
+            };
+            (out, due, fault)
         };
         // Completion handlers run with no QP lock held: they may post to or
         // modify this QP.
         this.rcq.run_due(&mut due);
+        match fault {
+            OdpStep::None => {}
+            OdpStep::Defer => return Progress::Defer,
+            OdpStep::Rerun => return Progress::More,
+            OdpStep::Fault(pending) => {
+                // In a worker, no lock held: the fault may sleep.
+                let ok = pending.is_some_and(|p| p.resolve().is_ok());
+                if !ok {
+                    this.resp.lock().odp_give_up = true;
+                }
+                return Progress::More;
+            }
+        }
         if out.qp_error {
             this.resp_enter_error();
             return Progress::More;

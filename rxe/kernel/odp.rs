@@ -140,7 +140,7 @@ impl Odp {
         *odp.umem.lock() = Some(UmemPtr(ptr));
         // HUGETLB is refused before here, so the core uses system pages.
         // PAGE_SHIFT is a small constant (12 on x86).
-        if start != first || shift != PAGE_SHIFT as u32 || npages != span.end {
+        if u64::try_from(start).ok() != Some(first) || shift != PAGE_SHIFT as u32 || npages != span.end {
             odp.release();
             return Err(EINVAL);
         }
@@ -241,6 +241,15 @@ impl Odp {
         Ok(())
     }
 
+    /// Whether every page of `[va, va + len)` is present (and writable
+    /// when `write`), at the moment of the call.
+    pub(crate) fn present(&self, va: u64, len: usize, write: bool) -> bool {
+        !matches!(
+            self.with_pages(va, len, write, |_, _, _, _| Ok(())),
+            Err(OdpError::Absent)
+        )
+    }
+
     /// Copies `out.len()` bytes at user address `va` into `out`.
     pub(crate) fn read(&self, va: u64, out: &mut [u8]) -> Result<(), OdpError> {
         let len = out.len();
@@ -273,9 +282,20 @@ impl Odp {
         self.with_pages(va, 8, true, |p, off, _, _| p.store_release(off, value))
     }
 
-    /// Writes `[va, va + len)` back from the CPU caches.
+    /// Writes `[va, va + len)` back from the CPU caches. Absent pages
+    /// are skipped: their contents went back to the page cache or swap when
+    /// they were invalidated.
     pub(crate) fn flush(&self, va: u64, len: usize) -> Result<(), OdpError> {
-        self.with_pages(va, len, false, |p, off, n, _| p.flush(off, n))
+        let table = self.table.lock();
+        for c in layout(self.base).chunks(va, len) {
+            let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
+            let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
+            if let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) {
+                // Present while the table lock is held (type invariant).
+                PageList::page_ref(page).flush(c.offset, c.len)?;
+            }
+        }
+        Ok(())
     }
 
     /// Marks `[start, end)` (user addresses) absent: the first half of an

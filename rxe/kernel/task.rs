@@ -82,7 +82,7 @@
 
 use core::{
     ptr,
-    sync::atomic::{AtomicPtr, AtomicU32, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering},
 };
 
 use kernel::{
@@ -106,6 +106,9 @@ pub(crate) enum Progress {
     More,
     /// Nothing left until the next `schedule`.
     Done,
+    /// The step needs to sleep (an ODP page fault) and was called where it
+    /// may not ([`Task::in_worker`] false): run it again on a worker.
+    Defer,
 }
 
 /// The work of a task owner.
@@ -152,6 +155,8 @@ pub(crate) struct Task<T, const ID: u64> {
     /// Runs in progress in callers' contexts ([`Task::run`]); raised under
     /// `state` when such a run takes the task.
     inline_runs: AtomicU32,
+    /// Set while a worker drives the task: its step may sleep.
+    in_worker: AtomicBool,
 }
 
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
@@ -241,6 +246,7 @@ where
             work <- Work::new(name, key),
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),
             inline_runs: AtomicU32::new(0),
+            in_worker: AtomicBool::new(false),
         })
     }
 
@@ -367,7 +373,17 @@ where
             }
             *state = State::Running;
         }
+        task.in_worker.store(true, Ordering::Relaxed);
         Self::drive(&this, MAX_ITERATIONS);
+        task.in_worker.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the step running now runs on a worker, in process context
+    /// with no lock of the task held, where it may sleep. Only meaningful
+    /// from the task's own step function (the task never runs twice at
+    /// once, so the flag is the current run's).
+    pub(crate) fn in_worker(&self) -> bool {
+        self.in_worker.load(Ordering::Relaxed)
     }
 
     /// Calls the step function while there is work and budget, then leaves
@@ -388,9 +404,11 @@ where
                     return;
                 }
                 // Scheduled while running: go on while the budget lasts.
-                (State::Armed, _) if budget > 0 => *state = State::Running,
-                // Out of budget with work left: yield the worker and come
-                // back through the queue.
+                (State::Armed, Progress::More | Progress::Done) if budget > 0 => {
+                    *state = State::Running
+                }
+                // Out of budget with work left, or a step that must sleep
+                // outside a worker: yield and come back through the queue.
                 (State::Running | State::Armed, _) => {
                     *state = if enqueue(this.clone()) {
                         State::Queued
