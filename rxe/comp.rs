@@ -8,13 +8,14 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::cq::Due;
-use crate::rxe::dma::{Cursor, LocalAccess};
+use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::task::Progress;
 use crate::rxe::kernel::timer::Jiffies;
-use crate::rxe::mr::PdId;
+use crate::rxe::mr::{PdId, PendingFault};
 use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::mr_logic::Access;
+use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::qp_state::{QpState, QpType};
 use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
@@ -32,11 +33,22 @@ use crate::rxe::req::{self, Track};
 /// no step builds (and the compiler moves) a batch on the stack.
 pub(crate) struct State {
     cqes: Cqes,
+    /// A response met an absent ODP page: fault it in (on a worker, with
+    /// no lock held) before the next response.
+    odp_pending: Option<PendingFault>,
+    odp_retry: Retry,
+    /// The retries are used up: an absent page fails the WQE.
+    odp_give_up: bool,
 }
 
 impl State {
     pub(crate) fn new() -> Self {
-        Self { cqes: Cqes::EMPTY }
+        Self {
+            cqes: Cqes::EMPTY,
+            odp_pending: None,
+            odp_retry: Retry::new(),
+            odp_give_up: false,
+        }
     }
 }
 
@@ -115,6 +127,9 @@ struct Io<'a> {
     track: &'a mut Track,
     pkt: Option<RxPacket>,
     cqes: &'a mut Cqes,
+    /// What the last scatter that met an absent ODP page needs.
+    fault: Option<PendingFault>,
+    odp_give_up: bool,
 }
 
 impl Io<'_> {
@@ -135,14 +150,19 @@ impl Io<'_> {
         let mut cur = Cursor::new(wqe.length);
         cur.advance(wqe, wqe.length - sh.progress.resid)
             .map_err(|_| CopyFault)?;
-        cur.copy_to_mem(&mem, wqe, data).map_err(|_| CopyFault)?;
+        if let Err(e) = cur.copy_to_mem(&mem, wqe, data) {
+            if e == DmaError::Absent {
+                self.fault = cur.take_fault();
+            }
+            return Err(CopyFault);
+        }
         sh.progress.resid -= len;
         Ok(sh.progress.resid)
     }
 
     /// Returns the original value of an atomic reply into the head WQE
     /// `wqe`'s buffer.
-    fn atomic_into(&self, wqe: &SendWqe) -> Result<(), CopyFault> {
+    fn atomic_into(&mut self, wqe: &SendWqe) -> Result<(), CopyFault> {
         let orig = self
             .pkt
             .as_ref()
@@ -152,7 +172,12 @@ impl Io<'_> {
         let mem = LocalAccess::new(self.qp.dev.state(), PdId(self.qp.pd), Access::LOCAL_WRITE);
         let mut cur = Cursor::new(wqe.length);
         cur.copy_to_mem(&mem, wqe, &orig.to_ne_bytes())
-            .map_err(|_| CopyFault)
+            .map_err(|e| {
+                if e == DmaError::Absent {
+                    self.fault = cur.take_fault();
+                }
+                CopyFault
+            })
     }
 }
 
@@ -220,6 +245,10 @@ impl cl::Sq for Io<'_> {
     fn count(&mut self, ev: Event) {
         counters::inc(&self.qp.dev, ev.into());
     }
+
+    fn absent(&self) -> bool {
+        self.fault.is_some() && !self.odp_give_up
+    }
 }
 
 /// `flush_send_queue()`: a QP in ERR completes every WQE, the first one
@@ -274,10 +303,29 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         return Progress::Done;
     }
     let mut comp = qp.comp.lock();
-    let cqes = &mut comp.cqes;
     if state == QpState::Err {
-        return flush(qp, cqes, true);
+        comp.odp_pending = None;
+        return flush(qp, &mut comp.cqes, true);
     }
+    if let Some(pending) = comp.odp_pending.take() {
+        if !qp.send_task.in_worker() {
+            comp.odp_pending = Some(pending);
+            return Progress::Defer;
+        }
+        drop(comp);
+        // In a worker, no lock held: the fault may sleep.
+        if pending.resolve().is_err() {
+            qp.comp.lock().odp_give_up = true;
+        }
+        qp.kick_requester();
+        return Progress::More;
+    }
+    let State {
+        cqes,
+        odp_pending,
+        odp_retry,
+        odp_give_up,
+    } = &mut *comp;
     let out = {
         let mut guard = qp.req.lock();
         let st = &mut *guard;
@@ -286,10 +334,21 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             track: &mut st.sq,
             pkt: None,
             cqes,
+            fault: None,
+            odp_give_up: *odp_give_up,
         };
         let out = cl::run(&mut st.comp, &mut st.req, &mut io);
         if let Some(p) = io.pkt.take() {
             p.consume();
+        }
+        if io.fault.is_some() && !*odp_give_up {
+            match odp_retry.on_absent() {
+                Next::Fault => *odp_pending = io.fault.take(),
+                Next::GiveUp => *odp_give_up = true,
+            }
+        } else if out.progress {
+            odp_retry.on_success();
+            *odp_give_up = false;
         }
         // Everything sent is acknowledged: a retransmit timer left pending
         // would fire later, while the next message is in flight, and have

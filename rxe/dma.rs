@@ -53,7 +53,7 @@ impl DmaError {
     /// is a protection error, anything else a QP operation error).
     pub(crate) fn requester_status(self) -> WcStatus {
         match self {
-            Self::Fault => WcStatus::LocProtErr,
+            Self::Fault | Self::Absent => WcStatus::LocProtErr,
             _ => WcStatus::LocQpOpErr,
         }
     }

@@ -14,18 +14,19 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::ah;
-use crate::rxe::dma::{Cursor, LocalAccess};
+use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::Progress as TaskProgress;
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
-use crate::rxe::mr::{self, PdId};
+use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
 use crate::rxe::proto::comp_logic::{self as cl, CompState, Head};
 use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
 use crate::rxe::proto::mr_logic::Access;
+use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
@@ -211,6 +212,10 @@ pub(crate) struct State {
     pub(crate) req: ReqState,
     pub(crate) comp: CompState,
     pub(crate) sq: Track,
+    /// Faults of ODP pages for the packet being built.
+    odp_retry: Retry,
+    /// The retries are used up: an absent page fails the WQE.
+    odp_give_up: bool,
 }
 
 impl State {
@@ -231,6 +236,8 @@ impl State {
                 cur: WqeCopy::new()?,
                 head: WqeCopy::new()?,
             },
+            odp_retry: Retry::new(),
+            odp_give_up: false,
         })
     }
 }
@@ -411,6 +418,23 @@ enum Outcome {
     Sent { retire: bool },
     /// A WQE failed: the QP goes to ERR.
     Failed,
+    /// The payload met an absent ODP page: nothing was sent; fault it in
+    /// (on a worker) and try the same packet again.
+    Fault(Option<PendingFault>),
+}
+
+/// Why a packet was not built.
+enum BuildError {
+    /// The WQE fails with this status.
+    Status(WcStatus),
+    /// Its payload met an absent ODP page.
+    Absent(Option<PendingFault>),
+}
+
+impl From<WcStatus> for BuildError {
+    fn from(s: WcStatus) -> Self {
+        Self::Status(s)
+    }
 }
 
 /// Runs a local operation of `wqe`; `Err` with the status it fails with.
@@ -510,7 +534,8 @@ fn build<'a>(
     wqe: &SendWqe,
     p: &rl::Packet,
     done: u32,
-) -> Result<net::TxPacket<'a>, WcStatus> {
+    odp_give_up: bool,
+) -> Result<net::TxPacket<'a>, BuildError> {
     let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
@@ -614,8 +639,13 @@ fn build<'a>(
                 let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
                 let mut cur = Cursor::new(wqe.length);
                 cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-                cur.copy_from_mem(&mem, wqe, out)
-                    .map_err(|e| e.requester_status())?;
+                match cur.copy_from_mem(&mem, wqe, out) {
+                    Ok(()) => {}
+                    Err(DmaError::Absent) if !odp_give_up => {
+                        return Err(BuildError::Absent(cur.take_fault()))
+                    }
+                    Err(e) => return Err(e.requester_status().into()),
+                }
             }
             Payload::None => {}
         }
@@ -754,8 +784,10 @@ fn run_wqe<'a>(
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            match build(qp, snap, wqe, &p, done) {
+            match build(qp, snap, wqe, &p, done, st.odp_give_up) {
                 Ok(tx) => {
+                    st.odp_retry.on_success();
+                    st.odp_give_up = false;
                     let end = rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p);
                     if end {
                         st.sq.off = off + 1;
@@ -771,7 +803,9 @@ fn run_wqe<'a>(
                         end && (qp.qp_type != QpType::Rc || cl::fully_acked(&st.comp, &head));
                     (Outcome::Sent { retire }, Some(tx))
                 }
-                Err(status) => {
+                // Nothing committed: the same packet is planned again.
+                Err(BuildError::Absent(f)) => return (Outcome::Fault(f), None),
+                Err(BuildError::Status(status)) => {
                     rl::fail(&mut sh.progress, status);
                     st.sq.off = off + 1;
                     (Outcome::Failed, None)
@@ -835,6 +869,18 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
             qp.kick_completer();
             qp_error(qp);
             TaskProgress::Done
+        }
+        Outcome::Fault(pending) => {
+            if !qp.send_task.in_worker() {
+                return TaskProgress::Defer;
+            }
+            let next = qp.req.lock().odp_retry.on_absent();
+            // In a worker, no lock held: the fault may sleep.
+            let ok = next == Next::Fault && pending.is_some_and(|p| p.resolve().is_ok());
+            if !ok {
+                qp.req.lock().odp_give_up = true;
+            }
+            TaskProgress::More
         }
     }
 }

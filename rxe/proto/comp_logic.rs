@@ -172,6 +172,13 @@ pub(crate) trait Sq {
     fn retire(&mut self, status: WcStatus);
     /// Reports `ev` for the port counters.
     fn count(&mut self, _ev: Event) {}
+    /// Whether the scatter that just failed failed only because a page of
+    /// an on-demand-paging MR was absent. The response is then dropped as
+    /// if lost on the wire and the requester retries from the completer's
+    /// PSN, once the engine faulted the page in.
+    fn absent(&self) -> bool {
+        false
+    }
 }
 
 /// What the engine does after [`run`].
@@ -459,10 +466,12 @@ fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut O
                 // buffer unfilled: nothing can fill it any more.
                 Ok(resid) if resid > 0 && p.psn == h.progress.last_psn => St::Error(BAD_RESPONSE),
                 Ok(_) => St::UpdateComp,
+                Err(CopyFault) if sq.absent() => St::ErrorRetry,
                 Err(CopyFault) => St::Error(WcStatus::LocProtErr),
             },
             (St::Atomic, Some(_), Some(_)) => match sq.atomic_data() {
                 Ok(()) => St::CompAck,
+                Err(CopyFault) if sq.absent() => St::ErrorRetry,
                 Err(CopyFault) => St::Error(WcStatus::LocProtErr),
             },
             (St::WriteSend, Some(h), Some(p)) => {
