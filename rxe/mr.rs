@@ -46,9 +46,9 @@ use crate::rxe::kernel::{
     alloc::caller_sized,
     ibdev::Device,
     lock::{new_spinlock_bh, SpinLockBh},
+    odp::{Odp, OdpError, OdpReg},
     page::{DmaSpace, PageError, PageList, PageRef, PayloadPages},
     random,
-    odp::{Odp, OdpError, OdpReg},
     umem::Umem,
 };
 use crate::rxe::mw;
@@ -214,7 +214,11 @@ impl Inner {
             start: *start,
             length: self.length,
         };
-        Some(span.user_va(iova, len).map(|va| (&**odp, va)).ok_or(AccessError::Range))
+        Some(
+            span.user_va(iova, len)
+                .map(|va| (&**odp, va))
+                .ok_or(AccessError::Range),
+        )
     }
 
     fn usable(&self) -> Result<(), AccessError> {

@@ -120,7 +120,9 @@ impl Odp {
             }),
             GFP_KERNEL,
         )?;
-        let private = core::ptr::from_ref::<Self>(&*odp).cast_mut().cast::<c_void>();
+        let private = core::ptr::from_ref::<Self>(&*odp)
+            .cast_mut()
+            .cast::<c_void>();
         // The access bits are a C `int` bit set; the same bits either way.
         // SAFETY: The device is alive; `OPS` is static; `private` stays
         // valid until the umem is released, which `release` (or the drop of
@@ -140,7 +142,10 @@ impl Odp {
         *odp.umem.lock() = Some(UmemPtr(ptr));
         // HUGETLB is refused before here, so the core uses system pages.
         // PAGE_SHIFT is a small constant (12 on x86).
-        if u64::try_from(start).ok() != Some(first) || shift != PAGE_SHIFT as u32 || npages != span.end {
+        if u64::try_from(start).ok() != Some(first)
+            || shift != PAGE_SHIFT as u32
+            || npages != span.end
+        {
             odp.release();
             return Err(EINVAL);
         }
@@ -232,8 +237,7 @@ impl Odp {
         for c in layout(self.base).chunks(va, len) {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
-            let page = NonNull::new((e & !WRITABLE) as *mut b::page)
-                .ok_or(OdpError::Absent)?;
+            let page = NonNull::new((e & !WRITABLE) as *mut b::page).ok_or(OdpError::Absent)?;
             // The entry stays present while we hold the table lock (type
             // invariant), so the page stays valid for `f`.
             f(PageList::page_ref(page), c.offset, c.len, c.pos)?;
