@@ -775,6 +775,111 @@ fn recv_cqe_on_error_is_bare() {
     );
 }
 
+impl T {
+    /// Runs like `drain`, faulting absent pages in (the model's counters
+    /// run down) and running again; returns the outcome and the faults.
+    fn drain_faulting(&mut self) -> (Outcome, u32) {
+        let mut faults = 0;
+        let mut last = Outcome::default();
+        for _ in 0..10_000 {
+            let o = run(&mut self.st, &self.qp, &mut self.io);
+            if o.fault {
+                assert!(!o.progress && !o.qp_error);
+                assert!(!self.io.reqs.is_empty(), "a faulted request stays queued");
+                faults += 1;
+                continue;
+            }
+            if o.qp_error {
+                return (o, faults);
+            }
+            if !o.progress {
+                return (last, faults);
+            }
+            last = o;
+        }
+        panic!("responder never settles");
+    }
+}
+
+#[test]
+fn odp_absent_pages_stop_and_resume_requests() {
+    // Writes: the faulted packet runs again and lands once.
+    let mut t = T::new(QpType::Rc);
+    let va = BASE + 0x100;
+    t.io.absent = 2;
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteFirst, 100, 1024), va, 1100),
+        bytes(1024, 5),
+    );
+    t.io.push(rq(Opcode::RcWriteLast, 101, 76), bytes(76, 6));
+    let (o, faults) = t.drain_faulting();
+    assert!(!o.qp_error);
+    assert_eq!(faults, 2);
+    let mem = &t.io.mrs[&RKEY].data;
+    assert_eq!(&mem[0x100..0x500], &bytes(1024, 5)[..]);
+    assert_eq!(&mem[0x500..0x54c], &bytes(76, 6)[..]);
+    assert_eq!(t.io.acks(), [ack(101, 1)]);
+    assert_eq!(t.st.psn, 102);
+
+    // Sends: the receive WQE is kept and filled once.
+    t.io.rq.push_back(4096);
+    t.io.absent = 1;
+    t.io.push(rq(Opcode::RcSendOnly, 102, 300), bytes(300, 9));
+    let (o, faults) = t.drain_faulting();
+    assert!(!o.qp_error);
+    assert_eq!(faults, 1);
+    assert_eq!(t.io.cqes.len(), 1);
+    assert_eq!(t.io.cqes[0].1, bytes(300, 9));
+    assert_eq!(t.last_ack(), ack(102, 2));
+
+    // Reads: a probe before the MSN moves, then a response that races an
+    // invalidation; the responses go out once each, in order.
+    t.io.probe_absent = 1;
+    t.io.absent = 1;
+    t.io.push(
+        with_reth(rq(Opcode::RcReadRequest, 103, 0), BASE + 0x40, 2500),
+        vec![],
+    );
+    let (o, faults) = t.drain_faulting();
+    assert!(!o.qp_error);
+    assert_eq!(faults, 2);
+    let reads = t.io.reads();
+    assert_eq!(
+        reads
+            .iter()
+            .map(|r| (r.psn, r.len, r.msn))
+            .collect::<Vec<_>>(),
+        [(103, 1024, 3), (104, 1024, 3), (105, 452, 3)]
+    );
+    assert_eq!((t.st.psn, t.st.msn, t.st.cur), (106, 3, None));
+
+    // Atomics: absent at the probe, then at the operation itself (the
+    // resource taken for it is given back); executed once.
+    let before = u64::from_ne_bytes(t.io.mrs[&RKEY].data[8..16].try_into().unwrap());
+    t.io.probe_absent = 1;
+    t.io.absent = 1;
+    t.io.push(
+        Request {
+            atmeth: Some(AtmEth {
+                va: BASE + 8,
+                rkey: RKEY,
+                swap_add: 5,
+                compare: 0,
+            }),
+            ..rq(Opcode::RcFetchAdd, 106, 0)
+        },
+        vec![],
+    );
+    let head = t.st.res_head;
+    let (o, faults) = t.drain_faulting();
+    assert!(!o.qp_error);
+    assert_eq!(faults, 2);
+    let after = u64::from_ne_bytes(t.io.mrs[&RKEY].data[8..16].try_into().unwrap());
+    assert_eq!(after, before.wrapping_add(5));
+    assert_eq!(t.last_ack().orig, before);
+    assert_eq!(t.st.res_head, (head + 1) % t.st.res_count);
+}
+
 #[test]
 fn fuzz_run_never_panics() {
     let mut rng = Rng::new(0xdecaf);

@@ -62,6 +62,12 @@ pub(crate) struct RespModel {
     pub(crate) flushes: Vec<(bool, u64, u32, bool)>,
     pub(crate) lookups: u32,
     pub(crate) events: Vec<Event>,
+    /// ODP: how many of the next memory accesses find a page absent.
+    pub(crate) absent: u32,
+    /// ODP: how many of the next probes find a page absent.
+    pub(crate) probe_absent: u32,
+    /// The last access failed for an absent page.
+    pub(crate) last_absent: bool,
 }
 
 impl RespModel {
@@ -98,6 +104,15 @@ impl RespModel {
 
     fn payload(&self) -> &[u8] {
         self.reqs.front().map_or(&[], |(_, p)| p.as_slice())
+    }
+
+    /// Whether this access finds a page absent (and counts it).
+    fn take_absent(&mut self) -> bool {
+        self.last_absent = self.absent > 0;
+        if self.last_absent {
+            self.absent -= 1;
+        }
+        self.last_absent
     }
 
     fn held(&mut self) -> Option<&mut Mr> {
@@ -141,6 +156,9 @@ impl Io for RespModel {
     }
 
     fn recv_data(&mut self, with_grh: bool) -> Result<(), RecvCopyError> {
+        if self.take_absent() {
+            return Err(RecvCopyError::Fault);
+        }
         let mut bytes = Vec::new();
         if with_grh {
             bytes.extend(core::iter::repeat_n(0x47u8, GRH_LEN as usize));
@@ -193,6 +211,9 @@ impl Io for RespModel {
     }
 
     fn write_data(&mut self, va: u64) -> Result<(), AccessFault> {
+        if self.take_absent() {
+            return Err(AccessFault);
+        }
         let p = self.payload().to_vec();
         let mr = self.held().ok_or(AccessFault)?;
         let r = mr.range(va, p.len() as u64).ok_or(AccessFault)?;
@@ -201,6 +222,9 @@ impl Io for RespModel {
     }
 
     fn atomic(&mut self, va: u64, op: AtomicOp) -> Result<u64, AtomicError> {
+        if self.take_absent() {
+            return Err(AtomicError::Access);
+        }
         let mr = self.held().ok_or(AtomicError::Access)?;
         let r = mr.range(va, 8).ok_or(AtomicError::Access)?;
         if !va.is_multiple_of(8) {
@@ -214,6 +238,9 @@ impl Io for RespModel {
     }
 
     fn atomic_write(&mut self, va: u64) -> Result<(), AtomicError> {
+        if self.take_absent() {
+            return Err(AtomicError::Access);
+        }
         let p = self.payload().to_vec();
         let mr = self.held().ok_or(AtomicError::Access)?;
         let r = mr.range(va, 8).ok_or(AtomicError::Access)?;
@@ -250,6 +277,9 @@ impl Io for RespModel {
         if let Some(e) = self.fail_read {
             return Err(e);
         }
+        if self.take_absent() {
+            return Err(SendFailed::Access);
+        }
         let key = match r.source {
             ReadSource::Held => self.held_mr,
             ReadSource::Recheck(k) => Some(k),
@@ -272,5 +302,18 @@ impl Io for RespModel {
 
     fn count(&mut self, ev: Event) {
         self.events.push(ev);
+    }
+
+    fn absent(&self) -> bool {
+        self.last_absent
+    }
+
+    fn probe(&mut self, _va: u64, _len: u32, _write: bool) -> bool {
+        if self.probe_absent > 0 {
+            self.probe_absent -= 1;
+            self.last_absent = true;
+            return false;
+        }
+        true
     }
 }
