@@ -517,8 +517,14 @@ impl Shared {
     /// Sleeps: process context, with no datapath lock held. `Ok` for MRs
     /// that are not ODP MRs (nothing to do).
     pub(crate) fn fault(&self, iova: u64, len: u64, write: bool) -> Result<(), AccessError> {
+        self.odp_map(iova, len, write, true)
+    }
+
+    /// [`Shared::fault`], or with `fault` false a snapshot of the pages
+    /// already present (prefetch without faults).
+    fn odp_map(&self, iova: u64, len: u64, write: bool, fault: bool) -> Result<(), AccessError> {
         if let Some(w) = &self.window {
-            return w.mr.fault(w.target(iova, len)?, len, write);
+            return w.mr.odp_map(w.target(iova, len)?, len, write, fault);
         }
         let (odp, va) = {
             let i = self.inner.lock();
@@ -528,7 +534,8 @@ impl Shared {
             let (_, va) = i.odp(iova, len).ok_or(AccessError::Fault)??;
             (odp.clone(), va)
         };
-        odp.fault(va, len, write).map_err(|_| AccessError::Fault)
+        odp.map(va, len, write, fault)
+            .map_err(|_| AccessError::Fault)
     }
 
     /// Whether `[iova, iova + len)` can be accessed without a fault: always
@@ -648,6 +655,27 @@ pub(crate) fn lookup(
     let mr = dev.mrs.get(rules::key_index(key)).ok_or(AccessError::Key)?;
     mr.check_key(key, kind, pd, access)?;
     Ok(mr)
+}
+
+/// `ibv_advise_mr`: prefetches the ranges `(lkey, iova, length)` of ODP
+/// MRs of PD `pd` as `advice` says. Process context (it may fault pages
+/// in). The MRs must allow local writes, as in C. With `sync` false the
+/// prefetch is best effort: only a bad key is reported.
+pub(crate) fn advise(
+    dev: &DeviceState,
+    pd: PdId,
+    advice: odp_logic::Advice,
+    sync: bool,
+    sges: impl Iterator<Item = (u32, u64, u32)>,
+) -> Result {
+    for (lkey, iova, len) in sges {
+        let mr = lookup(dev, lkey, KeyKind::Local, pd, Access::LOCAL_WRITE).map_err(|_| EINVAL)?;
+        let r = mr.odp_map(iova, u64::from(len), advice.write(), advice.fault());
+        if sync {
+            r.map_err(|_| EFAULT)?;
+        }
+    }
+    Ok(())
 }
 
 /// A REG_MR work request as a kernel user posted it.

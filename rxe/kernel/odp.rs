@@ -15,7 +15,7 @@
 //!   `umem_mutex`, then the spinlock, and clears the entries of the range
 //!   before the core unmaps the pages, so no access can still be using a
 //!   page once its invalidation returns;
-//! - [`Odp::fault`] (process context, no datapath lock held) takes the
+//! - [`Odp::map`] (process context, no datapath lock held) takes the
 //!   release mutex, faults the range in through the core, which returns with
 //!   `umem_mutex` held, then fills the entries under the spinlock.
 //!
@@ -45,7 +45,7 @@ use crate::rxe::sys as b;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum OdpError {
     /// A page of the range is not present (or not writable for a write):
-    /// fault it in with [`Odp::fault`] and try again.
+    /// fault it in with [`Odp::map`] and try again.
     Absent,
     /// The access itself is invalid (outside the range, misaligned).
     Page(PageError),
@@ -157,12 +157,9 @@ impl Odp {
     }
 
     /// Faults `[va, va + len)` (user addresses) in, writable when `write`,
-    /// and records the pages. Process context only; no spinlock held.
-    pub(crate) fn fault(&self, va: u64, len: u64, write: bool) -> Result {
-        self.map(va, len, write, true)
-    }
-
-    fn map(&self, va: u64, len: u64, write: bool, fault: bool) -> Result {
+    /// and records the pages; with `fault` false only records the pages
+    /// already present. Process context only; no spinlock held.
+    pub(crate) fn map(&self, va: u64, len: u64, write: bool, fault: bool) -> Result {
         if len == 0 {
             return Ok(());
         }

@@ -150,9 +150,57 @@ impl Retry {
     }
 }
 
+/// `enum ib_uverbs_advise_mr_advice`: what `ibv_advise_mr` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Advice {
+    /// Fault the pages in for reading.
+    Prefetch,
+    /// Fault the pages in writable.
+    PrefetchWrite,
+    /// Record the pages already present, fault nothing in.
+    PrefetchNoFault,
+}
+
+/// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`: finish the prefetch before returning
+/// and report its errors.
+pub(crate) const ADVISE_FLAG_FLUSH: u32 = 1 << 0;
+
+impl Advice {
+    /// `None` for advice rxe does not support (`EOPNOTSUPP`).
+    pub(crate) const fn from_raw(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Prefetch),
+            1 => Some(Self::PrefetchWrite),
+            2 => Some(Self::PrefetchNoFault),
+            _ => None,
+        }
+    }
+
+    /// Whether the pages are wanted writable.
+    pub(crate) const fn write(self) -> bool {
+        !matches!(self, Self::Prefetch)
+    }
+
+    /// Whether absent pages are faulted in.
+    pub(crate) const fn fault(self) -> bool {
+        !matches!(self, Self::PrefetchNoFault)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advice_values() {
+        assert_eq!(Advice::from_raw(0), Some(Advice::Prefetch));
+        assert_eq!(Advice::from_raw(1), Some(Advice::PrefetchWrite));
+        assert_eq!(Advice::from_raw(2), Some(Advice::PrefetchNoFault));
+        assert_eq!(Advice::from_raw(3), None);
+        assert!(!Advice::Prefetch.write() && Advice::Prefetch.fault());
+        assert!(Advice::PrefetchWrite.write() && Advice::PrefetchWrite.fault());
+        assert!(!Advice::PrefetchNoFault.fault());
+    }
 
     #[test]
     fn implicit_refused() {

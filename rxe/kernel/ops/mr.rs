@@ -19,6 +19,7 @@ use crate::rxe::kernel::{
     page::{DmaSpace, PageRef},
 };
 use crate::rxe::mr::{Mr, PdId};
+use crate::rxe::proto::odp_logic::{Advice, ADVISE_FLAG_FLUSH};
 use crate::rxe::sys as b;
 
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
@@ -35,6 +36,43 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.dereg_mr = Some(dereg_mr);
     ops.alloc_mr = Some(alloc_mr);
     ops.map_mr_sg = Some(map_mr_sg);
+    ops.advise_mr = Some(advise_mr);
+}
+
+/// `ib_device_ops.advise_mr` (`ibv_advise_mr`): prefetch of ODP MRs.
+/// Asynchronous requests are carried out before returning too; their
+/// errors other than a bad key are ignored, as a best-effort prefetch's.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with a live PD of this driver and
+/// `num_sge` SGEs at `sg_list`.
+unsafe extern "C" fn advise_mr(
+    pd: *mut b::ib_pd,
+    advice: b::ib_uverbs_advise_mr_advice,
+    flags: u32,
+    sg_list: *mut b::ib_sge,
+    num_sge: u32,
+    _attrs: *mut b::uverbs_attr_bundle,
+) -> c_int {
+    let Some(advice) = Advice::from_raw(advice) else {
+        return crate::rxe::kernel::errno::eopnotsupp().to_errno();
+    };
+    let sges: &[b::ib_sge] = if num_sge == 0 || sg_list.is_null() {
+        &[]
+    } else {
+        // SAFETY: The core passes `num_sge` SGEs at `sg_list`, alive for the
+        // call.
+        unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) }
+    };
+    // SAFETY: The PD is live and of this driver, so is its device.
+    let dev = unsafe { dev((*pd).device) };
+    let sync = flags & ADVISE_FLAG_FLUSH != 0;
+    let it = sges.iter().map(|s| (s.lkey, s.addr, s.length));
+    match crate::rxe::mr::advise(dev.state(), pd_id(pd), advice, sync, it) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// The driver's allocation behind an `ib_mr`.
