@@ -312,7 +312,7 @@ where
                 State::Queued | State::Armed | State::Disabled | State::Dead => return,
             }
         }
-        Self::drive(owner, budget);
+        Self::drive(owner, budget, false);
         // Pairs with the acquire in `stop`: the run's effects are visible
         // to whoever sees it finished.
         self.inline_runs.fetch_sub(1, Ordering::Release);
@@ -373,9 +373,7 @@ where
             }
             *state = State::Running;
         }
-        task.in_worker.store(true, Ordering::Relaxed);
-        Self::drive(&this, MAX_ITERATIONS);
-        task.in_worker.store(false, Ordering::Relaxed);
+        Self::drive(&this, MAX_ITERATIONS, true);
     }
 
     /// Whether the step running now runs on a worker, in process context
@@ -389,8 +387,12 @@ where
     /// Calls the step function while there is work and budget, then leaves
     /// the task idle, or queued for the rest of its work. The caller moved
     /// the task to `Running`.
-    fn drive(this: &Arc<T>, mut budget: u32) {
+    fn drive(this: &Arc<T>, mut budget: u32, worker: bool) {
         let task = T::task(this);
+        // Only this run can see the flag until it leaves `Running`, and it
+        // clears the flag under the state lock before it does: the next
+        // run, inline or not, finds it false.
+        task.in_worker.store(worker, Ordering::Relaxed);
         loop {
             let mut progress = Progress::More;
             while budget > 0 && progress == Progress::More {
@@ -398,6 +400,7 @@ where
                 budget -= 1;
             }
             let mut state = task.state.lock();
+            task.in_worker.store(false, Ordering::Relaxed);
             match (*state, progress) {
                 (State::Running, Progress::Done) => {
                     *state = State::Idle;
@@ -405,7 +408,8 @@ where
                 }
                 // Scheduled while running: go on while the budget lasts.
                 (State::Armed, Progress::More | Progress::Done) if budget > 0 => {
-                    *state = State::Running
+                    *state = State::Running;
+                    task.in_worker.store(worker, Ordering::Relaxed);
                 }
                 // Out of budget with work left, or a step that must sleep
                 // outside a worker: yield and come back through the queue.

@@ -396,15 +396,29 @@ impl Shared {
     /// for the next step.
     fn send_step(self: &Arc<Self>) -> Progress {
         let mut more = false;
-        if self.want_comp.swap(false, Ordering::AcqRel) && comp::step(self) == Progress::More {
-            self.want_comp.store(true, Ordering::Release);
-            more = true;
-        }
-        if self.want_req.swap(false, Ordering::AcqRel) && req::step(self) == Progress::More {
-            self.want_req.store(true, Ordering::Release);
-            more = true;
-        }
-        if more {
+        let mut defer = false;
+        let mut half = |want: &AtomicBool, step: fn(&Arc<Self>) -> Progress| {
+            if defer || !want.swap(false, Ordering::AcqRel) {
+                return;
+            }
+            match step(self) {
+                Progress::Done => {}
+                Progress::More => {
+                    want.store(true, Ordering::Release);
+                    more = true;
+                }
+                // The half must sleep: it runs again, on a worker.
+                Progress::Defer => {
+                    want.store(true, Ordering::Release);
+                    defer = true;
+                }
+            }
+        };
+        half(&self.want_comp, comp::step);
+        half(&self.want_req, req::step);
+        if defer {
+            Progress::Defer
+        } else if more {
             Progress::More
         } else {
             Progress::Done
