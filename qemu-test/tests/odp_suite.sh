@@ -1,0 +1,29 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# rdma-core's ODP tests (tests.test_odp, twice: the suite draws random
+# sizes) against this node's rxe device; not in LIST (issue 14 item 2):
+#   qemu-test/run --nodes 1 --drivers rs qemu-test/tests/odp_suite.sh
+set -e
+T=$(mktemp -d)
+/usr/bin/python3 - "$T" <<'PY'
+import gzip, os, shutil, sys
+src = "/usr/share/doc/rdma-core/tests"
+dst = os.path.join(sys.argv[1], "tests")
+os.mkdir(dst)
+for n in os.listdir(src):
+    p = os.path.join(src, n)
+    if n.endswith(".gz"):
+        with gzip.open(p, "rb") as f, open(os.path.join(dst, n[:-3]), "wb") as g:
+            shutil.copyfileobj(f, g)
+    elif os.path.isfile(p):
+        shutil.copy(p, dst)
+PY
+cd "$T/tests"
+echo "driver $RXE_DRIVER dev $RXE_DEV"
+cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null || true
+ibv_devinfo -v -d "$RXE_DEV" | grep -i -A12 odp || true
+for i in 1 2; do
+  timeout 600 /usr/bin/python3 run_tests.py --dev "$RXE_DEV" -v tests.test_odp 2>&1 | tee -a "$OUT_DIR/odp.log"
+done
+grep -E "^(FAILED|OK)" "$OUT_DIR/odp.log"
+! grep -qE "^FAILED" "$OUT_DIR/odp.log"
