@@ -163,19 +163,26 @@ def main():
         t.join()
     r.log(f"fork: {n} rounds, {forks[0]} forks: ok")
 
-    # 4. unmapped under the MR
+    # 4. unmapped under the MR: a mapping of its own, made and unmapped
+    # here (not a Python mmap object, which would unmap it again later)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
     libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    gone = addr_of(dst_m)
-    # mmap.close() would unmap too, but the buffer export pins it: unmap
-    # the address range directly; the Python object is not used again.
+    gone = libc.mmap(None, SIZE, 3, 0x22, -1, 0)  # RW, private anonymous
+    if gone in (None, ctypes.c_void_p(-1).value):
+        raise r.TestFailure("mmap failed")
+    ctypes.memset(gone, 0x5a, SIZE)
+    lost = MR(pd, SIZE, acc | ODP, address=gone)
     if libc.munmap(gone, SIZE) != 0:
         raise r.TestFailure("munmap failed")
-    post_rdma(a.qp, e.IBV_WR_RDMA_WRITE, src, 0, 4096, dst, 0)
+    post_rdma(a.qp, e.IBV_WR_RDMA_WRITE, src, 0, 4096, lost, 0)
     wcs = r.poll(a.cq, 1, timeout=60)
     st = wcs[0].status
     r.log(f"unmapped: write completed with {r.status_name(st)}")
     if st == e.IBV_WC_SUCCESS:
         raise r.TestFailure("write into unmapped memory succeeded")
+    lost.close()
     for m in (src, back, dst):
         m.close()
     a.qp.close()
