@@ -19,6 +19,8 @@ struct Model {
     current: Option<(Response, u32)>,
     retired: Vec<(WrOpcode, WcStatus)>,
     fault: bool,
+    /// The scatter fails for an absent ODP page while this is set.
+    absent: bool,
     events: Vec<Event>,
 }
 
@@ -35,7 +37,7 @@ impl Sq for Model {
     fn read_data(&mut self) -> Result<u32, CopyFault> {
         let len = self.current.map_or(0, |(_, n)| n);
         let h = self.wqes.front_mut().ok_or(CopyFault)?;
-        if self.fault || len > h.progress.resid {
+        if self.fault || self.absent || len > h.progress.resid {
             return Err(CopyFault);
         }
         h.progress.resid -= len;
@@ -57,6 +59,10 @@ impl Sq for Model {
 
     fn count(&mut self, ev: Event) {
         self.events.push(ev);
+    }
+
+    fn absent(&self) -> bool {
+        self.absent
     }
 }
 
@@ -240,6 +246,31 @@ fn read_responses_in_sequence() {
     // The credit came back and woke the requester.
     assert_eq!(f.req.rd_atomic, 3);
     assert!(o.again && !f.req.need_rd_atomic);
+}
+
+#[test]
+fn read_response_into_an_absent_odp_page_retries() {
+    let mut f = Fixture::new(0, 3);
+    f.wqe(head(WrOpcode::RdmaRead, 2500, 0, 2, WqeState::Pending));
+    f.resp(rsp(Opcode::RcReadResponseFirst, 0), 1024);
+    f.run();
+    // The middle response meets an absent page: dropped as if lost, and the
+    // requester resends the read from the completer's PSN.
+    f.sq.absent = true;
+    f.resp(rsp(Opcode::RcReadResponseMiddle, 1), 1024);
+    let o = f.run();
+    assert!(o.again && f.req.need_retry);
+    assert_eq!((f.comp.psn, f.sq.wqes[0].progress.resid), (1, 1476));
+    assert!(f.retired().is_empty());
+    // Faulted in: the requester resends the rest of the read from PSN 1
+    // (its responses start over there), which completes it.
+    f.sq.absent = false;
+    f.req.need_retry = false;
+    f.sq.wqes[0].progress.first_psn = 1;
+    f.resp(rsp(Opcode::RcReadResponseFirst, 1), 1024);
+    f.resp(rsp(Opcode::RcReadResponseLast, 2), 452);
+    f.drain();
+    assert_eq!(f.retired(), [WcStatus::Success]);
 }
 
 #[test]
