@@ -62,6 +62,9 @@ impl From<PageError> for OdpError {
 type Entry = usize;
 const WRITABLE: usize = 1;
 
+/// Table entries filled under one hold of the table lock.
+const MAP_BATCH: usize = 1024;
+
 /// An `ib_umem_odp` pointer, owned by [`Odp`].
 struct UmemPtr(NonNull<b::ib_umem_odp>);
 
@@ -172,21 +175,30 @@ impl Odp {
         // SAFETY: The umem is alive while `umem` holds it and we hold the
         // mutex. On success the call returns with `umem_mutex` held.
         to_result(unsafe { b::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
-        {
+        // In batches, so a large registration does not keep bottom halves
+        // off for long; `umem_mutex` keeps invalidations out meanwhile.
+        let mut idx = span.start;
+        while idx < span.end {
+            let batch_end = span.end.min(idx.saturating_add(MAP_BATCH));
             let mut table = self.table.lock();
-            for idx in span {
+            while idx < batch_end {
+                let Some(e) = table.get_mut(idx) else {
+                    break;
+                };
                 let mut writable = false;
                 // SAFETY: `umem_mutex` is held; `idx` is below the umem's
                 // page count (the table has one entry per page).
                 let page = unsafe { b::rxe_rs_odp_page(ptr, idx, &mut writable) };
-                if let Some(e) = table.get_mut(idx) {
-                    // Page addresses are aligned: bit 0 is free.
-                    *e = if page.is_null() {
-                        0
-                    } else {
-                        (page as usize) | usize::from(writable)
-                    };
-                }
+                // Page addresses are aligned: bit 0 is free.
+                *e = if page.is_null() {
+                    0
+                } else {
+                    (page as usize) | usize::from(writable)
+                };
+                idx += 1;
+            }
+            if idx < batch_end {
+                break;
             }
         }
         // SAFETY: Drops the `umem_mutex` the map call took.
