@@ -109,7 +109,7 @@ def main():
         while not stop.is_set():
             libc.madvise(addr_of(dst_m), SIZE, MADV_DONTNEED)
             zaps[0] += 1
-            time.sleep(0.0005)
+            time.sleep(0.002)
 
     t = threading.Thread(target=zapper)
     t.start()

@@ -107,11 +107,12 @@ pub(crate) fn pages(base: u64, shift: u32, va: u64, len: u64) -> Option<Range<us
     Some(first..end)
 }
 
-/// How many times one step faults pages in and runs again before its
-/// access fails the way an access to unmapped memory fails. Each fault
-/// makes the pages present; only an invalidation racing every retry
-/// (memory being unmapped or migrated in a loop) uses them up.
-pub(crate) const MAX_FAULT_RETRIES: u32 = 8;
+/// How many times in a row one step faults pages in and runs again before
+/// its access fails the way an access to unmapped memory fails. A fault
+/// that fails (no memory there) ends the retries at once; each successful
+/// one makes the pages present, so only invalidations that win every race
+/// (memory dropped or migrated in a tight loop) use them up.
+pub(crate) const MAX_FAULT_RETRIES: u32 = 64;
 
 /// The retry count of a step that met absent pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -482,7 +482,10 @@ impl<I: Io> Run<'_, I> {
             self.st.va = self.st.va.wrapping_add(u64::from(p.payload));
             self.st.resid = self.st.resid.saturating_sub(p.payload);
         } else if p.has(Mask::READ) {
-            if self.mr_held && !self.io.probe(self.st.va, self.st.resid, false) {
+            // The first response's bytes; each later response stops at its
+            // own absent pages.
+            let first = self.st.resid.min(self.qp.mtu);
+            if self.mr_held && !self.io.probe(self.st.va, first, false) {
                 return St::Fault;
             }
             // The MSN counts a read when it starts (C9-148).
