@@ -168,13 +168,8 @@ pub(crate) mod tests {
         // SAFETY: the features were just detected; the host owns its vector
         // registers.
         let clmul = |crc, d: &[u8]| unsafe { crate::clmul::crc32(crc, d, crc32_le) };
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::proto::test_rng::Rng::new(0x2545_f491_4f6c_dd1d);
+        let mut next = move || rng.next();
         let data: Vec<u8> = (0..9300).map(|_| next() as u8).collect();
         for len in 0..300 {
             let seed = next() as u32;
