@@ -32,7 +32,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path clean test demo bench fuzz fuzz-vm host-test rustfmt rustfmtcheck
+.PHONY: all module module-path testmod-path clean test demo bench fuzz fuzz-vm host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -45,6 +45,15 @@ module:
 
 module-path: module
 	@echo $(MODULE)
+
+# Test-only kernel modules (qemu-test/selftest), for the QEMU tests: built
+# into $(BUILD)/testmod; prints that directory last.
+testmod-path:
+	@test -n "$(kdir_real)" || { echo "KDIR=$(KDIR) does not exist (run scripts/build-kernel or pass KDIR=)"; exit 1; }
+	@mkdir -p $(BUILD)/testmod
+	@rsync -a qemu-test/selftest/ $(BUILD)/testmod/
+	$(MAKE) -C $(kdir_real) M=$(BUILD)/testmod LLVM=$(LLVM) W=1 modules
+	@echo $(BUILD)/testmod
 
 host-test:
 	cd rxe/proto && cargo test --quiet
