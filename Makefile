@@ -11,6 +11,10 @@
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
 #   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
 #                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
+#   make misuse-long         long verbs misuse walk, debug then plain kernel
+#                            (MISUSE_CALLS, MISUSE_PROCS, MISUSE_SEED)
+#   make loss-heavy          RC under 10% loss, 5% reordering, 1% duplication,
+#                            rs-rs and rs-c, plain kernel
 #
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
@@ -33,7 +37,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path clean test test-7.3 demo bench fuzz fuzz-vm host-test rustfmt rustfmtcheck
+.PHONY: all module module-path testmod-path clean test test-7.3 demo bench fuzz fuzz-vm misuse-long loss-heavy host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -46,6 +50,15 @@ module:
 
 module-path: module
 	@echo $(MODULE)
+
+# Test-only kernel modules (qemu-test/selftest), for the QEMU tests: built
+# into $(BUILD)/testmod; prints that directory last.
+testmod-path:
+	@test -n "$(kdir_real)" || { echo "KDIR=$(KDIR) does not exist (run scripts/build-kernel or pass KDIR=)"; exit 1; }
+	@mkdir -p $(BUILD)/testmod
+	@rsync -a qemu-test/selftest/ $(BUILD)/testmod/
+	$(MAKE) -C $(kdir_real) M=$(BUILD)/testmod LLVM=$(LLVM) W=1 modules
+	@echo $(BUILD)/testmod
 
 host-test:
 	cd rxe/proto && cargo test --quiet
@@ -71,6 +84,29 @@ fuzz-vm:
 		qemu-test/tests/fuzz_vm.py $(FUZZ_VM_DEBUG) $(FUZZ_VM_SEED)
 	qemu-test/run --smp 1 --timeout 7200 --keep \
 		qemu-test/tests/fuzz_vm.py $(FUZZ_VM_PLAIN) $(FUZZ_VM_SEED)
+
+# The verbs misuse walker (qemu-test/tests/misuse_walk.py), long mode:
+# MISUSE_CALLS random verbs calls from MISUSE_PROCS processes at a time,
+# killed at random, on one rs node, debug kernel then plain. The test
+# command runs it short.
+MISUSE_CALLS ?= 30000
+MISUSE_PROCS ?= 6
+MISUSE_SEED ?= 0x3153
+misuse-long:
+	qemu-test/run --debug --nodes 1 --timeout 3600 --keep \
+		qemu-test/tests/misuse_walk.py $(MISUSE_CALLS) $(MISUSE_PROCS) $(MISUSE_SEED)
+	qemu-test/run --nodes 1 --timeout 3600 --keep \
+		qemu-test/tests/misuse_walk.py $(MISUSE_CALLS) $(MISUSE_PROCS) $(MISUSE_SEED)
+
+# The heavy loss profile of qemu-test/tests/loss.sh (10% loss, 5%
+# reordering, 1% duplication on both nodes' egress): 100 MiB of each
+# perftest, then the integrity test (about 100 MiB, every byte checked),
+# rs-rs and rs-c on the plain kernel.
+loss-heavy:
+	qemu-test/run --drivers rs,rs --timeout 3600 --keep \
+		qemu-test/tests/loss.sh 100 10 both heavy
+	qemu-test/run --drivers rs,c --timeout 3600 --keep \
+		qemu-test/tests/loss.sh 100 10 both heavy
 
 # Rust formatting by the kernel's rules (.rustfmt.toml is the 6.12 kernel's),
 # over every tracked .rs file, as the kernel's `make rustfmt`/`rustfmtcheck`.

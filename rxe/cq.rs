@@ -17,7 +17,9 @@
 //! outside `inner` (the ring and its arming). Completion handlers run with
 //! `link` held but not `inner`, so a handler may poll or re-arm the CQ, but
 //! must not complete work into the same CQ synchronously (nor could it with
-//! the C driver, which runs handlers under its CQ lock).
+//! the C driver, which runs handlers under its CQ lock). Producers hold QP
+//! locks and take only `inner`: a handler under `link` may take QP locks
+//! (post, modify), so `link` is never taken under one.
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -62,6 +64,10 @@ struct Inner {
     /// Where `queue` is published for mmap, until destroy or a resize
     /// takes it back (a no-op once user space has mapped it).
     mmap: Option<u64>,
+    /// Cleared by destroy: completions are refused from then on. (Not the
+    /// link's state: the link is held across the consumer's handler, which
+    /// may take QP locks, so producers, which hold them, must not take it.)
+    live: bool,
 }
 
 /// The part of a CQ its QPs reach.
@@ -164,7 +170,12 @@ impl Cq {
             pin_init!(Shared {
                 link <- CqLink::new(),
                 inner <- new_spinlock_bh!(
-                    Inner { queue, notify: Notify::default(), mmap },
+                    Inner {
+                        queue,
+                        notify: Notify::default(),
+                        mmap,
+                        live: true,
+                    },
                     "rxe_cq"
                 ),
                 is_user: user.is_some(),
@@ -231,6 +242,7 @@ impl Shared {
     /// frees next.
     pub(crate) fn destroy(&self) -> Result {
         self.link.sever();
+        self.inner.lock().live = false;
         Ok(())
     }
 
@@ -259,11 +271,10 @@ impl Shared {
         } else {
             cq_srq::kernel_wc(cqe, qp, net)
         };
-        let link = self.link.lock();
-        if !link.is_live() {
+        let mut inner = self.inner.lock();
+        if !inner.live {
             return Err(EINVAL);
         }
-        let mut inner = self.inner.lock();
         if inner.queue.is_full() {
             due.overrun = true;
             return Err(EBUSY);

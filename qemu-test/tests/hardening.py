@@ -79,6 +79,15 @@ def test_max_wr_qp(ctx, pd):
         attempt("big qp to ERR", lambda: qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE))
         qp.close()
         print(f"  created and destroyed in {time.time() - t0:.1f}s")
+    # 2^20 WQEs of 32 SGEs: a send queue larger than the guest's RAM. It
+    # fails without the allocator's "exceeds total pages" warning
+    # (found by misuse_walk.py; the harness fails the boot on it).
+    cap = QPCap(max_send_wr=MAX_QP_WR, max_recv_wr=1, max_send_sge=32, max_recv_sge=1)
+    try:
+        QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)).close()
+        check("qp with 2^20 WQEs of 32 SGEs (larger than RAM) refused", False, "created")
+    except PyverbsError as err:
+        check("qp with 2^20 WQEs of 32 SGEs (larger than RAM) refused", True, str(err))
     cq.close()
 
 

@@ -7,12 +7,17 @@
 # Afterwards the retry and sequence-error counters must show that recovery
 # happened, and both devices must still work on the clean link.
 #
-#   qemu-test/run --drivers rs,c qemu-test/tests/loss.sh [MIB [TIMEOUT [LOSSY]]]
+#   qemu-test/run --drivers rs,c qemu-test/tests/loss.sh [MIB [TIMEOUT [LOSSY [PROFILE]]]]
 #
 # TIMEOUT is the local ACK timeout exponent given to perftest (-u; the
 # timeout is 4.096 us << TIMEOUT), 10 by default. LOSSY is the node whose
 # egress is lossy: 1 (the default) spoils the requests of the perftest
-# client (node 1), 2 spoils the ACKs and read responses of the server.
+# client (node 1), 2 spoils the ACKs and read responses of the server,
+# "both" spoils both directions. PROFILE is "light" (the default: 1% loss,
+# 2% reordering) or "heavy" (issue 11: 10% loss, 5% reordering, 1%
+# duplication), where the integrity test runs LOSS_INTEGRITY_OPS (default
+# 2000, about 100 MiB every byte of which is checked) operations; `make
+# loss-heavy` runs the heavy profile rs-rs and rs-c in both directions.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
@@ -20,17 +25,29 @@ set -euo pipefail
 mib=${1:-100}
 ack_timeout=${2:-10}
 lossy=${3:-1}
+profile=${4:-light}
+case $profile in
+light) netem=(delay 1ms reorder 2% loss 1%) what="1% loss and reordering" ;;
+heavy)
+	netem=(delay 1ms reorder 5% duplicate 1% loss 10%)
+	what="10% loss, 5% reordering, 1% duplication"
+	: "${LOSS_INTEGRITY_OPS:=2000}"
+	;;
+*) fail "PROFILE is light or heavy, not '$profile'" ;;
+esac
+is_lossy() { [ "$lossy" = both ] || [ "$NODE_INDEX" = "$lossy" ]; }
 gidx=$(roce_gid_index v4) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
 counters=(sent_pkts rcvd_pkts completer_retry_err rcvd_seq_err out_of_seq_request duplicate_request retry_exceeded_err)
 snap() { local c; for c in "${counters[@]}"; do printf '%s=%s ' "$c" "$(hw_counter "$c")"; done; }
 before=$(snap)
 
-if [ "$NODE_INDEX" = "$lossy" ]; then
-	# Every packet waits 1 ms except 2% that go at once, ahead of the
-	# others; 1% are lost. Node 1 is the requester below. Each program
-	# ends with a handshake on its TCP connection, so a peer never leaves
-	# while the other still recovers its last exchange.
-	tc qdisc add dev eth0 root netem delay 1ms reorder 2% loss 1%
+if is_lossy; then
+	# Every packet waits 1 ms except 2% (5%) that go at once, ahead of
+	# the others; 1% (10%) are lost (and 1% duplicated). Node 1 is the
+	# requester below. Each program ends with a handshake on its TCP
+	# connection, so a peer never leaves while the other still recovers
+	# its last exchange.
+	tc qdisc add dev eth0 root netem "${netem[@]}"
 	tc qdisc show dev eth0
 fi
 barrier netem
@@ -70,7 +87,7 @@ if [ -x "$integrity" ]; then
 	"$integrity" "${LOSS_INTEGRITY_OPS:-60}" || fail "integrity.py on the lossy link"
 fi
 
-if [ "$NODE_INDEX" = "$lossy" ]; then
+if is_lossy; then
 	tc qdisc del dev eth0 root
 fi
 after=$(snap)
@@ -96,4 +113,4 @@ total=$(($(fetch recovery.1) + $(fetch recovery.2)))
 
 # The devices still move data on the clean link.
 perf ib_write_bw -s 65536 -n 100
-note "loss: ok ($mib MiB of SEND and of RDMA WRITE, half that of READ, and integrity, with 1% loss and reordering)"
+note "loss: ok ($mib MiB of SEND and of RDMA WRITE, half that of READ, and integrity, with $what; $SECONDS s)"

@@ -82,13 +82,6 @@ impl<I> CoreLink<I> {
 /// A locked [`CoreLink`]: the object it names stays alive meanwhile.
 pub(crate) struct LinkGuard<'a, I>(Guard<'a, Option<Handle<I>>, SpinLockBhBackend>);
 
-impl<I> LinkGuard<'_, I> {
-    /// Whether the core object still exists (its destroy op has not run).
-    pub(crate) fn is_live(&self) -> bool {
-        self.0.is_some()
-    }
-}
-
 impl LinkGuard<'_, b::ib_cq> {
     /// Runs the consumer's completion handler (`ib_cq->comp_handler`).
     pub(crate) fn comp_handler(&self) {

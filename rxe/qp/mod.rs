@@ -21,27 +21,28 @@
 //!
 //! - `rxe_qp_comp` (`Shared::comp`: the completer's batch of send
 //!   completions, held for a whole completer step) -> `rxe_qp_req`, and the
-//!   send CQ (`rxe_cq_link` -> `rxe_cq`, and the CQ's consumer handler
-//!   under `rxe_cq_link`) when the batch is posted, after `rxe_qp_req` is
+//!   send CQ (its ring, `rxe_cq`, then the consumer handler under
+//!   `rxe_cq_link`) when the batch is posted, after `rxe_qp_req` is
 //!   released.
 //! - `rxe_qp_req` (`Shared::req`: requester and completer state, one lock
 //!   for both engines) -> `rxe_qp_sq` (the WQEs it reads and retires),
 //!   `rxe_qp_comp_pkts` (the completer's responses), the lookups below,
-//!   and the send CQ's ring (`rxe_cq_link` -> `rxe_cq`, when a completer
-//!   run fills its batch; the handler waits for the batch's post).
+//!   and the send CQ's ring (`rxe_cq`, when a completer run fills its
+//!   batch; the handler waits for the batch's post).
 //! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
 //!   `rxe_srq` (then `rxe_srq_link`, after it), the receive CQ's ring
-//!   (`rxe_cq_link` -> `rxe_cq`: receive completions go in, in order, but
-//!   the handler runs after `rxe_qp_resp` is released, as does the QP's
-//!   LAST_WQE_REACHED event under `rxe_qp_link`), the lookups below, and a
-//!   reply's send: `rxe_route_cache`, and on loopback the receive of the
-//!   reply, which takes the peer QP's `rxe_qp_state` and
+//!   (`rxe_cq`: receive completions go in, in order, but the handler runs
+//!   under `rxe_cq_link` after `rxe_qp_resp` is released, as does the
+//!   QP's LAST_WQE_REACHED event under `rxe_qp_link`), the lookups below,
+//!   and a reply's send: `rxe_route_cache`, and on loopback the receive
+//!   of the reply, which takes the peer QP's `rxe_qp_state` and
 //!   `rxe_qp_comp_pkts`, and `rxe_task`.
 //! - `rxe_cq_link` -> `rxe_cq`: a CQ's consumer handlers (completion
 //!   handler, CQ error event) run under the link (not under `rxe_cq`) and
 //!   with no engine lock held (`rxe_qp_comp` at most), so a kernel consumer
 //!   may post (`rxe_qp_sq`/`rxe_qp_rq`, `rxe_task`) or modify the QP
-//!   (`rxe_qp_state`, then each engine lock) from there.
+//!   (`rxe_qp_state`, then each engine lock) from there. Hence the link
+//!   is never taken under an engine lock: producers take `rxe_cq` alone.
 //! - `rxe_req_wake` -> `rxe_task` (skbs drained: schedule the requester).
 //! - Lookups: `rxe_pool` (an index to an object, released before the
 //!   object's lock), then `rxe_mr`, `rxe_mw` or `rxe_ah_av`.

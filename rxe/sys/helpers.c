@@ -136,6 +136,13 @@ void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 
 void *rxe_rs_vmalloc_user(size_t size)
 {
+	/*
+	 * Queue sizes come from user requests (up to 2^20 WQEs of up to a few
+	 * KiB): one larger than all RAM fails here, without the allocator's
+	 * warning.
+	 */
+	if ((size >> PAGE_SHIFT) > totalram_pages())
+		return NULL;
 	return vmalloc_user(size);
 }
 
