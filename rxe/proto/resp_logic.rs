@@ -194,6 +194,10 @@ pub(crate) struct RespState {
     pub(crate) res_head: usize,
     /// The resource a reply is being sent from (`qp->resp.res`).
     pub(crate) cur: Option<usize>,
+    /// An ACK (PSN, MSN) held back because more requests were queued: the
+    /// ACK of a later one covers it (coalesced acknowledgement). Sent
+    /// before any other response and when the queue runs dry.
+    pub(crate) ack_owed: Option<(u32, u32)>,
 }
 
 impl RespState {
@@ -213,6 +217,7 @@ impl RespState {
             res_count: 0,
             res_head: 0,
             cur: None,
+            ack_owed: None,
         };
         s.set_max_dest_rd_atomic(max_dest_rd_atomic);
         s
@@ -244,6 +249,7 @@ impl RespState {
             r.kind = ResKind::Free;
         }
         self.cur = None;
+        self.ack_owed = None;
     }
 
     /// `rxe_prepare_res()`: recycles the oldest resource. `None` when the

@@ -185,6 +185,11 @@ pub(crate) trait Io {
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed>;
     /// Builds and sends an ACK-type packet; failures are not reported (C logs them).
     fn send_ack(&mut self, a: &Ack);
+    /// Whether more requests wait behind the one being handled: its ACK
+    /// can then be left to a later one.
+    fn more_queued(&mut self) -> bool {
+        false
+    }
     /// Reports `ev` for the port counters.
     fn count(&mut self, _ev: Event) {}
     /// Whether the access that just failed failed only because a page of
@@ -364,6 +369,7 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
                 }
             }
             (St::Error, _) => {
+                r.flush_ack();
                 return Outcome {
                     progress: false,
                     qp_error: true,
@@ -372,15 +378,20 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
             }
             (St::Fault, _) => {
                 r.release_mr();
+                r.flush_ack();
                 return Outcome {
                     progress: false,
                     qp_error: false,
                     fault: true,
                 };
             }
-            // St::Exit, and states that need a packet reached without one
-            // (not possible: only GetReq sets it and every path starts there).
-            _ => return Outcome::default(),
+            // St::Exit (the queue ran dry: a held ACK goes now), and states
+            // that need a packet reached without one (not possible: only
+            // GetReq sets it and every path starts there).
+            _ => {
+                r.flush_ack();
+                return Outcome::default();
+            }
         };
     }
 }
@@ -391,7 +402,26 @@ impl<I: Io> Run<'_, I> {
         self.mr_held = false;
     }
 
+    /// Sends the ACK held back by [`Run::acknowledge`], if any.
+    fn flush_ack(&mut self) {
+        if let Some((psn, msn)) = self.st.ack_owed.take() {
+            self.io.send_ack(&Ack {
+                opcode: Opcode::RcAck,
+                psn,
+                syndrome: ACK,
+                msn,
+                orig: 0,
+            });
+        }
+    }
+
     fn send_ack(&mut self, opcode: Opcode, syndrome: u8, psn: u32, orig: u64) {
+        if opcode == Opcode::RcAck && syndrome == ACK {
+            // A positive ACK covers every earlier PSN, the held one too.
+            self.st.ack_owed = None;
+        } else {
+            self.flush_ack();
+        }
         let a = Ack {
             opcode,
             psn,
@@ -594,6 +624,7 @@ impl<I: Io> Run<'_, I> {
             len,
             source,
         };
+        self.flush_ack();
         let sent = self.io.send_read_response(&r);
         if source == ReadSource::Held {
             self.release_mr();
@@ -770,7 +801,11 @@ impl<I: Io> Run<'_, I> {
             self.send_ack(Opcode::RcReadResponseOnly, ACK, p.psn, 0);
             self.st.cur = None;
         } else if p.ack_req {
-            self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
+            if self.io.more_queued() {
+                self.st.ack_owed = Some((p.psn, self.st.msn));
+            } else {
+                self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
+            }
         }
         St::Cleanup
     }

@@ -83,7 +83,6 @@ use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::av;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
-use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::proto::qp_attr::{
     self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
 };
@@ -287,13 +286,15 @@ impl Shared {
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
         use crate::rxe::proto::opcode::Mask;
         let to_comp = pkt.mask().intersects(Mask::ACK);
-        // A packet from the network that finds its engine idle is handled
-        // right here in the receive softirq: a worker wake-up and a context
-        // switch less per message. Such a run is cut short after
-        // `INLINE_STEPS` steps (a read request's reply or a window of
-        // requests the acknowledgement opened can be a long run of packets)
-        // and a worker does the rest. Looped-back packets are queued: a reply
-        // would recurse through the sender. Responses go to the send task,
+        // A packet from the network that finds its engine idle has it run in
+        // softirq context once the receive softirq finished its batch
+        // (`schedule_bh`): no worker wake-up or context switch, and the
+        // packets of one batch for this QP are handled in one run, the
+        // responder's acknowledging them with one ACK. Such a run is cut
+        // short after `BH_STEPS` steps (a read request's reply or a window
+        // of requests the acknowledgement opened can be a long run of
+        // packets) and a worker does the rest. Looped-back packets go to a
+        // worker: a reply would recurse through the sender. Responses go to the send task,
         // which runs the completer and then the requester the acknowledgement
         // may have unblocked; the two never overlap, so the completer cannot
         // retire a message the requester is still sending.
@@ -315,13 +316,13 @@ impl Shared {
         if to_comp {
             self.want_comp.store(true, Ordering::Release);
             if inline && alone {
-                self.send_task.run_for(self, INLINE_STEPS);
+                self.send_task.schedule_bh(self);
             } else {
                 counters::inc(&self.dev, Counter::AckDeferred);
                 self.send_task.schedule(self);
             }
         } else if inline && alone {
-            self.resp_task.run_for(self, INLINE_STEPS);
+            self.resp_task.schedule_bh(self);
         } else {
             self.resp_task.schedule(self);
         }
