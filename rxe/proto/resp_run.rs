@@ -32,11 +32,12 @@ use super::events::Event;
 use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
 use super::mr_logic::{AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
+use super::params::pacing::MAX_COALESCED_PSNS;
 use super::psn::{psn_add, psn_before, psn_sub};
 use super::qp_state::QpType;
 use super::resp_logic::{
-    check_length, check_rdma_len, check_request, rdma_target, Check, Request, Res, ResKind,
-    ResState, RespError, RespQp, RespState, Target, GRH_LEN,
+    check_length, check_rdma_len, check_request, rdma_target, Check, OwedAck, Request, Res,
+    ResKind, ResState, RespError, RespQp, RespState, Target, GRH_LEN,
 };
 use super::uapi::{wc_flags, WcOpcode, WcStatus};
 use super::wire::{NakCode, Syndrome};
@@ -404,12 +405,12 @@ impl<I: Io> Run<'_, I> {
 
     /// Sends the ACK held back by [`Run::acknowledge`], if any.
     fn flush_ack(&mut self) {
-        if let Some((psn, msn)) = self.st.ack_owed.take() {
+        if let Some(o) = self.st.ack_owed.take() {
             self.io.send_ack(&Ack {
                 opcode: Opcode::RcAck,
-                psn,
+                psn: o.psn,
                 syndrome: ACK,
-                msn,
+                msn: o.msn,
                 orig: 0,
             });
         }
@@ -801,8 +802,13 @@ impl<I: Io> Run<'_, I> {
             self.send_ack(Opcode::RcReadResponseOnly, ACK, p.psn, 0);
             self.st.cur = None;
         } else if p.ack_req {
-            if self.io.more_queued() {
-                self.st.ack_owed = Some((p.psn, self.st.msn));
+            let first = self.st.ack_owed.map_or(p.psn, |o| o.first);
+            if psn_sub(p.psn, first) < MAX_COALESCED_PSNS && self.io.more_queued() {
+                self.st.ack_owed = Some(OwedAck {
+                    psn: p.psn,
+                    msn: self.st.msn,
+                    first,
+                });
             } else {
                 self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
             }

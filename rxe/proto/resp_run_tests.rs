@@ -325,6 +325,19 @@ fn coalesced_acks() {
     );
     t.drain();
     assert_eq!(t.io.acks(), [ack(108, 9)]);
+
+    // A long queue: at most MAX_COALESCED_PSNS (16) PSNs held, so the
+    // requester's window keeps moving while the queue stays full.
+    t.io.out.clear();
+    for i in 0..40u32 {
+        t.io.push(
+            with_reth(rq(Opcode::RcWriteOnly, 109 + i, 64), va, 64),
+            bytes(64, 4),
+        );
+    }
+    t.drain();
+    let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
+    assert_eq!(psns, [125, 142, 148]);
 }
 
 #[test]
