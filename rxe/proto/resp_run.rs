@@ -375,7 +375,7 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
                     progress: false,
                     qp_error: true,
                     fault: false,
-                }
+                };
             }
             (St::Fault, _) => {
                 r.release_mr();
@@ -787,6 +787,15 @@ impl<I: Io> Run<'_, I> {
     fn acknowledge(&mut self, p: &Request) -> St {
         if self.qp.qp_type != QpType::Rc {
             return St::Cleanup;
+        }
+        // A held ACK goes once the requests behind it span
+        // MAX_COALESCED_PSNS, whether or not this one asks for an ACK.
+        if self
+            .st
+            .ack_owed
+            .is_some_and(|o| psn_sub(p.psn, o.first) >= MAX_COALESCED_PSNS)
+        {
+            self.flush_ack();
         }
         if self.syndrome != ACK {
             self.send_ack(Opcode::RcAck, self.syndrome, p.psn, 0);

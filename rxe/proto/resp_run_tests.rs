@@ -276,25 +276,21 @@ fn coalesced_acks() {
         with_reth(rq(Opcode::RcWriteOnly, 104, 64), va, 64),
         bytes(64, 9),
     );
-    t.io.push(
-        with_reth(rq(Opcode::RcReadRequest, 105, 0), va, 64),
-        vec![],
-    );
+    t.io.push(with_reth(rq(Opcode::RcReadRequest, 105, 0), va, 64), vec![]);
     t.io.push(
         with_reth(rq(Opcode::RcWriteOnly, 106, 64), va, 64),
         bytes(64, 9),
     );
     t.drain();
-    let order: Vec<(bool, u32)> = t
-        .io
-        .out
-        .iter()
-        .filter_map(|o| match o {
-            Out::Ack(a) => Some((true, a.psn)),
-            Out::Read(r, _) => Some((false, r.psn)),
-            _ => None,
-        })
-        .collect();
+    let order: Vec<(bool, u32)> =
+        t.io.out
+            .iter()
+            .filter_map(|o| match o {
+                Out::Ack(a) => Some((true, a.psn)),
+                Out::Read(r, _) => Some((false, r.psn)),
+                _ => None,
+            })
+            .collect();
     assert_eq!(order, [(true, 104), (false, 105), (true, 106)]);
 
     // Write then a PSN gap: the held ACK, then the sequence NAK.
@@ -337,7 +333,27 @@ fn coalesced_acks() {
     }
     t.drain();
     let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
-    assert_eq!(psns, [125, 142, 148]);
+    assert_eq!(psns, [124, 140, 148]);
+
+    // Long messages (an ACK request every 64 PSNs at most): a held ACK goes
+    // 16 PSNs into the next message, not at its end.
+    t.io.out.clear();
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 149, 64), va, 64),
+        bytes(64, 5),
+    );
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteFirst, 150, 1024), va, 40 * 1024),
+        bytes(1024, 6),
+    );
+    for i in 1..39u32 {
+        t.io.push(rq(Opcode::RcWriteMiddle, 150 + i, 1024), bytes(1024, 6));
+    }
+    t.io.push(rq(Opcode::RcWriteLast, 189, 1024), bytes(1024, 6));
+    t.drain();
+    let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
+    assert_eq!(psns, [149, 189]);
+    assert_eq!(t.st.ack_owed, None);
 }
 
 #[test]
