@@ -74,7 +74,7 @@ use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
 use crate::rxe::kernel::ibdev::{Device, DeviceRef};
 use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
-use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
+use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner, BH_STEPS};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
@@ -286,6 +286,7 @@ impl Shared {
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
         use crate::rxe::proto::opcode::Mask;
         let to_comp = pkt.mask().intersects(Mask::ACK);
+        let single = pkt.mask().contains(Mask::ONLY);
         // A packet from the network that finds its engine idle has it run in
         // softirq context once the receive softirq finished its batch
         // (`schedule_bh`): no worker wake-up or context switch, and the
@@ -316,13 +317,15 @@ impl Shared {
         if to_comp {
             self.want_comp.store(true, Ordering::Release);
             if inline && alone {
-                self.send_task.schedule_bh(self);
+                self.send_task.run_for(self, BH_STEPS);
             } else {
                 counters::inc(&self.dev, Counter::AckDeferred);
                 self.send_task.schedule(self);
             }
-        } else if inline && alone {
+        } else if inline && alone && single {
             self.resp_task.schedule_bh(self);
+        } else if inline && alone {
+            self.resp_task.run_for(self, BH_STEPS);
         } else {
             self.resp_task.schedule(self);
         }
