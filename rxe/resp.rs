@@ -133,6 +133,7 @@ fn resp_state_init() -> impl Init<RespState, Error> {
         res_count: 0,
         res_head: 0,
         cur: None,
+        ack_owed: None,
     }? Error)
 }
 
@@ -441,6 +442,10 @@ impl resp_run::Io for Io<'_> {
         if let Some(p) = self.head.take() {
             p.consume();
         }
+    }
+
+    fn more_queued(&mut self) -> bool {
+        !self.sh.resp_pkts.lock().is_empty()
     }
 
     fn qp_in_error(&mut self) -> bool {

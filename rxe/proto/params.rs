@@ -203,6 +203,11 @@ pub(crate) mod limits {
 pub(crate) mod pacing {
     /// An RC requester asks for an ACK at least every this many packets.
     pub(crate) const MAX_PKT_PER_ACK: u32 = 64;
+    /// The responder holds back the ACKs of queued requests (coalesced
+    /// acknowledgement) for at most this many PSNs: well inside the
+    /// requester's window of [`MAX_UNACKED_PSNS`], and never across a
+    /// [`MAX_PKT_PER_ACK`] ACK request of a long message.
+    pub(crate) const MAX_COALESCED_PSNS: u32 = 16;
     /// The RC requester stops when this many PSNs are unacknowledged.
     pub(crate) const MAX_UNACKED_PSNS: u32 = 128;
     /// The requester stops queuing skbs for a QP above this many in flight...
@@ -211,8 +216,8 @@ pub(crate) mod pacing {
     pub(crate) const INFLIGHT_SKBS_PER_QP_LOW: u32 = 16;
     /// Work items a task handles before it yields the CPU.
     pub(crate) const MAX_ITERATIONS: u32 = 1024;
-    /// Steps a task takes in the receive softirq before a worker takes over
-    /// (a NAPI poll's budget of packets).
+    /// Steps a task takes in softirq context, after a receive, before a
+    /// worker takes over (a NAPI poll's budget of packets).
     pub(crate) const INLINE_STEPS: u32 = 64;
     /// `RXE_NSEC_ARB_TIMER_DELAY`.
     pub(crate) const NSEC_ARB_TIMER_DELAY: u32 = 200;

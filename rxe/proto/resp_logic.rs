@@ -168,6 +168,16 @@ pub(crate) struct Res {
     pub(crate) flush_level: u8,
 }
 
+/// An ACK the responder holds back ([`RespState::ack_owed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OwedAck {
+    /// The PSN and MSN the ACK carries: those of the newest request.
+    pub(crate) psn: u32,
+    pub(crate) msn: u32,
+    /// The PSN of the oldest request it answers.
+    pub(crate) first: u32,
+}
+
 /// `qp->resp`: the responder's per-QP state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RespState {
@@ -194,6 +204,11 @@ pub(crate) struct RespState {
     pub(crate) res_head: usize,
     /// The resource a reply is being sent from (`qp->resp.res`).
     pub(crate) cur: Option<usize>,
+    /// An ACK held back because more requests were queued: the ACK of a
+    /// later one covers it (coalesced acknowledgement). Sent before any
+    /// other response, when the queue runs dry, and once it covers
+    /// `MAX_COALESCED_PSNS`.
+    pub(crate) ack_owed: Option<OwedAck>,
 }
 
 impl RespState {
@@ -213,6 +228,7 @@ impl RespState {
             res_count: 0,
             res_head: 0,
             cur: None,
+            ack_owed: None,
         };
         s.set_max_dest_rd_atomic(max_dest_rd_atomic);
         s
@@ -244,6 +260,7 @@ impl RespState {
             r.kind = ResKind::Free;
         }
         self.cur = None;
+        self.ack_owed = None;
     }
 
     /// `rxe_prepare_res()`: recycles the oldest resource. `None` when the

@@ -32,11 +32,12 @@ use super::events::Event;
 use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
 use super::mr_logic::{AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
+use super::params::pacing::MAX_COALESCED_PSNS;
 use super::psn::{psn_add, psn_before, psn_sub};
 use super::qp_state::QpType;
 use super::resp_logic::{
-    check_length, check_rdma_len, check_request, rdma_target, Check, Request, Res, ResKind,
-    ResState, RespError, RespQp, RespState, Target, GRH_LEN,
+    check_length, check_rdma_len, check_request, rdma_target, Check, OwedAck, Request, Res,
+    ResKind, ResState, RespError, RespQp, RespState, Target, GRH_LEN,
 };
 use super::uapi::{wc_flags, WcOpcode, WcStatus};
 use super::wire::{NakCode, Syndrome};
@@ -185,6 +186,11 @@ pub(crate) trait Io {
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed>;
     /// Builds and sends an ACK-type packet; failures are not reported (C logs them).
     fn send_ack(&mut self, a: &Ack);
+    /// Whether more requests wait behind the one being handled: its ACK
+    /// can then be left to a later one.
+    fn more_queued(&mut self) -> bool {
+        false
+    }
     /// Reports `ev` for the port counters.
     fn count(&mut self, _ev: Event) {}
     /// Whether the access that just failed failed only because a page of
@@ -364,23 +370,29 @@ pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome 
                 }
             }
             (St::Error, _) => {
+                r.flush_ack();
                 return Outcome {
                     progress: false,
                     qp_error: true,
                     fault: false,
-                }
+                };
             }
             (St::Fault, _) => {
                 r.release_mr();
+                r.flush_ack();
                 return Outcome {
                     progress: false,
                     qp_error: false,
                     fault: true,
                 };
             }
-            // St::Exit, and states that need a packet reached without one
-            // (not possible: only GetReq sets it and every path starts there).
-            _ => return Outcome::default(),
+            // St::Exit (the queue ran dry: a held ACK goes now), and states
+            // that need a packet reached without one (not possible: only
+            // GetReq sets it and every path starts there).
+            _ => {
+                r.flush_ack();
+                return Outcome::default();
+            }
         };
     }
 }
@@ -391,7 +403,26 @@ impl<I: Io> Run<'_, I> {
         self.mr_held = false;
     }
 
+    /// Sends the ACK held back by [`Run::acknowledge`], if any.
+    fn flush_ack(&mut self) {
+        if let Some(o) = self.st.ack_owed.take() {
+            self.io.send_ack(&Ack {
+                opcode: Opcode::RcAck,
+                psn: o.psn,
+                syndrome: ACK,
+                msn: o.msn,
+                orig: 0,
+            });
+        }
+    }
+
     fn send_ack(&mut self, opcode: Opcode, syndrome: u8, psn: u32, orig: u64) {
+        if opcode == Opcode::RcAck && syndrome == ACK {
+            // A positive ACK covers every earlier PSN, the held one too.
+            self.st.ack_owed = None;
+        } else {
+            self.flush_ack();
+        }
         let a = Ack {
             opcode,
             psn,
@@ -594,6 +625,7 @@ impl<I: Io> Run<'_, I> {
             len,
             source,
         };
+        self.flush_ack();
         let sent = self.io.send_read_response(&r);
         if source == ReadSource::Held {
             self.release_mr();
@@ -756,6 +788,15 @@ impl<I: Io> Run<'_, I> {
         if self.qp.qp_type != QpType::Rc {
             return St::Cleanup;
         }
+        // A held ACK goes once the requests behind it span
+        // MAX_COALESCED_PSNS, whether or not this one asks for an ACK.
+        if self
+            .st
+            .ack_owed
+            .is_some_and(|o| psn_sub(p.psn, o.first) >= MAX_COALESCED_PSNS)
+        {
+            self.flush_ack();
+        }
         if self.syndrome != ACK {
             self.send_ack(Opcode::RcAck, self.syndrome, p.psn, 0);
         } else if p.has(Mask::ATOMIC) {
@@ -770,7 +811,16 @@ impl<I: Io> Run<'_, I> {
             self.send_ack(Opcode::RcReadResponseOnly, ACK, p.psn, 0);
             self.st.cur = None;
         } else if p.ack_req {
-            self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
+            let first = self.st.ack_owed.map_or(p.psn, |o| o.first);
+            if psn_sub(p.psn, first) < MAX_COALESCED_PSNS && self.io.more_queued() {
+                self.st.ack_owed = Some(OwedAck {
+                    psn: p.psn,
+                    msn: self.st.msn,
+                    first,
+                });
+            } else {
+                self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
+            }
         }
         St::Cleanup
     }

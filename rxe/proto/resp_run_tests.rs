@@ -7,7 +7,7 @@ use crate::proto::headers::{AtmEth, Feth, Reth};
 use crate::proto::mr_logic::Access;
 use crate::proto::opcode::ALL;
 use crate::proto::psn::{psn_sub, PSN_MASK};
-use crate::proto::test_model::RespModel;
+use crate::proto::test_model::{Out, RespModel};
 use crate::proto::test_rng::Rng;
 use crate::proto::uapi::access;
 use std::vec;
@@ -249,6 +249,111 @@ fn rc_writes() {
     );
     assert!(o.qp_error);
     assert_eq!(t.last_ack().syndrome, 0x61);
+}
+
+/// Requests queued behind one another are acknowledged once, by the ACK
+/// of the last; a read, an atomic, a NAK or an empty queue sends a held
+/// ACK first, so responses keep PSN order.
+#[test]
+fn coalesced_acks() {
+    let mut t = T::new(QpType::Rc);
+    t.io.coalesce = true;
+    let va = BASE + 0x100;
+    for i in 0..4u32 {
+        t.io.push(
+            with_reth(rq(Opcode::RcWriteOnly, 100 + i, 64), va, 64),
+            bytes(64, i as u8),
+        );
+    }
+    t.drain();
+    assert_eq!(t.io.acks(), [ack(103, 4)]);
+    assert_eq!(t.st.ack_owed, None);
+
+    // Write, read, write: the first write's ACK goes before the read's
+    // response, the last write's after it.
+    t.io.out.clear();
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 104, 64), va, 64),
+        bytes(64, 9),
+    );
+    t.io.push(with_reth(rq(Opcode::RcReadRequest, 105, 0), va, 64), vec![]);
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 106, 64), va, 64),
+        bytes(64, 9),
+    );
+    t.drain();
+    let order: Vec<(bool, u32)> =
+        t.io.out
+            .iter()
+            .filter_map(|o| match o {
+                Out::Ack(a) => Some((true, a.psn)),
+                Out::Read(r, _) => Some((false, r.psn)),
+                _ => None,
+            })
+            .collect();
+    assert_eq!(order, [(true, 104), (false, 105), (true, 106)]);
+
+    // Write then a PSN gap: the held ACK, then the sequence NAK.
+    t.io.out.clear();
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 107, 64), va, 64),
+        bytes(64, 1),
+    );
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 109, 64), va, 64),
+        bytes(64, 2),
+    );
+    t.drain();
+    let acks = t.io.acks();
+    assert_eq!(acks.len(), 2);
+    assert_eq!(acks[0], ack(107, 8));
+    assert_eq!((acks[1].psn, acks[1].syndrome), (108, 0x60));
+
+    // A duplicate behind a new write: one ACK for the newest PSN covers both.
+    t.io.out.clear();
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 108, 64), va, 64),
+        bytes(64, 3),
+    );
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 108, 64), va, 64),
+        bytes(64, 3),
+    );
+    t.drain();
+    assert_eq!(t.io.acks(), [ack(108, 9)]);
+
+    // A long queue: at most MAX_COALESCED_PSNS (16) PSNs held, so the
+    // requester's window keeps moving while the queue stays full.
+    t.io.out.clear();
+    for i in 0..40u32 {
+        t.io.push(
+            with_reth(rq(Opcode::RcWriteOnly, 109 + i, 64), va, 64),
+            bytes(64, 4),
+        );
+    }
+    t.drain();
+    let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
+    assert_eq!(psns, [124, 140, 148]);
+
+    // Long messages (an ACK request every 64 PSNs at most): a held ACK goes
+    // 16 PSNs into the next message, not at its end.
+    t.io.out.clear();
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 149, 64), va, 64),
+        bytes(64, 5),
+    );
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteFirst, 150, 1024), va, 40 * 1024),
+        bytes(1024, 6),
+    );
+    for i in 1..39u32 {
+        t.io.push(rq(Opcode::RcWriteMiddle, 150 + i, 1024), bytes(1024, 6));
+    }
+    t.io.push(rq(Opcode::RcWriteLast, 189, 1024), bytes(1024, 6));
+    t.drain();
+    let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
+    assert_eq!(psns, [149, 189]);
+    assert_eq!(t.st.ack_owed, None);
 }
 
 #[test]

@@ -68,6 +68,9 @@ pub(crate) struct RespModel {
     pub(crate) probe_absent: u32,
     /// The last access failed for an absent page.
     pub(crate) last_absent: bool,
+    /// Report the requests queued behind the head ([`Io::more_queued`]),
+    /// as the driver does; off, every ACK goes out at once.
+    pub(crate) coalesce: bool,
 }
 
 impl RespModel {
@@ -128,6 +131,10 @@ impl Io for RespModel {
 
     fn pop(&mut self) {
         self.reqs.pop_front();
+    }
+
+    fn more_queued(&mut self) -> bool {
+        self.coalesce && self.reqs.len() > 1
     }
 
     fn qp_in_error(&mut self) -> bool {
