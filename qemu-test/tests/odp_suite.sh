@@ -7,19 +7,9 @@
 #   qemu-test/run --nodes 1 --drivers rs qemu-test/tests/odp_suite.sh [RUNS]
 set -e
 T=$(mktemp -d)
-/usr/bin/python3 - "$T" <<'PY'
-import gzip, os, shutil, sys
-src = "/usr/share/doc/rdma-core/tests"
-dst = os.path.join(sys.argv[1], "tests")
-os.mkdir(dst)
-for n in os.listdir(src):
-    p = os.path.join(src, n)
-    if n.endswith(".gz"):
-        with gzip.open(p, "rb") as f, open(os.path.join(dst, n[:-3]), "wb") as g:
-            shutil.copyfileobj(f, g)
-    elif os.path.isfile(p):
-        shutil.copy(p, dst)
-PY
+# The suite unpacked as rdma_core_suite.py unpacks it.
+/usr/bin/python3 -B -c 'import sys; sys.path.insert(0, sys.argv[1]); import rdma_core_suite; rdma_core_suite.unpack(sys.argv[2])' \
+	"$REPO/qemu-test/tests" "$T"
 cd "$T/tests"
 echo "driver $RXE_DRIVER dev $RXE_DEV"
 cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null || true
