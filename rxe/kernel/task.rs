@@ -38,14 +38,6 @@
 //! switch less on the path of a message. The same guarantees hold; `stop`
 //! waits for such a run by polling, as it cannot flush it.
 //!
-//! [`Task::schedule_bh`] queues the task on the kernel's softirq workqueue
-//! (`system_bh_wq`), for the receive path: a packet that finds its task idle
-//! has it run once the network receive softirq finished its batch, in the
-//! same softirq pass on the same CPU, so the packets of one batch for one
-//! QP are handled in one run (which lets the responder acknowledge them
-//! with one ACK). Such a run is like an inline one: it may not sleep, it
-//! has [`BH_STEPS`] steps, and the rest goes to a worker.
-//!
 //! # Example
 //!
 //! ```ignore
@@ -107,10 +99,6 @@ use crate::rxe::sys as b;
 /// (C: `RXE_MAX_ITERATIONS`).
 pub(crate) const MAX_ITERATIONS: u32 = 1024;
 
-/// Calls of the step function in one run on the softirq workqueue
-/// ([`Task::schedule_bh`]) before the rest goes to a worker.
-pub(crate) const BH_STEPS: u32 = crate::rxe::proto::params::pacing::INLINE_STEPS;
-
 /// What a step of the task left behind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Progress {
@@ -169,9 +157,6 @@ pub(crate) struct Task<T, const ID: u64> {
     inline_runs: AtomicU32,
     /// Set while a worker drives the task: its step may sleep.
     in_worker: AtomicBool,
-    /// The queued run is on the softirq workqueue; set and cleared under
-    /// `state`.
-    on_bh: AtomicBool,
 }
 
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
@@ -262,7 +247,6 @@ where
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),
             inline_runs: AtomicU32::new(0),
             in_worker: AtomicBool::new(false),
-            on_bh: AtomicBool::new(false),
         })
     }
 
@@ -286,28 +270,6 @@ where
         match *state {
             State::Idle => {
                 if enqueue(owner.clone()) {
-                    *state = State::Queued;
-                }
-            }
-            State::Running => *state = State::Armed,
-            State::Queued | State::Armed | State::Disabled | State::Dead => {}
-        }
-    }
-
-    /// Makes the task run soon on the softirq workqueue, after the current
-    /// softirq's work on this CPU (see the module doc), or once more if it
-    /// is running. Softirq context (the receive path).
-    pub(crate) fn schedule_bh(&self, owner: &Arc<T>) {
-        if !self.is_in(owner) {
-            return;
-        }
-        let mut state = self.state.lock();
-        match *state {
-            State::Idle => {
-                if enqueue_bh(owner.clone()) {
-                    self.on_bh.store(true, Ordering::Relaxed);
-                    *state = State::Queued;
-                } else if enqueue(owner.clone()) {
                     *state = State::Queued;
                 }
             }
@@ -403,22 +365,15 @@ where
     /// The workqueue entry point, reached through [`impl_has_task!`].
     pub(crate) fn work_fn(this: Arc<T>) {
         let task = T::task(&this);
-        let on_bh = {
+        {
             let mut state = task.state.lock();
-            let on_bh = task.on_bh.swap(false, Ordering::Relaxed);
             if *state != State::Queued {
                 // Disabled or shut down after it was queued.
                 return;
             }
             *state = State::Running;
-            on_bh
-        };
-        if on_bh {
-            // Softirq context: a run like an inline one.
-            Self::drive(&this, BH_STEPS, false);
-        } else {
-            Self::drive(&this, MAX_ITERATIONS, true);
         }
+        Self::drive(&this, MAX_ITERATIONS, true);
     }
 
     /// Whether the step running now runs on a worker, in process context
@@ -492,23 +447,6 @@ where
     // SAFETY: `raw` came from `alloc_workqueue` and is destroyed only by
     // `WorkQueue::drop` at module exit, after every device and so every
     // task owner is gone: nothing can be scheduling then.
-    let queue = unsafe { Queue::from_raw(raw) };
-    queue.enqueue::<Arc<T>, ID>(owner).is_ok()
-}
-
-/// Queues `owner`'s work `ID` on the kernel's softirq workqueue. False if it
-/// was not queued.
-fn enqueue_bh<T, const ID: u64>(owner: Arc<T>) -> bool
-where
-    T: HasWork<T, ID> + WorkItem<ID, Pointer = Arc<T>> + Send + Sync + 'static,
-{
-    // SAFETY: `system_bh_wq` is set up during boot, before any module
-    // loads, and never freed; reading the pointer races with nothing.
-    let raw = unsafe { kernel::bindings::system_bh_wq };
-    if raw.is_null() {
-        return false;
-    }
-    // SAFETY: `raw` is a live workqueue for as long as the kernel runs.
     let queue = unsafe { Queue::from_raw(raw) };
     queue.enqueue::<Arc<T>, ID>(owner).is_ok()
 }

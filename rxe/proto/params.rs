@@ -216,8 +216,8 @@ pub(crate) mod pacing {
     pub(crate) const INFLIGHT_SKBS_PER_QP_LOW: u32 = 16;
     /// Work items a task handles before it yields the CPU.
     pub(crate) const MAX_ITERATIONS: u32 = 1024;
-    /// Steps a task takes in softirq context, after a receive, before a
-    /// worker takes over (a NAPI poll's budget of packets).
+    /// Steps a task takes in the receive softirq before a worker takes over
+    /// (a NAPI poll's budget of packets).
     pub(crate) const INLINE_STEPS: u32 = 64;
     /// `RXE_NSEC_ARB_TIMER_DELAY`.
     pub(crate) const NSEC_ARB_TIMER_DELAY: u32 = 200;

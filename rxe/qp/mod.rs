@@ -75,7 +75,7 @@ use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
 use crate::rxe::kernel::ibdev::{Device, DeviceRef};
 use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
-use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner, BH_STEPS};
+use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
@@ -84,6 +84,7 @@ use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::av;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
+use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::proto::qp_attr::{
     self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
 };
@@ -287,20 +288,16 @@ impl Shared {
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
         use crate::rxe::proto::opcode::Mask;
         let to_comp = pkt.mask().intersects(Mask::ACK);
-        let single = pkt.mask().contains(Mask::ONLY);
         // A packet from the network that finds its engine idle is handled
-        // in softirq context, without a worker wake-up or a context switch.
-        // A single-packet request (the small messages of a message-rate
-        // load) waits for the end of the receive softirq's batch
-        // (`schedule_bh`), so that the requests of one batch for this QP
-        // are handled in one run and the responder acknowledges them with
-        // one ACK. Everything else runs right here (batching the packets of
-        // long messages stalled them: a fixed-clock A/B lost 70% of 64 KiB
-        // bandwidth). Either run is cut short after `BH_STEPS` steps (a
-        // read request's reply or a window of requests the acknowledgement
-        // opened can be a long run of packets) and a worker does the rest.
-        // Looped-back packets go to a worker: a reply would recurse through
-        // the sender.
+        // right here in the receive softirq: a worker wake-up and a context
+        // switch less per message. Such a run is cut short after
+        // `INLINE_STEPS` steps (a read request's reply or a window of
+        // requests the acknowledgement opened can be a long run of packets)
+        // and a worker does the rest. Looped-back packets are queued: a reply
+        // would recurse through the sender. Responses go to the send task,
+        // which runs the completer and then the requester the acknowledgement
+        // may have unblocked; the two never overlap, so the completer cannot
+        // retire a message the requester is still sending.
         let inline = !pkt.is_loopback();
         let fifo = if to_comp {
             &self.comp_pkts
@@ -319,15 +316,13 @@ impl Shared {
         if to_comp {
             self.want_comp.store(true, Ordering::Release);
             if inline && alone {
-                self.send_task.run_for(self, BH_STEPS);
+                self.send_task.run_for(self, INLINE_STEPS);
             } else {
                 counters::inc(&self.dev, Counter::AckDeferred);
                 self.send_task.schedule(self);
             }
-        } else if inline && alone && single {
-            self.resp_task.schedule_bh(self);
         } else if inline && alone {
-            self.resp_task.run_for(self, BH_STEPS);
+            self.resp_task.run_for(self, INLINE_STEPS);
         } else {
             self.resp_task.schedule(self);
         }
