@@ -82,6 +82,10 @@ def test_max_wr_qp(ctx, pd):
     # 2^20 WQEs of 32 SGEs: a send queue larger than the guest's RAM. It
     # fails without the allocator's "exceeds total pages" warning
     # (found by misuse_walk.py; the harness fails the boot on it).
+    if DRIVER == "c":
+        print("SKIP qp larger than RAM: rdma_rxe 6.12 vmalloc_user()s its ring (a vmalloc WARN)")
+        cq.close()
+        return
     cap = QPCap(max_send_wr=MAX_QP_WR, max_recv_wr=1, max_send_sge=32, max_recv_sge=1)
     try:
         QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)).close()
