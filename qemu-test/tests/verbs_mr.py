@@ -17,6 +17,7 @@ memory afterwards.
 
 import ctypes
 import mmap
+import os
 import sys
 
 from pyverbs.device import Context
@@ -24,7 +25,7 @@ from pyverbs.mr import MR, MW
 from pyverbs.pd import PD
 import pyverbs.enums as e
 
-from testlib import (DEBUG_KERNEL, DEV, check, kmemleak_clean, kmemleak_clear, meminfo, outcome,
+from testlib import (DEBUG_KERNEL, DEV, DRIVER, check, kmemleak_clean, kmemleak_clear, meminfo, outcome,
                      summary)
 
 LW = e.IBV_ACCESS_LOCAL_WRITE
@@ -34,6 +35,7 @@ RA = e.IBV_ACCESS_REMOTE_ATOMIC
 BIND = e.IBV_ACCESS_MW_BIND
 ZERO_BASED = e.IBV_ACCESS_ZERO_BASED
 ON_DEMAND = e.IBV_ACCESS_ON_DEMAND
+KERNEL = os.environ.get("RXE_KERNEL", "6.12")
 HUGETLB = e.IBV_ACCESS_HUGETLB
 RELAXED = e.IBV_ACCESS_RELAXED_ORDERING
 FLUSH_GLOBAL = 1 << 8
@@ -86,7 +88,8 @@ def test_access_combos(ctx, pd, buf):
     extra = [
         ("zero_based", LW | ZERO_BASED, "EOPNOTSUPP"),
         ("hugetlb", LW | HUGETLB, "EOPNOTSUPP"),
-        ("on_demand", LW | ON_DEMAND, "EOPNOTSUPP"),
+        # rxe_rs has on-demand paging; rdma_rxe has it from 6.15 on.
+        ("on_demand", LW | ON_DEMAND, "ok" if DRIVER == "rs" or KERNEL != "6.12" else "EOPNOTSUPP"),
         ("relaxed_ordering", LW | RELAXED, "ok"),
         ("flush_global", LW | FLUSH_GLOBAL, "ok"),
         ("flush_persistent", LW | FLUSH_PERSISTENT, "EINVAL"),
