@@ -811,12 +811,12 @@ impl<I: Io> Run<'_, I> {
             self.send_ack(Opcode::RcReadResponseOnly, ACK, p.psn, 0);
             self.st.cur = None;
         } else if p.ack_req {
-            let first = self.st.ack_owed.map_or(p.psn, |o| o.first);
-            if psn_sub(p.psn, first) < MAX_COALESCED_PSNS && self.io.more_queued() {
+            // Any held ACK is within MAX_COALESCED_PSNS here (see above).
+            if self.io.more_queued() {
                 self.st.ack_owed = Some(OwedAck {
                     psn: p.psn,
                     msn: self.st.msn,
-                    first,
+                    first: self.st.ack_owed.map_or(p.psn, |o| o.first),
                 });
             } else {
                 self.send_ack(Opcode::RcAck, ACK, p.psn, 0);

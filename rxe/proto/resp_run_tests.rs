@@ -259,11 +259,15 @@ fn coalesced_acks() {
     let mut t = T::new(QpType::Rc);
     t.io.coalesce = true;
     let va = BASE + 0x100;
-    for i in 0..4u32 {
+    // Queues a 64-byte WRITE only at `va`.
+    let write64 = |t: &mut T, psn: u32, seed: u8| {
         t.io.push(
-            with_reth(rq(Opcode::RcWriteOnly, 100 + i, 64), va, 64),
-            bytes(64, i as u8),
+            with_reth(rq(Opcode::RcWriteOnly, psn, 64), va, 64),
+            bytes(64, seed),
         );
+    };
+    for i in 0..4u32 {
+        write64(&mut t, 100 + i, i as u8);
     }
     t.drain();
     assert_eq!(t.io.acks(), [ack(103, 4)]);
@@ -272,15 +276,9 @@ fn coalesced_acks() {
     // Write, read, write: the first write's ACK goes before the read's
     // response, the last write's after it.
     t.io.out.clear();
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 104, 64), va, 64),
-        bytes(64, 9),
-    );
+    write64(&mut t, 104, 9);
     t.io.push(with_reth(rq(Opcode::RcReadRequest, 105, 0), va, 64), vec![]);
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 106, 64), va, 64),
-        bytes(64, 9),
-    );
+    write64(&mut t, 106, 9);
     t.drain();
     let order: Vec<(bool, u32)> =
         t.io.out
@@ -295,14 +293,8 @@ fn coalesced_acks() {
 
     // Write then a PSN gap: the held ACK, then the sequence NAK.
     t.io.out.clear();
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 107, 64), va, 64),
-        bytes(64, 1),
-    );
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 109, 64), va, 64),
-        bytes(64, 2),
-    );
+    write64(&mut t, 107, 1);
+    write64(&mut t, 109, 2);
     t.drain();
     let acks = t.io.acks();
     assert_eq!(acks.len(), 2);
@@ -311,14 +303,8 @@ fn coalesced_acks() {
 
     // A duplicate behind a new write: one ACK for the newest PSN covers both.
     t.io.out.clear();
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 108, 64), va, 64),
-        bytes(64, 3),
-    );
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 108, 64), va, 64),
-        bytes(64, 3),
-    );
+    write64(&mut t, 108, 3);
+    write64(&mut t, 108, 3);
     t.drain();
     assert_eq!(t.io.acks(), [ack(108, 9)]);
 
@@ -326,10 +312,7 @@ fn coalesced_acks() {
     // requester's window keeps moving while the queue stays full.
     t.io.out.clear();
     for i in 0..40u32 {
-        t.io.push(
-            with_reth(rq(Opcode::RcWriteOnly, 109 + i, 64), va, 64),
-            bytes(64, 4),
-        );
+        write64(&mut t, 109 + i, 4);
     }
     t.drain();
     let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
@@ -338,10 +321,7 @@ fn coalesced_acks() {
     // Long messages (an ACK request every 64 PSNs at most): a held ACK goes
     // 16 PSNs into the next message, not at its end.
     t.io.out.clear();
-    t.io.push(
-        with_reth(rq(Opcode::RcWriteOnly, 149, 64), va, 64),
-        bytes(64, 5),
-    );
+    write64(&mut t, 149, 5);
     t.io.push(
         with_reth(rq(Opcode::RcWriteFirst, 150, 1024), va, 40 * 1024),
         bytes(1024, 6),
