@@ -6,6 +6,8 @@
 #   make rustfmtcheck        check the Rust formatting (make rustfmt fixes it)
 #   make test                set up, build, run host tests and QEMU tests
 #   make test-7.3            the same with the Linux 7.3 list (qemu-test/tests/LIST-7.3)
+#   make test-full           the test command with the longer loops of
+#                            qemu-test/tests/FULL (about two hours)
 #   make demo                set up, build, run the two-node demo
 #   make bench               rs vs c vs TCP benchmark table
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
@@ -37,7 +39,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-7.3 demo bench fuzz fuzz-vm misuse-long loss-heavy host-test rustfmt rustfmtcheck
+.PHONY: all module module-path testmod-path clean test test-full test-7.3 demo bench fuzz fuzz-vm misuse-long loss-heavy host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -120,6 +122,9 @@ rustfmtcheck:
 
 test:
 	scripts/test
+
+test-full:
+	scripts/test --full
 
 test-7.3:
 	scripts/test --list qemu-test/tests/LIST-7.3

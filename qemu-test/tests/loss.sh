@@ -59,7 +59,8 @@ perf() {
 	# A 4 ms local ACK timeout (-u 10) instead of 67 ms by default: on a
 	# LAN that is plenty, and every loss of a retransmission costs one
 	# timeout.
-	local cmd=("$@" -d "$RXE_DEV" -F -x "$gidx" -u "$ack_timeout" -p "$port")
+	# Line-buffered, so a run the timeout kills still shows how far it got.
+	local cmd=(stdbuf -oL "$@" -d "$RXE_DEV" -F -x "$gidx" -u "$ack_timeout" -p "$port")
 	if is_server; then
 		timeout 900 "${cmd[@]}" >"$log" 2>&1 &
 		local srv=$!
@@ -71,7 +72,13 @@ perf() {
 		timeout 900 "${cmd[@]}" "$(server_ip)" >"$log" 2>&1 || rc=$?
 	fi
 	grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$log" || cat "$log"
-	[ "$rc" = 0 ] || { cat "$log"; fail "$* on the lossy link: exit $rc"; }
+	if [ "$rc" != 0 ]; then
+		cat "$log"
+		# Where the QPs stand, for the post-mortem.
+		rdma -d res show qp || true
+		note "counters: $(snap)"
+		fail "$* on the lossy link: exit $rc"
+	fi
 	port=$((port + 1))
 	barrier "perf-$port-done"
 }

@@ -2,20 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """Hand-made RoCEv2 datagrams against a receiver, rs or c (run by net_raw.sh).
 
-  net_raw.py serve          node 2: answer counter queries until told to stop
-  net_raw.py send ECHO DRV  node 1: send the cases below to node 2, which runs
-                            driver DRV (rs or c); ECHO=1 when it runs rxe_rs
-                            built with RXE_RS_NETTEST=1
+  net_raw.py serve          the receiver: answer counter queries until told to stop
+  net_raw.py send ECHO DRV  the sender: send the cases below to the receiver,
+                            which runs driver DRV (rs or c); ECHO=1 when it
+                            runs rxe_rs built with RXE_RS_NETTEST=1
 
-Every case says how much node 2's rcvd_pkts must grow: that counter moves
+Every case says how much the receiver's rcvd_pkts must grow: that counter moves
 only for packets that pass the header and ICRC checks and reach a QP or the
 multicast path (QPN 0xffffff, which needs no QP on either driver). With ECHO,
-pings make node 2 answer through its transmit path, checked by node 1's (or
-node 2's own, looped back) receiver.
+pings make the receiver answer through its transmit path, checked by the
+sender's (or the receiver's own, looped back) receive path.
 
 rdma_rxe (6.12) crashes on IPv6 datagrams shorter than a BTH: rxe_rcv drops
 them before it clears pkt->qp, which then is whatever IP6CB left in skb->cb,
-and rxe_put()s it. Those cases are skipped when node 2 runs c.
+and rxe_put()s it. Those cases are skipped when the receiver runs c.
 """
 import os
 import random
@@ -140,7 +140,7 @@ class Path:
 
 
 def cases(p, echo, me, peer, c_peer):
-    """(name, packets, expected rcvd delta on node 2, on node 1)."""
+    """(name, packets, expected rcvd delta on the receiver, on the sender)."""
     rng = random.Random(4791 + p.v6)
     # See the module docstring: rdma_rxe's short-IPv6 crash.
     crashes_c = c_peer and p.v6
@@ -185,8 +185,8 @@ def cases(p, echo, me, peer, c_peer):
     if not p.v6:
         yield "valid, to the broadcast address", [("bcast", p.icrc(ud(b"bcast"), dst=p.bcast))], 0, 0
     if echo:
-        yield "ping, answer to node 1", [p.icrc(ud(PING + p.gid(me) + b"payload"))], 1, 1
-        yield "ping, answer looped back on node 2", [p.icrc(ud(PING + p.gid(peer) + b"loop"))], 2, 0
+        yield "ping, answer to the sender", [p.icrc(ud(PING + p.gid(me) + b"payload"))], 1, 1
+        yield "ping, answer looped back on the receiver", [p.icrc(ud(PING + p.gid(peer) + b"loop"))], 2, 0
         yield "ping x20", [p.icrc(ud(PING + p.gid(me) + bytes(i)) ) for i in range(20)], 20, 20
         yield "ping with 1000 B payload", [p.icrc(ud(PING + p.gid(me) + bytes(range(250)) * 4))], 1, 1
 
@@ -203,6 +203,7 @@ def send(echo, peer_driver):
     for p, me, them in ((Path(False, me4, peer4), me4, peer4), (Path(True, me6, peer6), me6, peer6)):
         fam = "IPv6" if p.v6 else "IPv4"
         for name, pkts, want_peer, want_me in cases(p, echo, me, them, peer_driver == "c"):
+            t0 = time.monotonic()
             before_peer, before_me = peer.ask(), rcvd_pkts()
             for pkt in pkts:
                 if isinstance(pkt, tuple) and pkt[0] == "frag":
@@ -216,8 +217,8 @@ def send(echo, peer_driver):
             got_peer, got_me = peer.ask() - before_peer, rcvd_pkts() - before_me
             ok = (got_peer, got_me) == (want_peer, want_me)
             failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {fam} {name}: node2 +{got_peer} (want +{want_peer}), "
-                  f"node1 +{got_me} (want +{want_me})", flush=True)
+            print(f"{'ok  ' if ok else 'FAIL'} {fam} {name}: receiver +{got_peer} (want +{want_peer}), "
+                  f"sender +{got_me} (want +{want_me}); {time.monotonic() - t0:.1f} s", flush=True)
     peer.ask("stop")
     return failures
 

@@ -6,14 +6,23 @@
 # whichever driver it runs (rdma_rxe crashes on short IPv6 datagrams; those
 # cases are skipped when node 2 runs c). When node 2 runs rxe_rs built with
 # RXE_RS_NETTEST=1, pings also exercise its transmit and loopback paths.
+# RECEIVER (1 or 2, default 2) swaps the roles: with 1, node 2 sends to
+# node 1, so a boot of rxe_rs on node 1 and rdma_rxe on node 2 can run it.
 #
 #   qemu-test/run --debug --drivers c,rs qemu-test/tests/net_raw.sh
+#   qemu-test/run --debug --drivers rs,c qemu-test/tests/net_raw.sh 1
 #   RXE_RS_NETTEST=1 qemu-test/run --debug --drivers c,rs qemu-test/tests/net_raw.sh
 set -euo pipefail
 . "$REPO/qemu-test/lib.sh"
 
+receiver=${1:-2}
+case $receiver in
+1) sender=2 ;;
+2) sender=1 ;;
+*) fail "RECEIVER is 1 or 2, not '$receiver'" ;;
+esac
 py=$REPO/qemu-test/tests/net_raw.py
-if is_server; then
+if [ "$NODE_INDEX" = "$receiver" ]; then
 	echo=0
 	if [ "$RXE_DRIVER" = rs ] && grep -q nettest /proc/kallsyms; then
 		echo=1
@@ -23,11 +32,11 @@ if is_server; then
 	barrier ready
 	/usr/bin/python3 "$py" serve
 	rdma statistic show link "$RXE_DEV/1"
-elif is_client; then
+elif [ "$NODE_INDEX" = "$sender" ]; then
 	barrier ready
 	echo=$(fetch echo)
 	driver2=$(fetch driver2)
-	note "node1 runs $RXE_DRIVER, node2 $driver2; echo tests: $echo"
+	note "node$sender (sender) runs $RXE_DRIVER, node$receiver (receiver) $driver2; echo tests: $echo"
 	/usr/bin/python3 "$py" send "$echo" "$driver2" || fail "some cases failed"
 	rdma statistic show link "$RXE_DEV/1"
 else
