@@ -25,7 +25,6 @@ import sys
 import time
 import zlib
 
-SHARED = os.environ["SHARED_DIR"]
 DEV = os.environ["RXE_DEV"]
 ROCE_PORT = 4791
 SPORT = 0xC0DE
@@ -41,48 +40,50 @@ def rcvd_pkts():
         return int(f.read())
 
 
-# --- query protocol over the shared directory ---------------------------------
+# --- counter queries over TCP -------------------------------------------------
+# A query is a line on one TCP connection between the nodes (eth0, not port
+# 4791, so it never moves rcvd_pkts); polling files on the shared 9p
+# directory cost a debug guest seconds per query.
+CTRL_PORT = 18490
+
+
 def serve():
-    k = 0
-    while True:
-        q = f"{SHARED}/rawq.{k}"
-        while not os.path.exists(q):
-            time.sleep(0.05)
-        with open(q) as f:
-            cmd = f.read().strip()
-        if cmd == "stop":
-            return
-        # Let softirqs and the loopback path settle.
-        time.sleep(0.3)
-        tmp = f"{SHARED}/rawa.{k}.tmp"
-        with open(tmp, "w") as f:
-            f.write(str(rcvd_pkts()))
-        os.rename(tmp, f"{SHARED}/rawa.{k}")
-        k += 1
+    with socket.create_server(("", CTRL_PORT)) as srv:
+        srv.settimeout(300)
+        conn, _ = srv.accept()
+    with conn, conn.makefile("rw") as f:
+        for line in f:
+            if line.strip() == "stop":
+                return
+            # Let softirqs and the loopback path settle.
+            time.sleep(0.3)
+            f.write(f"{rcvd_pkts()}\n")
+            f.flush()
 
 
 class Peer:
-    def __init__(self):
-        self.k = 0
+    def __init__(self, addr):
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.conn = socket.create_connection((addr, CTRL_PORT), timeout=120)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("peer does not listen")
+                time.sleep(0.2)
+        self.f = self.conn.makefile("rw")
 
     def ask(self, cmd="count"):
-        q = f"{SHARED}/rawq.{self.k}"
-        with open(q + ".tmp", "w") as f:
-            f.write(cmd)
-        os.rename(q + ".tmp", q)
+        self.f.write(cmd + "\n")
+        self.f.flush()
         if cmd == "stop":
+            self.conn.close()
             return None
-        a = f"{SHARED}/rawa.{self.k}"
-        deadline = time.time() + 120
-        while not os.path.exists(a):
-            if time.time() > deadline:
-                raise SystemExit("peer does not answer")
-            time.sleep(0.05)
-        time.sleep(0.05)
-        with open(a) as f:
-            v = int(f.read())
-        self.k += 1
-        return v
+        line = self.f.readline()
+        if not line:
+            raise SystemExit("peer does not answer")
+        return int(line)
 
 
 # --- packet building ----------------------------------------------------------
@@ -192,9 +193,9 @@ def cases(p, echo, me, peer, c_peer):
 
 
 def send(echo, peer_driver):
-    peer = Peer()
     me4, me6 = os.environ["NODE_IP"], os.environ["NODE_IP6"]
     peer4 = os.environ["PEER_IPS"].split()[0]
+    peer = Peer(peer4)
     peer6 = os.environ["PEER_IP6S"].split()[0]
     failures = 0
     frag4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
