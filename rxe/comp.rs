@@ -364,8 +364,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     drop(comp);
     if let Some(code) = out.rnr_timer {
         let us = rnr_timer_us(code).unwrap_or(0);
-        qp.rnr_timer
-            .arm_in(qp, Jiffies::from_usecs(us).at_least_one());
+        qp.rnr_timer.arm_in(qp, Jiffies::at_least_usecs(us));
     }
     if out.rearm_retransmit && qp.qp_type == QpType::Rc {
         req::arm_retransmit(qp, timeout, false);

@@ -371,8 +371,11 @@ pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) 
     if only_if_idle && qp.retrans_timer.pending() {
         return;
     }
-    qp.retrans_timer
-        .arm_in(qp, Jiffies::from_nsecs(ns).at_least_one());
+    // Never shorter than the local ACK timeout: with C's rounding (1 jiffy
+    // for every timeout up to a tick) the timer fires at the next tick,
+    // however recently the last response came, and each such spurious
+    // retry of a long RDMA READ has the responder replay the rest of it.
+    qp.retrans_timer.arm_in(qp, Jiffies::at_least_nsecs(ns));
 }
 
 /// modify_qp changed attributes the engines keep a copy of.

@@ -39,7 +39,7 @@
 //!     }
 //! }
 //!
-//! qp.retrans.arm_in(&qp, Jiffies::from_nsecs(4096 << timeout));
+//! qp.retrans.arm_in(&qp, Jiffies::at_least_nsecs(4096 << timeout));
 //! // destroy, after the tasks are shut down:
 //! qp.retrans.shutdown(&qp);
 //! ```
@@ -79,9 +79,19 @@ impl Jiffies {
         self.0
     }
 
-    /// At least one jiffy (C guards its timeouts that way).
-    pub(crate) fn at_least_one(self) -> Self {
-        Self(self.0.max(1))
+    /// A delay that waits at least `nsecs` however close to the next tick
+    /// the timer is armed: a timer armed `n` ticks ahead fires between
+    /// `n - 1` and `n` tick lengths later, so this is `nsecs` rounded down
+    /// plus two ticks. (C's `nsecs_to_jiffies` rounded down and clamped to
+    /// one jiffy can fire microseconds after it is armed.)
+    pub(crate) fn at_least_nsecs(nsecs: u64) -> Self {
+        Self(Self::from_nsecs(nsecs).0.saturating_add(2))
+    }
+
+    /// A delay that waits at least `usecs` (see [`Jiffies::at_least_nsecs`]):
+    /// `usecs` rounded up plus one tick.
+    pub(crate) fn at_least_usecs(usecs: u32) -> Self {
+        Self(Self::from_usecs(usecs).0.saturating_add(1))
     }
 
     /// `self + d`; jiffies wrap, so does this.
