@@ -60,6 +60,7 @@ PACKETS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 SEED = int(sys.argv[2], 0) if len(sys.argv) > 2 else 0xF022
 SHARED = os.environ.get("SHARED_DIR", "/tmp")
 STATUS = f"{SHARED}/fuzz_vm.status"
+STATUS_LEN = 256
 
 START_PSN = 0xFFFFF0
 QKEY = 0x11111111
@@ -216,9 +217,13 @@ def target(ctl, node):
                 attr, _ = node.qps[n].query(e.IBV_QP_STATE | e.IBV_QP_RQ_PSN)
             node.fill(n)
             status[n] = attr.rq_psn
+        # Always STATUS_LEN bytes: a reader whose guest still holds the
+        # replaced file's size must never get a short read (on a 9p mount
+        # with cache=none, 6.12's netfs retries a short read by recursing
+        # until the stack overflows).
         tmp = STATUS + ".tmp"
         with open(tmp, "w") as f:
-            f.write(" ".join(f"{n}={status[n]}" for n in NAMES))
+            f.write(" ".join(f"{n}={status[n]}" for n in NAMES).ljust(STATUS_LEN))
         os.rename(tmp, STATUS)
     after = counters()
     log(f"target: {completions} completions polled, QPs revived from ERR: {revived}")
