@@ -116,7 +116,7 @@ impl Device {
             ib.node_guid = u64::from_ne_bytes(identity.node_guid);
             ib.uverbs_cmd_mask |= (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
                 | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
-            let ops = super::ops::device_ops();
+            let ops = crate::rxe::ops::device_ops();
             b::ib_set_device_ops(ib, &ops);
             to_result(b::ib_device_set_netdev(ib, ndev.as_ptr(), 1))?;
             to_result(b::ib_register_device(

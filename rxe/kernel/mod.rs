@@ -21,7 +21,6 @@ pub(crate) mod mcast;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod odp;
-pub(crate) mod ops;
 pub(crate) mod page;
 pub(crate) mod random;
 pub(crate) mod route;
