@@ -14,11 +14,14 @@
 mod ah;
 mod cq;
 mod device;
+mod hooks;
 mod mr;
 mod mw;
 mod qp;
 mod srq;
 mod stats;
+
+pub(crate) use hooks::Driver;
 
 use crate::rxe::sys as b;
 
