@@ -17,7 +17,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::{unpublish, Published};
 use crate::rxe::device::{ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink, UserCall};
+use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
@@ -30,7 +30,7 @@ use crate::rxe::proto::uapi::{
     WqeError, DEFAULT_CACHE_LINE,
 };
 use crate::rxe::queue::{Queue, Role};
-use crate::rxe::ucontext::Ucontext;
+use crate::rxe::ucontext::{Ucontext, UserCall};
 
 /// The attributes of `struct ib_srq_attr`.
 #[derive(Clone, Copy, Debug, Default)]
