@@ -199,7 +199,8 @@ impl<A: WrAh> SendWr<'_, A> {
 pub(crate) struct SendWrs<'a, A> {
     next: *const b::ib_send_wr,
     datagram: bool,
-    _chain: PhantomData<(&'a b::ib_send_wr, fn() -> A)>,
+    _chain: PhantomData<&'a b::ib_send_wr>,
+    _ah: PhantomData<fn() -> A>,
 }
 
 impl<'a, A> SendWrs<'a, A> {
@@ -212,6 +213,7 @@ impl<'a, A> SendWrs<'a, A> {
             next: first,
             datagram,
             _chain: PhantomData,
+            _ah: PhantomData,
         }
     }
 }
