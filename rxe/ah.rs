@@ -8,8 +8,7 @@
 
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
-use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
-use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::udata::Udata;

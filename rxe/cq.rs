@@ -23,9 +23,8 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::device::{ObjCount, ObjKind};
+use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kernel::cq_srq::{self, CqLink};
-use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};

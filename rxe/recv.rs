@@ -20,7 +20,7 @@
 use kernel::sync::Arc;
 
 use crate::rxe::counters::{self, Counter};
-use crate::rxe::kernel::ibdev::{Device, DeviceRef};
+use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};

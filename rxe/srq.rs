@@ -16,10 +16,9 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::{unpublish, Published};
-use crate::rxe::device::{ObjCount, ObjKind};
+use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink};
 use crate::rxe::kernel::errno;
-use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::udata;
 use crate::rxe::proto::cq_srq::{

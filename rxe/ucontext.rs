@@ -10,9 +10,9 @@ use kernel::{
     sync::Arc,
 };
 
-use crate::rxe::device::{ObjCount, ObjKind};
+use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
-use crate::rxe::kernel::{cq_srq, ibdev::Device, udata::Udata, vmbuf::VmBuf};
+use crate::rxe::kernel::{cq_srq, udata::Udata, vmbuf::VmBuf};
 use crate::rxe::proto::uapi::MmInfo;
 
 struct Mmaps {

@@ -23,10 +23,20 @@ mod stats;
 
 pub(crate) use hooks::Driver;
 
+use crate::rxe::device::DeviceState;
+use crate::rxe::kernel::ibdev::DeviceData;
 use crate::rxe::sys as b;
 
+// SAFETY: `DeviceState` is the only `DeviceData` of the module, and every
+// device it registers (`device::newlink`) is a `Device<DeviceState>`.
+unsafe impl DeviceData for DeviceState {
+    fn ops() -> b::ib_device_ops {
+        device_ops()
+    }
+}
+
 /// Builds the ops table; the core copies it into each device.
-pub(crate) fn device_ops() -> b::ib_device_ops {
+fn device_ops() -> b::ib_device_ops {
     let mut ops = b::ib_device_ops::default();
     device::fill(&mut ops);
     ah::fill(&mut ops);
