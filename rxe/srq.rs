@@ -31,13 +31,7 @@ use crate::rxe::proto::uapi::{
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::{Ucontext, UserCall};
 
-/// The attributes of `struct ib_srq_attr`.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Attr {
-    pub(crate) max_wr: u32,
-    pub(crate) max_sge: u32,
-    pub(crate) srq_limit: u32,
-}
+pub(crate) use crate::rxe::proto::cq_srq::SrqAttr as Attr;
 
 /// A shared receive queue, as the core holds it.
 pub(crate) struct Srq {

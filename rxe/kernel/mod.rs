@@ -8,6 +8,7 @@
 //! root); the driver logic above it is written against these types.
 
 pub(crate) mod alloc;
+pub(crate) mod attr;
 #[cfg(target_arch = "x86_64")]
 mod clmul;
 pub(crate) mod cq_srq;
