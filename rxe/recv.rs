@@ -191,6 +191,7 @@ impl RxPacket {
 }
 
 /// Entry point of every UDP datagram arriving on port 4791.
+#[inline]
 pub(crate) fn receive_udp(mut skb: Skb) {
     let Some(ndev) = skb.netdev() else {
         return;

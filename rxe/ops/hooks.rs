@@ -30,6 +30,10 @@ impl NotifierOwner for Driver {
     }
 }
 
+// The hot path: `encap_rcv::<Driver>` should hold the whole receive entry.
+// Code reached from a generic instance is exported, and LLVM keeps an
+// exported function of that size out of line unless it is marked
+// `#[inline]`, as `recv::receive_udp` is.
 impl TunnelOwner for Driver {
     #[inline(always)]
     fn receive(skb: Skb) {
