@@ -13,6 +13,8 @@ use kernel::prelude::*;
 
 mod rxe;
 
+use rxe::ops::Driver;
+
 use rxe::kernel::{
     errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp, udp::TunnelSocket,
 };
@@ -64,8 +66,8 @@ impl kernel::Module for RxeModule {
         let wq = WorkQueue::create()?;
         #[cfg(rxe_rs_selftest)]
         rxe::selftest::run();
-        let sock4 = TunnelSocket::create(false)?;
-        let sock6 = match TunnelSocket::create(true) {
+        let sock4 = TunnelSocket::create::<Driver>(false)?;
+        let sock6 = match TunnelSocket::create::<Driver>(true) {
             Ok(sock) => Some(sock),
             Err(e) if e == errno::eafnosupport() => {
                 pr_warn!("IPv6 unavailable, RoCEv2 over IPv4 only\n");
@@ -73,8 +75,8 @@ impl kernel::Module for RxeModule {
             }
             Err(e) => return Err(e),
         };
-        let notifier = Notifier::register()?;
-        let link = LinkType::register()?;
+        let notifier = Notifier::register::<Driver>()?;
+        let link = LinkType::register::<Driver>()?;
         pr_info!("loaded\n");
         Ok(Self {
             _link: link,

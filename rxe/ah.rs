@@ -8,11 +8,11 @@
 
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
-use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
-use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::udata::Udata;
+use crate::rxe::kernel::wr::WrAh;
 use crate::rxe::proto::av::{self as pav, AhAttr};
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::proto::qp_attr::AttrError;
@@ -117,11 +117,6 @@ impl Ah {
         })
     }
 
-    /// The number UD send WQEs name this AH by.
-    pub(crate) fn num(&self) -> u32 {
-        self.num
-    }
-
     /// modify_ah (kernel users only).
     pub(crate) fn modify(&self, attr: &AhAttr) -> Result {
         pav::check_ah_attr(attr).map_err(errno)?;
@@ -139,5 +134,12 @@ impl Ah {
     /// AV keep their copy.
     pub(crate) fn destroy(&self, dev: &Device) {
         dev.state().ahs.remove(self.index);
+    }
+}
+
+impl WrAh for Ah {
+    /// The number UD send WQEs name this AH by.
+    fn wr_num(&self) -> u32 {
+        self.num
     }
 }

@@ -6,7 +6,7 @@
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::device::Device;
 use crate::rxe::proto::events::Event;
 
 /// One counter. The order is rdma_rxe's, so `rdma statistic` prints the

@@ -23,9 +23,8 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::device::{ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{self, CqLink, UserCall};
-use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::device::{Device, ObjCount, ObjKind};
+use crate::rxe::kernel::cq_srq::{self, CqLink};
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
@@ -33,7 +32,7 @@ use crate::rxe::proto::uapi::{
     cq_geometry, create_cq_resp, resp, Cqe, MmInfo, SizeError, CQE_LEN, DEFAULT_CACHE_LINE,
 };
 use crate::rxe::queue::{Queue, Role};
-use crate::rxe::ucontext::Ucontext;
+use crate::rxe::ucontext::{Ucontext, UserCall};
 
 /// Consumer callbacks that completions made due, run after the poster's
 /// QP locks are released ([`Shared::produce`], [`Shared::run_due`]).

@@ -11,9 +11,7 @@ use kernel::{
 };
 
 use crate::rxe::counters::{Counter, Counters};
-use crate::rxe::kernel::ibdev::{
-    attr_int, Device, DeviceAttr, DeviceRef, Identity, PortAttr, PortEvent,
-};
+use crate::rxe::kernel::ibdev::{self, attr_int, DeviceAttr, Identity, PortAttr, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
@@ -21,6 +19,11 @@ use crate::rxe::proto::odp_logic;
 use crate::rxe::proto::params as p;
 use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
 use crate::rxe::{ah, mcast, mr, mw, qp};
+
+/// An rxe device: the core's `ib_device` followed by its [`DeviceState`].
+pub(crate) type Device = ibdev::Device<DeviceState>;
+/// A counted reference on an rxe device.
+pub(crate) type DeviceRef = ibdev::DeviceRef<DeviceState>;
 
 /// The verbs object kinds whose number the device limits.
 #[derive(Clone, Copy)]

@@ -19,7 +19,7 @@ use kernel::{
     sync::Arc,
 };
 
-use crate::rxe::kernel::ibdev::Device;
+use crate::rxe::device::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::proto::av::mcast_mac;
 use crate::rxe::proto::params::limits;

@@ -3,9 +3,12 @@
 //! The rxe_rs driver: verbs objects, the RoCEv2 datapath and their kernel glue.
 //!
 //! Layers, bottom up: `sys` (generated bindings and the C helper shim, private),
-//! `kernel` (safe wrappers over kernel objects; all of the driver's `unsafe`
-//! lives there and in the crate root), `proto` (protocol logic with no kernel
-//! dependency, also built and tested on the host), and the driver proper.
+//! `kernel` (safe wrappers over kernel objects; it calls the driver only
+//! through owner traits the driver implements), `proto` (protocol logic with
+//! no kernel dependency, also built and tested on the host), the driver
+//! proper, and `ops` (the C entry points: trampolines from the RDMA core's
+//! raw pointers to driver calls). All of the driver's `unsafe` lives in
+//! `kernel`, `ops` and the crate root.
 
 mod sys;
 
@@ -25,6 +28,7 @@ pub(crate) mod mw;
 pub(crate) mod net;
 #[cfg(rxe_nettest)]
 pub(crate) mod nettest;
+pub(crate) mod ops;
 pub(crate) mod pd;
 pub(crate) mod pool;
 pub(crate) mod qp;

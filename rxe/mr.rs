@@ -41,10 +41,9 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
-use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::{
     alloc::caller_sized,
-    ibdev::Device,
     lock::{new_spinlock_bh, SpinLockBh},
     odp::{Odp, OdpError, OdpReg},
     page::{DmaSpace, PageError, PageList, PageRef, PayloadPages},

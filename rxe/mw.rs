@@ -14,9 +14,8 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::{
-    ibdev::Device,
     lock::{new_spinlock_bh, SpinLockBh},
     random,
 };

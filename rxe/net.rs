@@ -43,8 +43,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
+use crate::rxe::device::Device;
 use crate::rxe::kernel::errno;
-use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::netdev::NetDevice;
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::route::{self, Dst, RouteCache};

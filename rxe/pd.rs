@@ -4,8 +4,8 @@
 
 use kernel::prelude::*;
 
-use crate::rxe::device::{ObjCount, ObjKind};
-use crate::rxe::kernel::{ibdev::Device, udata::Udata};
+use crate::rxe::device::{Device, ObjCount, ObjKind};
+use crate::rxe::kernel::udata::Udata;
 
 /// A protection domain. Holds a slot of the device's PD budget.
 pub(crate) struct Pd {

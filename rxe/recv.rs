@@ -20,7 +20,7 @@
 use kernel::sync::Arc;
 
 use crate::rxe::counters::{self, Counter};
-use crate::rxe::kernel::ibdev::{Device, DeviceRef};
+use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
@@ -191,6 +191,7 @@ impl RxPacket {
 }
 
 /// Entry point of every UDP datagram arriving on port 4791.
+#[inline]
 pub(crate) fn receive_udp(mut skb: Skb) {
     let Some(ndev) = skb.netdev() else {
         return;

@@ -16,10 +16,10 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters;
 use crate::rxe::cq::Due;
+use crate::rxe::device::Device;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::event::QpEvent;
-use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, PendingFault, QpId};

@@ -16,10 +16,9 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::{unpublish, Published};
-use crate::rxe::device::{ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink, UserCall};
+use crate::rxe::device::{Device, ObjCount, ObjKind};
+use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink};
 use crate::rxe::kernel::errno;
-use crate::rxe::kernel::ibdev::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::udata;
 use crate::rxe::proto::cq_srq::{
@@ -30,15 +29,9 @@ use crate::rxe::proto::uapi::{
     WqeError, DEFAULT_CACHE_LINE,
 };
 use crate::rxe::queue::{Queue, Role};
-use crate::rxe::ucontext::Ucontext;
+use crate::rxe::ucontext::{Ucontext, UserCall};
 
-/// The attributes of `struct ib_srq_attr`.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Attr {
-    pub(crate) max_wr: u32,
-    pub(crate) max_sge: u32,
-    pub(crate) srq_limit: u32,
-}
+pub(crate) use crate::rxe::proto::cq_srq::SrqAttr as Attr;
 
 /// A shared receive queue, as the core holds it.
 pub(crate) struct Srq {

@@ -10,9 +10,9 @@ use kernel::{
     sync::Arc,
 };
 
-use crate::rxe::device::{ObjCount, ObjKind};
+use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
-use crate::rxe::kernel::{ibdev::Device, udata::Udata, vmbuf::VmBuf};
+use crate::rxe::kernel::{cq_srq, udata::Udata, vmbuf::VmBuf};
 use crate::rxe::proto::uapi::MmInfo;
 
 struct Mmaps {
@@ -28,6 +28,9 @@ pub(crate) struct Ucontext {
     mmaps: SpinLockBh<Mmaps>,
     _slot: ObjCount,
 }
+
+/// A verb called from user space, in one of our contexts.
+pub(crate) type UserCall<'a> = cq_srq::UserCall<'a, Ucontext>;
 
 const PAGE_SIZE: u64 = kernel::page::PAGE_SIZE as u64;
 

@@ -15,7 +15,6 @@ use super::udata::Udata;
 use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::uapi::{wc_flags, Cqe, Sge, CQE_LEN};
 use crate::rxe::sys as b;
-use crate::rxe::ucontext::Ucontext;
 
 /// A core object seen from driver state that may outlive it (an `Arc` that
 /// QPs or the datapath hold), for calling the callbacks the core installed
@@ -308,36 +307,38 @@ impl Iterator for RecvWrList {
     }
 }
 
-/// The user context of a verb called from user space (`None` for kernel
-/// callers).
+/// The driver's part `C` of the user context of a verb called from user
+/// space (`None` for kernel callers).
 ///
 /// # Safety
 ///
 /// `udata` is null or the driver udata of a uverbs call in progress on a
-/// context of this driver.
-pub(crate) unsafe fn ucontext<'a>(udata: *mut b::ib_udata) -> Option<&'a Ucontext> {
+/// context of this driver, whose driver part is a `C`.
+pub(crate) unsafe fn ucontext<'a, C>(udata: *mut b::ib_udata) -> Option<&'a C> {
     // SAFETY: Per the contract; the context outlives the call.
     let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
     if uc.is_null() {
         return None;
     }
     // SAFETY: A context of this driver, initialised by `alloc_ucontext`.
-    Some(unsafe { &**CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) })
+    Some(unsafe { &**CoreObj::<b::ib_ucontext, C>::from_raw(uc) })
 }
 
-/// A verb called from user space: its udata and the user context.
-pub(crate) struct UserCall<'a> {
+/// A verb called from user space: its udata and the driver's part `C` of
+/// the user context.
+pub(crate) struct UserCall<'a, C> {
     pub(crate) udata: Udata,
-    pub(crate) ctx: &'a Ucontext,
+    pub(crate) ctx: &'a C,
 }
 
-impl UserCall<'_> {
+impl<C> UserCall<'_, C> {
     /// `None` for kernel callers (no udata).
     ///
     /// # Safety
     ///
     /// `udata` is null or the `driver_udata` of the uverbs attribute bundle
-    /// of the current call, whose context is one of this driver's.
+    /// of the current call, whose context is one of this driver's with a
+    /// `C` as its driver part.
     pub(crate) unsafe fn from_raw(udata: *mut b::ib_udata) -> Result<Option<Self>> {
         // SAFETY: Per the contract.
         let Some(u) = (unsafe { Udata::from_raw(udata) }) else {
@@ -349,7 +350,7 @@ impl UserCall<'_> {
             return Err(EINVAL);
         }
         // SAFETY: A context of ours, alive for the whole call.
-        let ctx = unsafe { CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) };
+        let ctx = unsafe { CoreObj::<b::ib_ucontext, C>::from_raw(uc) };
         Ok(Some(Self { udata: u, ctx }))
     }
 }

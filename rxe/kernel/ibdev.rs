@@ -7,7 +7,6 @@ use core::{mem::size_of, ptr::NonNull};
 use kernel::{error::to_result, prelude::*, str::CStr, types::ScopeGuard};
 
 use super::netdev::NetDevice;
-use crate::rxe::device::DeviceState;
 use crate::rxe::sys as b;
 
 /// Plain data the RDMA core asks the driver to fill in.
@@ -27,19 +26,33 @@ pub(crate) fn attr_int(v: i32) -> u32 {
     u32::try_from(v).unwrap_or(0)
 }
 
+/// The driver's state of a device, kept behind the core's `ib_device`, and
+/// the ops table the core calls the device through.
+///
+/// # Safety
+///
+/// One type of the module implements this trait, and it is the state of
+/// every device the module registers: lookups that start from a core
+/// pointer (a device found by its netdev, the device of a core object)
+/// rely on it to name the type behind the `ib_device`.
+pub(crate) unsafe trait DeviceData: Send + Sync + Sized + 'static {
+    /// The ops table; the core copies it into each device.
+    fn ops() -> b::ib_device_ops;
+}
+
 /// The device as the RDMA core allocates it.
 ///
 /// The core's `ib_device` comes first, so a `*mut ib_device` of ours and a
-/// `*mut Device` are the same address; the driver's state follows.
+/// `*mut Device` are the same address; the driver's state `S` follows.
 ///
 /// # Invariants
 ///
 /// `state` is initialised from the moment the core can call into the device
 /// (its ops are set) until `dealloc_driver` drops it.
 #[repr(C)]
-pub(crate) struct Device {
+pub(crate) struct Device<S> {
     ib: b::ib_device,
-    state: DeviceState,
+    state: S,
 }
 
 /// The port events rxe reports to the RDMA core.
@@ -55,23 +68,16 @@ pub(crate) struct Identity {
     pub(crate) node_desc: &'static [u8],
 }
 
-impl Device {
+impl<S: DeviceData> Device<S> {
     /// Returns the device of an `ib_device` created by this driver.
     ///
     /// # Safety
     ///
     /// `ib` is the `ib_device` of a live `Device` whose state is initialised.
-    pub(crate) unsafe fn from_ib<'a>(ib: *mut b::ib_device) -> &'a Device {
-        // SAFETY: `ib` is the first field of a `#[repr(C)]` `Device`.
-        unsafe { &*ib.cast::<Device>() }
-    }
-
-    pub(crate) fn state(&self) -> &DeviceState {
-        &self.state
-    }
-
-    pub(crate) fn as_ib(&self) -> *mut b::ib_device {
-        core::ptr::addr_of!(self.ib).cast_mut()
+    pub(crate) unsafe fn from_ib<'a>(ib: *mut b::ib_device) -> &'a Self {
+        // SAFETY: `ib` is the first field of a `#[repr(C)]` `Device`, whose
+        // state is an `S` (the contract of `DeviceData`).
+        unsafe { &*ib.cast::<Self>() }
     }
 
     /// Allocates, initialises and registers a device named `name` on `ndev`.
@@ -82,10 +88,10 @@ impl Device {
         name: &CStr,
         ndev: &NetDevice,
         identity: Identity,
-        state: impl PinInit<DeviceState, Error>,
+        state: impl PinInit<S, Error>,
     ) -> Result {
         // SAFETY: FFI call; the size covers `ib_device` at offset 0.
-        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Device>()) }.cast::<Device>();
+        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>()) }.cast::<Self>();
         if raw.is_null() {
             return Err(ENOMEM);
         }
@@ -116,7 +122,7 @@ impl Device {
             ib.node_guid = u64::from_ne_bytes(identity.node_guid);
             ib.uverbs_cmd_mask |= (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
                 | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
-            let ops = super::ops::device_ops();
+            let ops = S::ops();
             b::ib_set_device_ops(ib, &ops);
             to_result(b::ib_device_set_netdev(ib, ndev.as_ptr(), 1))?;
             to_result(b::ib_register_device(
@@ -127,6 +133,28 @@ impl Device {
         }
         guard.dismiss();
         Ok(())
+    }
+
+    /// Drops the driver state; called once by `dealloc_driver`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` belongs to a `Device` whose state is initialised and is never
+    /// used again after this call.
+    pub(crate) unsafe fn drop_state(ib: *mut b::ib_device) {
+        let dev = ib.cast::<Self>();
+        // SAFETY: Per the contract, the state is initialised and now dead.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).state)) };
+    }
+}
+
+impl<S> Device<S> {
+    pub(crate) fn state(&self) -> &S {
+        &self.state
+    }
+
+    pub(crate) fn as_ib(&self) -> *mut b::ib_device {
+        core::ptr::addr_of!(self.ib).cast_mut()
     }
 
     /// The network device of port 1, if it still has one.
@@ -163,60 +191,48 @@ impl Device {
         // SAFETY: The device is registered and alive.
         unsafe { b::ib_unregister_device_queued(self.as_ib()) };
     }
-
-    /// Drops the driver state; called once by `dealloc_driver`.
-    ///
-    /// # Safety
-    ///
-    /// `ib` belongs to a `Device` whose state is initialised and is never
-    /// used again after this call.
-    pub(crate) unsafe fn drop_state(ib: *mut b::ib_device) {
-        let dev = ib.cast::<Device>();
-        // SAFETY: Per the contract, the state is initialised and now dead.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).state)) };
-    }
 }
 
 /// A counted reference on a registered device of this driver.
-pub(crate) struct DeviceRef(NonNull<Device>);
+pub(crate) struct DeviceRef<S: DeviceData>(NonNull<Device<S>>);
 
 // SAFETY: The RDMA core serialises its own updates of the `ib_device`, and
-// the driver reaches it only through the core's functions; every field of
-// `DeviceState` is an atomic, a lock or immutable after creation.
-unsafe impl Sync for Device {}
+// the driver reaches it only through the core's functions; the state is
+// `Sync` (a `DeviceData` bound).
+unsafe impl<S: Sync> Sync for Device<S> {}
 // SAFETY: As above; a device is not tied to the thread that made it.
-unsafe impl Send for Device {}
+unsafe impl<S: Send> Send for Device<S> {}
 // SAFETY: The reference count may be dropped from any context.
-unsafe impl Send for DeviceRef {}
+unsafe impl<S: DeviceData> Send for DeviceRef<S> {}
 // SAFETY: `&DeviceRef` only gives `&Device`, which is `Sync`.
-unsafe impl Sync for DeviceRef {}
+unsafe impl<S: DeviceData> Sync for DeviceRef<S> {}
 
-impl DeviceRef {
+impl<S: DeviceData> DeviceRef<S> {
     /// The rxe device bound to `ndev`, if there is one.
     pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
         // SAFETY: FFI; returns a device with a reference taken, or null.
         let ib =
             unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
-        NonNull::new(ib.cast::<Device>()).map(Self)
+        NonNull::new(ib.cast::<Device<S>>()).map(Self)
     }
 
     /// A new reference on `dev`, unless it is already being unregistered.
-    pub(crate) fn try_get(dev: &Device) -> Option<Self> {
+    pub(crate) fn try_get(dev: &Device<S>) -> Option<Self> {
         // SAFETY: The device is alive while borrowed.
         unsafe { b::rxe_rs_ib_device_try_get(dev.as_ib()) }.then(|| Self(NonNull::from(dev)))
     }
 }
 
-impl core::ops::Deref for DeviceRef {
-    type Target = Device;
-    fn deref(&self) -> &Device {
+impl<S: DeviceData> core::ops::Deref for DeviceRef<S> {
+    type Target = Device<S>;
+    fn deref(&self) -> &Device<S> {
         // SAFETY: Our reference keeps the registered device, and so its
         // initialised state, alive.
         unsafe { self.0.as_ref() }
     }
 }
 
-impl Drop for DeviceRef {
+impl<S: DeviceData> Drop for DeviceRef<S> {
     fn drop(&mut self) {
         // SAFETY: We own one reference taken by `by_netdev`.
         unsafe { b::ib_device_put(self.0.as_ptr().cast()) };

@@ -7,7 +7,14 @@ use kernel::{error::from_result, ffi::c_char, prelude::*, str::CStr, types::Opaq
 use super::netdev::NetDevice;
 use crate::rxe::sys as b;
 
-/// The registered link type. Dropping it unregisters.
+/// Creates the links of the type: the driver, which makes an RDMA device on
+/// the network device (process context, RTNL held).
+pub(crate) trait LinkOwner: 'static {
+    fn newlink(name: &CStr, ndev: &NetDevice) -> Result;
+}
+
+/// The registered link type, whose links its [`LinkOwner`] creates.
+/// Dropping it unregisters.
 ///
 /// The ops live in their own allocation: the core links them into a list.
 pub(crate) struct LinkType(KBox<Opaque<b::rdma_link_ops>>);
@@ -22,7 +29,10 @@ unsafe impl Sync for LinkType {}
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut b::net_device) -> kernel::ffi::c_int {
+unsafe extern "C" fn newlink<O: LinkOwner>(
+    name: *const c_char,
+    ndev: *mut b::net_device,
+) -> kernel::ffi::c_int {
     from_result(|| {
         // SAFETY: The core passes a NUL-terminated name and a netdev it holds
         // for the duration of the call.
@@ -32,17 +42,17 @@ unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut b::net_device) -> k
                 NetDevice::get(ndev).ok_or(ENODEV)?,
             )
         };
-        crate::rxe::device::newlink(name, &ndev)?;
+        O::newlink(name, &ndev)?;
         Ok(0)
     })
 }
 
 impl LinkType {
-    /// Registers the "rxe" link type.
-    pub(crate) fn register() -> Result<Self> {
+    /// Registers the "rxe" link type, with `O` creating its links.
+    pub(crate) fn register<O: LinkOwner>() -> Result<Self> {
         let ops = b::rdma_link_ops {
             type_: c"rxe".to_bytes_with_nul().as_ptr().cast(),
-            newlink: Some(newlink),
+            newlink: Some(newlink::<O>),
             ..Default::default()
         };
         let ops = KBox::new(Opaque::new(ops), GFP_KERNEL)?;

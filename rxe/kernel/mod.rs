@@ -4,10 +4,16 @@
 //! the one place where the differences between the kernels rxe_rs builds
 //! for (6.12 and 7.x, `cfg(rxe_kernel_7)`) are dealt with.
 //!
-//! All of the driver's `unsafe` code lives in this layer (and the crate
-//! root); the driver logic above it is written against these types.
+//! The driver's `unsafe` code lives in this layer, in the C entry points
+//! (`rxe/ops`) and in the crate root; the driver logic above it is written
+//! against these types. This layer names no driver module: where it has to
+//! call the driver (a timer, a task, a freed skb, a received datagram, a
+//! netdev event, a new link) or hold driver state (the device's, a user
+//! context's, an AH's), it takes an owner trait or a type parameter that
+//! the driver fills in.
 
 pub(crate) mod alloc;
+pub(crate) mod attr;
 #[cfg(target_arch = "x86_64")]
 mod clmul;
 pub(crate) mod cq_srq;
@@ -21,7 +27,6 @@ pub(crate) mod mcast;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod odp;
-pub(crate) mod ops;
 pub(crate) mod page;
 pub(crate) mod random;
 pub(crate) mod route;

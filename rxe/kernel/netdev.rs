@@ -151,7 +151,14 @@ impl NetEvent {
     }
 }
 
-/// A registered netdevice notifier that hands every event to the driver.
+/// Told of the events of every network device (process context, RTNL
+/// held): the driver, which follows the devices its links sit on.
+pub(crate) trait NotifierOwner: 'static {
+    fn net_event(ndev: &NetDevice, event: NetEvent);
+}
+
+/// A registered netdevice notifier that hands every event to its
+/// [`NotifierOwner`].
 ///
 /// The block lives in its own allocation: the notifier chain links it.
 pub(crate) struct Notifier(KBox<Opaque<b::notifier_block>>);
@@ -166,7 +173,7 @@ unsafe impl Sync for Notifier {}
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn notifier_call(
+unsafe extern "C" fn notifier_call<O: NotifierOwner>(
     _nb: *mut b::notifier_block,
     event: kernel::ffi::c_ulong,
     info: *mut kernel::ffi::c_void,
@@ -174,16 +181,16 @@ unsafe extern "C" fn notifier_call(
     // SAFETY: The notifier chain passes a netdev_notifier_info whose device is
     // alive for the duration of the call.
     if let Some(ndev) = unsafe { NetDevice::get(b::rxe_rs_netdev_notifier_info_to_dev(info)) } {
-        crate::rxe::device::net_event(&ndev, NetEvent::from_raw(event));
+        O::net_event(&ndev, NetEvent::from_raw(event));
     }
     b::NOTIFY_OK as kernel::ffi::c_int
 }
 
 impl Notifier {
-    /// Registers for netdevice events; runs in process context with RTNL held.
-    pub(crate) fn register() -> Result<Self> {
+    /// Registers `O` for netdevice events.
+    pub(crate) fn register<O: NotifierOwner>() -> Result<Self> {
         let nb = b::notifier_block {
-            notifier_call: Some(notifier_call),
+            notifier_call: Some(notifier_call::<O>),
             ..Default::default()
         };
         let block = KBox::new(Opaque::new(nb), GFP_KERNEL)?;

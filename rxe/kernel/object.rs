@@ -11,7 +11,7 @@ use core::{marker::PhantomData, mem::size_of};
 
 use kernel::prelude::*;
 
-use super::ibdev::Device;
+use super::ibdev::{Device, DeviceData};
 use crate::rxe::sys as b;
 
 /// A core struct that knows its device.
@@ -89,9 +89,10 @@ impl<I: IbObject, T> CoreObj<I, T> {
         &self.ib
     }
 
-    pub(crate) fn device(&self) -> &Device {
+    pub(crate) fn device<S: DeviceData>(&self) -> &Device<S> {
         // SAFETY: The core sets `device` before calling the create op, and a
-        // device outlives every object created on it.
+        // device outlives every object created on it; its state is an `S`
+        // (the contract of `DeviceData`).
         unsafe { Device::from_ib(self.ib.device_ptr()) }
     }
 }

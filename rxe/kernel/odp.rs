@@ -104,7 +104,7 @@ impl Odp {
     /// Registers `[addr, addr + len)` of the calling process for on-demand
     /// paging with rights `access`, and records the pages already present
     /// (nothing is faulted in).
-    pub(crate) fn get(dev: &Device, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
+    pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);

@@ -147,13 +147,13 @@ fn in6(a: [u8; 16]) -> b::in6_addr {
 
 /// The netdev of GID table entry `index` of port 1 (a VLAN device for a
 /// VLAN address), with a reference.
-pub(crate) fn gid_netdev(dev: &Device, index: u32) -> Option<NetDevice> {
+pub(crate) fn gid_netdev<S>(dev: &Device<S>, index: u32) -> Option<NetDevice> {
     // SAFETY: The device is alive; the helper returns a held netdev or null.
     unsafe { NetDevice::from_owned(b::rxe_rs_gid_ndev(dev.as_ib(), 1, index)) }
 }
 
 /// GID table entry `index` of port 1, if the entry is in use.
-pub(crate) fn gid_at(dev: &Device, index: u32) -> Option<[u8; 16]> {
+pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
     let index = i32::try_from(index).ok()?;
     // SAFETY: FFI on our live device; a found entry comes with a
     // reference, given back once its GID is copied.
@@ -172,7 +172,7 @@ pub(crate) fn gid_at(dev: &Device, index: u32) -> Option<[u8; 16]> {
 
 /// The GID table index of RoCE v2 GID `gid` of port 1, on `ndev` if given
 /// (the netdev a packet came in on), else on any netdev.
-pub(crate) fn find_gid(dev: &Device, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {
+pub(crate) fn find_gid<S>(dev: &Device<S>, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {
     let gid = b::ib_gid { raw: gid };
     let ndev = ndev.map_or(core::ptr::null_mut(), NetDevice::as_ptr);
     // SAFETY: FFI on our live device and a held netdev (or none); a found

@@ -24,8 +24,17 @@ use crate::rxe::sys as b;
 /// The RoCEv2 destination port.
 pub(crate) const ROCE_V2_PORT: u16 = 4791;
 
+/// Takes the datagrams that arrive on the tunnel sockets: the driver's
+/// receive path. A type parameter, not an object, so that `encap_rcv` calls
+/// it directly, as the hot path wants.
+pub(crate) trait TunnelOwner: 'static {
+    /// Called by the UDP stack in softirq context for every datagram to port
+    /// 4791 (the UDP header still in front of the payload); must not sleep.
+    fn receive(skb: Skb);
+}
+
 /// A UDP socket in the initial network namespace, bound to port 4791, whose
-/// datagrams go to `crate::rxe::recv::receive_udp` instead of a socket queue.
+/// datagrams go to its [`TunnelOwner`] instead of a socket queue.
 ///
 /// # Invariants
 ///
@@ -42,17 +51,21 @@ unsafe impl Sync for TunnelSocket {}
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn encap_rcv(_sk: *mut b::sock, skb: *mut b::sk_buff) -> kernel::ffi::c_int {
+unsafe extern "C" fn encap_rcv<O: TunnelOwner>(
+    _sk: *mut b::sock,
+    skb: *mut b::sk_buff,
+) -> kernel::ffi::c_int {
     // SAFETY: The UDP stack hands us the skb; returning 0 tells it we consumed it.
     if let Some(skb) = unsafe { Skb::from_raw(skb) } {
-        crate::rxe::recv::receive_udp(skb);
+        O::receive(skb);
     }
     0
 }
 
 impl TunnelSocket {
-    /// Creates the IPv4 (`ipv6 == false`) or IPv6-only socket.
-    pub(crate) fn create(ipv6: bool) -> Result<Self> {
+    /// Creates the IPv4 (`ipv6 == false`) or IPv6-only socket, whose
+    /// datagrams go to `O`.
+    pub(crate) fn create<O: TunnelOwner>(ipv6: bool) -> Result<Self> {
         let mut cfg = b::udp_port_cfg {
             family: if ipv6 { b::AF_INET6 } else { b::AF_INET } as u8,
             local_udp_port: ROCE_V2_PORT.to_be(),
@@ -74,7 +87,7 @@ impl TunnelSocket {
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
         let mut tnl = b::udp_tunnel_sock_cfg {
             encap_type: 1,
-            encap_rcv: Some(encap_rcv),
+            encap_rcv: Some(encap_rcv::<O>),
             ..Default::default()
         };
         // SAFETY: `sock` is a fresh UDP socket in `net`; the config is valid.

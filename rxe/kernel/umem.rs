@@ -34,7 +34,7 @@ impl Umem {
     /// Pins `[addr, addr + len)` of the calling process for `access` (the
     /// `ib_access_flags`, which decide whether the pages are pinned
     /// writable).
-    pub(crate) fn get(dev: &Device, addr: u64, len: u64, access: u32) -> Result<Self> {
+    pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Self> {
         let addr = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         // The access bits are a C `int` bit set; the same bits either way.

@@ -12,21 +12,28 @@ use core::marker::PhantomData;
 use kernel::prelude::*;
 
 use super::object::CoreObj;
-use crate::rxe::ah::Ah;
 use crate::rxe::proto::post::Target;
 use crate::rxe::proto::uapi::Sge;
 use crate::rxe::sys as b;
 
-/// One send WR of a chain.
+/// The driver's part of an address handle: a UD send WR names its AH, and
+/// the WQE built from it carries the number this returns.
+pub(crate) trait WrAh {
+    fn wr_num(&self) -> u32;
+}
+
+/// One send WR of a chain, on a QP whose AHs have `A` as their driver part.
 ///
 /// # Invariants
 ///
 /// `raw` is valid for `'a`; its `sg_list` holds `num_sge` entries, and it
 /// is the first member of the `ib_ud_wr` (on UD and GSI QPs) or of the
-/// `ib_rdma_wr`/`ib_atomic_wr`/`ib_reg_wr` its opcode implies.
-pub(crate) struct SendWr<'a> {
+/// `ib_rdma_wr`/`ib_atomic_wr`/`ib_reg_wr` its opcode implies. A non-null
+/// `ah` of an `ib_ud_wr` is an AH of this driver whose driver part is an `A`.
+pub(crate) struct SendWr<'a, A> {
     raw: &'a b::ib_send_wr,
     datagram: bool,
+    _ah: PhantomData<fn() -> A>,
 }
 
 /// # Safety
@@ -60,7 +67,7 @@ unsafe fn read_sges(list: *const b::ib_sge, num_sge: i32, out: &mut [Sge]) -> Re
     Ok(n)
 }
 
-impl<'a> SendWr<'a> {
+impl<A: WrAh> SendWr<'_, A> {
     pub(crate) fn wr_id(&self) -> u64 {
         // SAFETY: Both union members are plain 64-bit values; the driver
         // hands the bits back in the completion either way.
@@ -100,7 +107,7 @@ impl<'a> SendWr<'a> {
             } else {
                 // SAFETY: A non-null `ah` of a WR posted to an rxe QP is an
                 // AH of the same device, live for the call.
-                unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ud.ah) }.num()
+                unsafe { CoreObj::<b::ib_ah, A>::from_raw(ud.ah) }.wr_num()
             };
             return Target::Ud {
                 remote_qpn: ud.remote_qpn,
@@ -188,14 +195,15 @@ impl<'a> SendWr<'a> {
     }
 }
 
-/// A chain of send WRs.
-pub(crate) struct SendWrs<'a> {
+/// A chain of send WRs whose AHs have `A` as their driver part.
+pub(crate) struct SendWrs<'a, A> {
     next: *const b::ib_send_wr,
     datagram: bool,
     _chain: PhantomData<&'a b::ib_send_wr>,
+    _ah: PhantomData<fn() -> A>,
 }
 
-impl<'a> SendWrs<'a> {
+impl<'a, A> SendWrs<'a, A> {
     /// # Safety
     ///
     /// `first` is null or the head of a chain of WRs valid for `'a`, each
@@ -205,20 +213,22 @@ impl<'a> SendWrs<'a> {
             next: first,
             datagram,
             _chain: PhantomData,
+            _ah: PhantomData,
         }
     }
 }
 
-impl<'a> Iterator for SendWrs<'a> {
-    type Item = SendWr<'a>;
+impl<'a, A> Iterator for SendWrs<'a, A> {
+    type Item = SendWr<'a, A>;
 
-    fn next(&mut self) -> Option<SendWr<'a>> {
+    fn next(&mut self) -> Option<SendWr<'a, A>> {
         // SAFETY: Per `new`, every WR of the chain is valid for `'a`.
         let raw = unsafe { self.next.as_ref()? };
         self.next = raw.next;
         Some(SendWr {
             raw,
             datagram: self.datagram,
+            _ah: PhantomData,
         })
     }
 }

@@ -68,6 +68,14 @@ pub(crate) mod srq_mask {
     pub(crate) const LIMIT: u32 = 1 << 1;
 }
 
+/// The attributes of `struct ib_srq_attr`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) srq_limit: u32,
+}
+
 /// What an SRQ looks like to `modify_srq` before the change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SrqNow {

@@ -69,11 +69,10 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
-use crate::rxe::device::{DeviceState, ObjCount, ObjKind};
+use crate::rxe::device::{Device, DeviceRef, DeviceState, ObjCount, ObjKind};
 use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
-use crate::rxe::kernel::ibdev::{Device, DeviceRef};
 use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
 use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};

@@ -7,6 +7,7 @@
 use kernel::prelude::*;
 
 use super::{Qp, Rq, Shared, Sq};
+use crate::rxe::ah::Ah;
 use crate::rxe::kernel::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
 use crate::rxe::proto::post::{self as p, PostError};
 use crate::rxe::proto::qp_state::QpState;
@@ -23,7 +24,7 @@ pub(crate) type PostFailure = (Error, usize);
 
 impl Sq {
     /// `post_one_send()`.
-    fn post_one(&mut self, sh: &Shared, wr: &SendWr<'_>) -> Result {
+    fn post_one(&mut self, sh: &Shared, wr: &SendWr<'_, Ah>) -> Result {
         let caps = sh.sq_caps;
         let sges = self.sges.get_mut(..caps.max_sge as usize).ok_or(EINVAL)?;
         let n = wr.read_sges(sges)?;
@@ -79,7 +80,7 @@ impl Qp {
     /// post_send. For a user QP the WQEs are in the ring already and this
     /// is the doorbell; a kernel user's WRs are written into the ring here.
     /// Refused before RTS.
-    pub(crate) fn post_send(&self, wrs: SendWrs<'_>) -> Result<(), PostFailure> {
+    pub(crate) fn post_send(&self, wrs: SendWrs<'_, Ah>) -> Result<(), PostFailure> {
         let sh = &self.shared;
         {
             let st = sh.state.lock();

@@ -22,14 +22,6 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.size_ib_srq = Obj::SIZE;
 }
 
-fn attr_of(a: &b::ib_srq_attr) -> Attr {
-    Attr {
-        max_wr: a.max_wr,
-        max_sge: a.max_sge,
-        srq_limit: a.srq_limit,
-    }
-}
-
 /// `create_srq` op.
 ///
 /// # Safety
@@ -50,7 +42,7 @@ unsafe extern "C" fn create_srq(
             let dev = dev((*ibsrq).device);
             let init = &mut *init;
             let user = UserCall::from_raw(udata)?;
-            let mut attr = attr_of(&init.attr);
+            let mut attr = Attr::from(&init.attr);
             let basic = init.srq_type == b::ib_srq_type_IB_SRQT_BASIC;
             let has_handler = (*ibsrq).event_handler.is_some();
             let srq = Srq::new(dev, &mut attr, basic, has_handler, user.as_ref())?;
@@ -83,7 +75,7 @@ unsafe extern "C" fn modify_srq(
             let srq = Obj::from_raw(ibsrq);
             let attr = &mut *attr;
             let user = UserCall::from_raw(udata)?;
-            let mut a = attr_of(attr);
+            let mut a = Attr::from(&*attr);
             srq.modify(mask, &mut a, user.as_ref())?;
             attr.max_wr = a.max_wr;
         }
@@ -99,10 +91,7 @@ unsafe extern "C" fn modify_srq(
 unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
     // SAFETY: A live SRQ of ours; `attr` is valid for the call.
     let (srq, attr) = unsafe { (Obj::from_raw(ibsrq), &mut *attr) };
-    let a = srq.query();
-    attr.max_wr = a.max_wr;
-    attr.max_sge = a.max_sge;
-    attr.srq_limit = a.srq_limit;
+    *attr = (&srq.query()).into();
     0
 }
 

@@ -8,10 +8,9 @@ use kernel::{error::from_result, ffi::c_int};
 use super::device::dev;
 use crate::rxe::ah::{Ah, CreateArgs};
 use crate::rxe::kernel::alloc;
+use crate::rxe::kernel::attr::ah_attr_from_raw;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
-use crate::rxe::proto::av::{AhAttr, SgidAttr};
-use crate::rxe::proto::uapi::GlobalRoute;
 use crate::rxe::sys as b;
 
 pub(super) fn fill(ops: &mut b::ib_device_ops) {
@@ -21,62 +20,6 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.query_ah = Some(query_ah);
     ops.destroy_ah = Some(destroy_ah);
     ops.size_ib_ah = CoreObj::<b::ib_ah, Ah>::SIZE;
-}
-
-/// Reads an `rdma_ah_attr` the core has resolved.
-///
-/// # Safety
-///
-/// When `attr` has a GRH, `grh.sgid_attr` is null or points to a GID
-/// attribute that is live for the call.
-pub(super) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
-    let g = &attr.grh;
-    let has_grh = u32::from(attr.ah_flags) & b::ib_ah_flags_IB_AH_GRH != 0;
-    let sgid = if has_grh {
-        // SAFETY: Per the contract.
-        unsafe { g.sgid_attr.as_ref() }.map(|s| SgidAttr {
-            // SAFETY: Every bit pattern is a valid `raw` GID.
-            gid: unsafe { s.gid.raw },
-            gid_type: s.gid_type,
-        })
-    } else {
-        None
-    };
-    AhAttr {
-        port_num: attr.port_num,
-        ah_flags: attr.ah_flags,
-        sl: attr.sl,
-        static_rate: attr.static_rate,
-        grh: GlobalRoute {
-            // SAFETY: As above.
-            dgid: unsafe { g.dgid.raw },
-            flow_label: g.flow_label,
-            sgid_index: g.sgid_index,
-            hop_limit: g.hop_limit,
-            traffic_class: g.traffic_class,
-        },
-        sgid,
-        // SAFETY: The union's members are plain bytes; RoCE attributes use
-        // `roce`, whose DMAC the core resolved.
-        dmac: unsafe { attr.__bindgen_anon_1.roce.dmac },
-    }
-}
-
-/// Writes the attribute query_ah and query_qp return into a zeroed
-/// `rdma_ah_attr`: a RoCE attribute with a GRH.
-pub(super) fn ah_attr_to_raw(a: &AhAttr, out: &mut b::rdma_ah_attr) {
-    *out = b::rdma_ah_attr::default();
-    out.type_ = b::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
-    out.port_num = a.port_num;
-    out.ah_flags = a.ah_flags;
-    out.sl = a.sl;
-    out.static_rate = a.static_rate;
-    out.grh.dgid.raw = a.grh.dgid;
-    out.grh.flow_label = a.grh.flow_label;
-    out.grh.sgid_index = a.grh.sgid_index;
-    out.grh.hop_limit = a.grh.hop_limit;
-    out.grh.traffic_class = a.grh.traffic_class;
-    out.__bindgen_anon_1.roce.dmac = a.dmac;
 }
 
 /// create_ah and create_user_ah of `ib_device_ops`.
@@ -140,7 +83,7 @@ unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) ->
 unsafe extern "C" fn query_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
     // SAFETY: A live AH of ours and the caller's attribute, valid for the call.
     let (ah, out) = unsafe { (CoreObj::<b::ib_ah, Ah>::from_raw(ah), &mut *attr) };
-    ah_attr_to_raw(&ah.query(), out);
+    *out = (&ah.query()).into();
     0
 }
 

@@ -4,9 +4,10 @@
 
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
+use crate::rxe::device::Device;
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::errno;
-use crate::rxe::kernel::ibdev::{Device, DeviceAttr, PortAttr};
+use crate::rxe::kernel::ibdev::{DeviceAttr, PortAttr};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pd::Pd;

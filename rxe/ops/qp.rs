@@ -5,18 +5,16 @@
 
 use kernel::{error::from_result, ffi::c_int, sync::Arc};
 
-use super::ah::{ah_attr_from_raw, ah_attr_to_raw};
 use super::device::dev;
 use crate::rxe::cq::Cq;
 use crate::rxe::kernel::alloc;
+use crate::rxe::kernel::attr::{modify_attr_from_raw, write_caps};
 use crate::rxe::kernel::cq_srq::ucontext;
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
-use crate::rxe::proto::av::{ah_attr_from_av, AhAttr};
-use crate::rxe::proto::qp_attr::{Caps, InitAttr, ModifyAttr};
+use crate::rxe::proto::qp_attr::{Caps, InitAttr};
 use crate::rxe::proto::qp_state::AttrMask;
-use crate::rxe::proto::uapi::Av;
 use crate::rxe::qp::{CreateArgs, Qp};
 use crate::rxe::srq::Srq;
 use crate::rxe::sys as b;
@@ -64,24 +62,6 @@ unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
     )
 }
 
-fn caps_from_raw(c: &b::ib_qp_cap) -> Caps {
-    Caps {
-        max_send_wr: c.max_send_wr,
-        max_recv_wr: c.max_recv_wr,
-        max_send_sge: c.max_send_sge,
-        max_recv_sge: c.max_recv_sge,
-        max_inline_data: c.max_inline_data,
-    }
-}
-
-fn caps_to_raw(c: &Caps, out: &mut b::ib_qp_cap) {
-    out.max_send_wr = c.max_send_wr;
-    out.max_recv_wr = c.max_recv_wr;
-    out.max_send_sge = c.max_send_sge;
-    out.max_recv_sge = c.max_recv_sge;
-    out.max_inline_data = c.max_inline_data;
-}
-
 /// create_qp of `ib_device_ops`.
 ///
 /// # Safety
@@ -122,7 +102,7 @@ unsafe extern "C" fn create_qp(
                 has_send_cq: scq.is_some(),
                 has_recv_cq: rcq.is_some(),
                 has_srq: srq.is_some(),
-                cap: caps_from_raw(&init.cap),
+                cap: Caps::from(&init.cap),
                 port_num: init.port_num,
             },
             sig_all: init.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
@@ -144,89 +124,9 @@ unsafe extern "C" fn create_qp(
             obj.shared.link.attach(obj);
             (*ibqp).qp_num = qpn;
         }
-        caps_to_raw(&caps, &mut init.cap);
+        write_caps(&caps, &mut init.cap);
         Ok(0)
     })
-}
-
-/// # Safety
-///
-/// `a` is the attribute of a modify call whose mask has `AV` (or
-/// `ALT_PATH` for the alternate path), resolved by the core.
-unsafe fn masked_ah(a: &b::rdma_ah_attr, set: bool) -> Option<AhAttr> {
-    // SAFETY: Per the contract.
-    set.then(|| unsafe { ah_attr_from_raw(a) })
-}
-
-/// The fields of `ib_qp_attr` the mask says are set: kernel callers leave
-/// the others uninitialised.
-fn modify_attr_from_raw(a: &b::ib_qp_attr, mask: AttrMask) -> ModifyAttr {
-    let has = |m: AttrMask| mask.intersects(m);
-    let mut m = ModifyAttr::zeroed();
-    if has(AttrMask::STATE) {
-        m.qp_state = a.qp_state;
-    }
-    if has(AttrMask::CUR_STATE) {
-        m.cur_qp_state = a.cur_qp_state;
-    }
-    if has(AttrMask::PATH_MTU) {
-        m.path_mtu = a.path_mtu;
-    }
-    if has(AttrMask::PATH_MIG_STATE) {
-        m.path_mig_state = a.path_mig_state;
-    }
-    if has(AttrMask::QKEY) {
-        m.qkey = a.qkey;
-    }
-    if has(AttrMask::RQ_PSN) {
-        m.rq_psn = a.rq_psn;
-    }
-    if has(AttrMask::SQ_PSN) {
-        m.sq_psn = a.sq_psn;
-    }
-    if has(AttrMask::DEST_QPN) {
-        m.dest_qp_num = a.dest_qp_num;
-    }
-    if has(AttrMask::ACCESS_FLAGS) {
-        // A bit set the C side keeps in an int.
-        m.qp_access_flags = a.qp_access_flags as u32;
-    }
-    if has(AttrMask::CAP) {
-        m.cap = caps_from_raw(&a.cap);
-    }
-    if has(AttrMask::PKEY_INDEX) {
-        m.pkey_index = a.pkey_index;
-    }
-    if has(AttrMask::EN_SQD_ASYNC_NOTIFY) {
-        m.en_sqd_async_notify = a.en_sqd_async_notify;
-    }
-    if has(AttrMask::MAX_QP_RD_ATOMIC) {
-        m.max_rd_atomic = a.max_rd_atomic;
-    }
-    if has(AttrMask::MAX_DEST_RD_ATOMIC) {
-        m.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    }
-    if has(AttrMask::MIN_RNR_TIMER) {
-        m.min_rnr_timer = a.min_rnr_timer;
-    }
-    if has(AttrMask::PORT) {
-        m.port_num = a.port_num;
-    }
-    if has(AttrMask::TIMEOUT) {
-        m.timeout = a.timeout;
-    }
-    if has(AttrMask::RETRY_CNT) {
-        m.retry_cnt = a.retry_cnt;
-    }
-    if has(AttrMask::RNR_RETRY) {
-        m.rnr_retry = a.rnr_retry;
-    }
-    if has(AttrMask::ALT_PATH) {
-        m.alt_pkey_index = a.alt_pkey_index;
-        m.alt_port_num = a.alt_port_num;
-        m.alt_timeout = a.alt_timeout;
-    }
-    m
 }
 
 /// modify_qp of `ib_device_ops`.
@@ -247,10 +147,7 @@ unsafe extern "C" fn modify_qp(
         // SAFETY: A live QP of ours and the caller's attribute, whose AH
         // attributes the core resolved when the mask sets them.
         let (qp, m) = unsafe {
-            let a = &*attr;
-            let mut m = modify_attr_from_raw(a, mask);
-            m.ah_attr = masked_ah(&a.ah_attr, mask.intersects(AttrMask::AV));
-            m.alt_ah_attr = masked_ah(&a.alt_ah_attr, mask.intersects(AttrMask::ALT_PATH));
+            let m = modify_attr_from_raw(&*attr, mask);
             (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), m)
         };
         qp.modify(mask, &m)?;
@@ -279,34 +176,7 @@ unsafe extern "C" fn query_qp(
         )
     };
     let q = obj.query();
-    let a = &q.attrs;
-    *out = b::ib_qp_attr::default();
-    out.qp_state = a.state.as_raw();
-    out.cur_qp_state = a.state.as_raw();
-    out.path_mtu = a.path_mtu;
-    out.path_mig_state = a.path_mig_state;
-    out.qkey = a.qkey;
-    out.rq_psn = a.rq_psn;
-    out.sq_psn = a.sq_psn;
-    out.dest_qp_num = a.dest_qp_num;
-    // The C attribute is an int holding a bit set.
-    out.qp_access_flags = a.access_flags as c_int;
-    caps_to_raw(&q.cap, &mut out.cap);
-    ah_attr_to_raw(&qp_path(a.pri_av.as_ref()), &mut out.ah_attr);
-    ah_attr_to_raw(&qp_path(a.alt_av.as_ref()), &mut out.alt_ah_attr);
-    out.pkey_index = a.pkey_index;
-    out.alt_pkey_index = a.alt_pkey_index;
-    out.en_sqd_async_notify = a.en_sqd_async_notify;
-    out.sq_draining = u8::from(a.sq_draining);
-    out.max_rd_atomic = a.max_rd_atomic;
-    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    out.min_rnr_timer = a.min_rnr_timer;
-    out.port_num = a.port_num;
-    out.timeout = a.timeout;
-    out.retry_cnt = a.retry_cnt;
-    out.rnr_retry = a.rnr_retry;
-    out.alt_port_num = a.alt_port_num;
-    out.alt_timeout = a.alt_timeout;
+    *out = (&q.attrs, &q.cap).into();
 
     let ib = obj.ib();
     init.event_handler = ib.event_handler;
@@ -314,7 +184,7 @@ unsafe extern "C" fn query_qp(
     init.send_cq = ib.send_cq;
     init.recv_cq = ib.recv_cq;
     init.srq = ib.srq;
-    caps_to_raw(&q.cap, &mut init.cap);
+    write_caps(&q.cap, &mut init.cap);
     if !ib.srq.is_null() {
         // With an SRQ the receive caps of the init attribute are left alone.
         init.cap.max_recv_wr = 0;
@@ -328,10 +198,6 @@ unsafe extern "C" fn query_qp(
     init.qp_type = q.qp_type.as_raw();
     init.port_num = 1;
     0
-}
-
-fn qp_path(av: Option<&Av>) -> AhAttr {
-    ah_attr_from_av(av)
 }
 
 /// destroy_qp of `ib_device_ops`.

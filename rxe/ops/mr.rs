@@ -13,8 +13,8 @@ use kernel::{
 };
 
 use super::device::dev;
+use crate::rxe::device::Device;
 use crate::rxe::kernel::{
-    ibdev::Device,
     object::Handle,
     page::{DmaSpace, PageRef},
 };

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The verbs attribute structs of the RDMA core and their Rust forms in
+//! `proto`: AH attributes, QP caps, modify and query attributes, SRQ
+//! attributes. The entry points in `rxe/ops` convert with these and stay a
+//! few lines each.
+
+use kernel::ffi::c_int;
+
+use crate::rxe::proto::av::{ah_attr_from_av, AhAttr, SgidAttr};
+use crate::rxe::proto::cq_srq::SrqAttr;
+use crate::rxe::proto::qp_attr::{Caps, ModifyAttr, QpAttrs};
+use crate::rxe::proto::qp_state::AttrMask;
+use crate::rxe::proto::uapi::GlobalRoute;
+use crate::rxe::sys as b;
+
+/// Reads an `rdma_ah_attr` the core has resolved.
+///
+/// # Safety
+///
+/// When `attr` has a GRH, `grh.sgid_attr` is null or points to a GID
+/// attribute that is live for the call.
+pub(crate) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
+    let g = &attr.grh;
+    let has_grh = u32::from(attr.ah_flags) & b::ib_ah_flags_IB_AH_GRH != 0;
+    let sgid = if has_grh {
+        // SAFETY: Per the contract.
+        unsafe { g.sgid_attr.as_ref() }.map(|s| SgidAttr {
+            // SAFETY: Every bit pattern is a valid `raw` GID.
+            gid: unsafe { s.gid.raw },
+            gid_type: s.gid_type,
+        })
+    } else {
+        None
+    };
+    AhAttr {
+        port_num: attr.port_num,
+        ah_flags: attr.ah_flags,
+        sl: attr.sl,
+        static_rate: attr.static_rate,
+        grh: GlobalRoute {
+            // SAFETY: As above.
+            dgid: unsafe { g.dgid.raw },
+            flow_label: g.flow_label,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+        },
+        sgid,
+        // SAFETY: The union's members are plain bytes; RoCE attributes use
+        // `roce`, whose DMAC the core resolved.
+        dmac: unsafe { attr.__bindgen_anon_1.roce.dmac },
+    }
+}
+
+/// The attribute query_ah and query_qp return: a RoCE attribute with a GRH.
+impl From<&AhAttr> for b::rdma_ah_attr {
+    fn from(a: &AhAttr) -> Self {
+        let mut out = b::rdma_ah_attr {
+            type_: b::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
+            port_num: a.port_num,
+            ah_flags: a.ah_flags,
+            sl: a.sl,
+            static_rate: a.static_rate,
+            ..Default::default()
+        };
+        out.grh.dgid.raw = a.grh.dgid;
+        out.grh.flow_label = a.grh.flow_label;
+        out.grh.sgid_index = a.grh.sgid_index;
+        out.grh.hop_limit = a.grh.hop_limit;
+        out.grh.traffic_class = a.grh.traffic_class;
+        out.__bindgen_anon_1.roce.dmac = a.dmac;
+        out
+    }
+}
+
+impl From<&b::ib_qp_cap> for Caps {
+    fn from(c: &b::ib_qp_cap) -> Self {
+        Caps {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+}
+
+/// Writes the caps a QP got into the caller's `ib_qp_cap`, leaving its
+/// other fields (`max_rdma_ctxs`, which the core reads after create_qp).
+pub(crate) fn write_caps(c: &Caps, out: &mut b::ib_qp_cap) {
+    out.max_send_wr = c.max_send_wr;
+    out.max_recv_wr = c.max_recv_wr;
+    out.max_send_sge = c.max_send_sge;
+    out.max_recv_sge = c.max_recv_sge;
+    out.max_inline_data = c.max_inline_data;
+}
+
+/// # Safety
+///
+/// `a` is the attribute of a modify call whose mask has `AV` (or
+/// `ALT_PATH` for the alternate path), resolved by the core.
+unsafe fn masked_ah(a: &b::rdma_ah_attr, set: bool) -> Option<AhAttr> {
+    // SAFETY: Per the contract.
+    set.then(|| unsafe { ah_attr_from_raw(a) })
+}
+
+/// The fields of a modify_qp's `ib_qp_attr` the mask says are set: kernel
+/// callers leave the others uninitialised.
+///
+/// # Safety
+///
+/// Where the mask sets `AV` or `ALT_PATH`, the core resolved the AH
+/// attribute of that path (see [`ah_attr_from_raw`]).
+pub(crate) unsafe fn modify_attr_from_raw(a: &b::ib_qp_attr, mask: AttrMask) -> ModifyAttr {
+    let has = |m: AttrMask| mask.intersects(m);
+    let mut m = ModifyAttr::zeroed();
+    if has(AttrMask::STATE) {
+        m.qp_state = a.qp_state;
+    }
+    if has(AttrMask::CUR_STATE) {
+        m.cur_qp_state = a.cur_qp_state;
+    }
+    if has(AttrMask::PATH_MTU) {
+        m.path_mtu = a.path_mtu;
+    }
+    if has(AttrMask::PATH_MIG_STATE) {
+        m.path_mig_state = a.path_mig_state;
+    }
+    if has(AttrMask::QKEY) {
+        m.qkey = a.qkey;
+    }
+    if has(AttrMask::RQ_PSN) {
+        m.rq_psn = a.rq_psn;
+    }
+    if has(AttrMask::SQ_PSN) {
+        m.sq_psn = a.sq_psn;
+    }
+    if has(AttrMask::DEST_QPN) {
+        m.dest_qp_num = a.dest_qp_num;
+    }
+    if has(AttrMask::ACCESS_FLAGS) {
+        // A bit set the C side keeps in an int.
+        m.qp_access_flags = a.qp_access_flags as u32;
+    }
+    if has(AttrMask::CAP) {
+        m.cap = Caps::from(&a.cap);
+    }
+    if has(AttrMask::PKEY_INDEX) {
+        m.pkey_index = a.pkey_index;
+    }
+    if has(AttrMask::EN_SQD_ASYNC_NOTIFY) {
+        m.en_sqd_async_notify = a.en_sqd_async_notify;
+    }
+    if has(AttrMask::MAX_QP_RD_ATOMIC) {
+        m.max_rd_atomic = a.max_rd_atomic;
+    }
+    if has(AttrMask::MAX_DEST_RD_ATOMIC) {
+        m.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if has(AttrMask::MIN_RNR_TIMER) {
+        m.min_rnr_timer = a.min_rnr_timer;
+    }
+    if has(AttrMask::PORT) {
+        m.port_num = a.port_num;
+    }
+    if has(AttrMask::TIMEOUT) {
+        m.timeout = a.timeout;
+    }
+    if has(AttrMask::RETRY_CNT) {
+        m.retry_cnt = a.retry_cnt;
+    }
+    if has(AttrMask::RNR_RETRY) {
+        m.rnr_retry = a.rnr_retry;
+    }
+    if has(AttrMask::ALT_PATH) {
+        m.alt_pkey_index = a.alt_pkey_index;
+        m.alt_port_num = a.alt_port_num;
+        m.alt_timeout = a.alt_timeout;
+    }
+    // SAFETY: Per the contract.
+    unsafe {
+        m.ah_attr = masked_ah(&a.ah_attr, has(AttrMask::AV));
+        m.alt_ah_attr = masked_ah(&a.alt_ah_attr, has(AttrMask::ALT_PATH));
+    }
+    m
+}
+
+/// What query_qp returns: the QP's attributes and the caps it got.
+impl From<(&QpAttrs, &Caps)> for b::ib_qp_attr {
+    fn from((a, cap): (&QpAttrs, &Caps)) -> Self {
+        let mut out = b::ib_qp_attr {
+            qp_state: a.state.as_raw(),
+            cur_qp_state: a.state.as_raw(),
+            path_mtu: a.path_mtu,
+            path_mig_state: a.path_mig_state,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            // The C attribute is an int holding a bit set.
+            qp_access_flags: a.access_flags as c_int,
+            ah_attr: (&ah_attr_from_av(a.pri_av.as_ref())).into(),
+            alt_ah_attr: (&ah_attr_from_av(a.alt_av.as_ref())).into(),
+            pkey_index: a.pkey_index,
+            alt_pkey_index: a.alt_pkey_index,
+            en_sqd_async_notify: a.en_sqd_async_notify,
+            sq_draining: u8::from(a.sq_draining),
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            alt_port_num: a.alt_port_num,
+            alt_timeout: a.alt_timeout,
+            ..Default::default()
+        };
+        write_caps(cap, &mut out.cap);
+        out
+    }
+}
+
+impl From<&b::ib_srq_attr> for SrqAttr {
+    fn from(a: &b::ib_srq_attr) -> Self {
+        SrqAttr {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
+    }
+}
+
+impl From<&SrqAttr> for b::ib_srq_attr {
+    fn from(a: &SrqAttr) -> Self {
+        b::ib_srq_attr {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
+    }
+}

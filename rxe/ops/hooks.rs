@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The module-wide hooks the wrapper layer registers for the driver: the
+//! `rxe` link type, netdev events and the datagrams of the tunnel sockets.
+//! The `extern "C"` functions are generic ones in `rxe/kernel`; the crate
+//! root instantiates them with [`Driver`], so each call below is static.
+
+use kernel::{prelude::*, str::CStr};
+
+use crate::rxe::kernel::{
+    link::LinkOwner,
+    netdev::{NetDevice, NetEvent, NotifierOwner},
+    skb::Skb,
+    udp::TunnelOwner,
+};
+use crate::rxe::{device, recv};
+
+/// The driver, as the owner of the module-wide registrations.
+pub(crate) struct Driver;
+
+impl LinkOwner for Driver {
+    fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
+        device::newlink(name, ndev)
+    }
+}
+
+impl NotifierOwner for Driver {
+    fn net_event(ndev: &NetDevice, event: NetEvent) {
+        device::net_event(ndev, event);
+    }
+}
+
+// The hot path: `encap_rcv::<Driver>` should hold the whole receive entry.
+// Code reached from a generic instance is exported, and LLVM keeps an
+// exported function of that size out of line unless it is marked
+// `#[inline]`, as `recv::receive_udp` is.
+impl TunnelOwner for Driver {
+    #[inline(always)]
+    fn receive(skb: Skb) {
+        recv::receive_udp(skb);
+    }
+}
