@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! Device, port and pool limits that rdma_rxe of Linux 6.12 reports and enforces
-//! (`rxe_param.h`, `rxe_init_device_param()`, `rxe_init_port_param()`, `rxe_pool.c`).
+//! (`rxe_param.h`, `rxe_init_device_param()`, `rxe_init_port_param()`, `rxe_pool.c`);
+//! 7.3's are the same (README, "Against newer rdma_rxe").
 //!
 //! `query_device` and `query_port` must return exactly these numbers: user space
 //! (rdma-core, perftest, MPI stacks) sizes its queues from them.
