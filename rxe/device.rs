@@ -13,6 +13,7 @@ use kernel::{
 use crate::rxe::counters::{Counter, Counters};
 use crate::rxe::kernel::ibdev::{self, attr_int, DeviceAttr, Identity, PortAttr, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
+use crate::rxe::kernel::random;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
 use crate::rxe::proto::odp_logic;
@@ -77,7 +78,6 @@ impl Drop for ObjCount {
 /// Port 1 of the device. Fields change from netdev notifiers and verbs
 /// calls concurrently, so each is an atomic.
 struct Port {
-    state: AtomicU32,
     active_mtu: AtomicU32,
     cap_flags: AtomicU32,
     qkey_viol_cntr: AtomicU32,
@@ -183,7 +183,6 @@ impl DeviceState {
             attr: device_attr(guid),
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
             port: Port {
-                state: AtomicU32::new(PortState::Down as u32),
                 active_mtu: AtomicU32::new(IbMtu::from_netdev_mtu(netdev_mtu).as_raw()),
                 cap_flags: AtomicU32::new(p::PORT_ATTR.port_cap_flags),
                 qkey_viol_cntr: zero(),
@@ -238,7 +237,13 @@ impl DeviceState {
             return Err(EINVAL);
         }
         let ndev = dev.netdev().ok_or(ENODEV)?;
-        let state = self.port.state.load(Ordering::Relaxed);
+        // The netdev's state now, as 7.3's rdma_rxe reports it (6.12 reports
+        // the state of the last netdev event).
+        let state = if ndev.is_running_with_carrier() {
+            PortState::Active
+        } else {
+            PortState::Down
+        } as u32;
         let d = &p::PORT_ATTR;
         *attr = PortAttr {
             state,
@@ -297,12 +302,13 @@ impl DeviceState {
     }
 
     fn set_port_state(&self, dev: &Device, active: bool) {
-        let (state, event) = if active {
-            (PortState::Active as u32, PortEvent::Active)
+        // `query_port` reads the netdev's state itself; this only tells
+        // the consumers, and counts the loss of the link.
+        let event = if active {
+            PortEvent::Active
         } else {
-            (PortState::Down as u32, PortEvent::Error)
+            PortEvent::Error
         };
-        self.port.state.store(state, Ordering::Relaxed);
         dev.dispatch_port_event(event);
         if !active {
             self.counters.inc(Counter::LinkDowned);
@@ -378,7 +384,8 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
         );
         return Err(EEXIST);
     }
-    let guid = p::guid_from_mac(ndev.mac());
+    let random = [(); 6].map(|()| random::u8());
+    let guid = p::guid_from_mac(p::guid_source(ndev.mac(), ndev.addr_len(), random));
     let identity = Identity {
         node_guid: guid,
         node_desc: b"rxe",

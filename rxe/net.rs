@@ -404,6 +404,8 @@ pub(crate) fn send<W: TxWake>(mut tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result 
     drop(dst);
 
     let TxPacket { mut skb, ndev, .. } = tx;
+    // From the IP header on, as `sent_bytes` counts.
+    let bytes = skb.len();
     if let Some(sock) = &flow.sock {
         flow.inflight.count.fetch_add(1, Ordering::AcqRel);
         sock.attach(&mut skb);
@@ -433,7 +435,7 @@ pub(crate) fn send<W: TxWake>(mut tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result 
     drop(ndev);
     match res {
         Ok(Xmit::Sent) => {
-            counters::inc(dev, Counter::SentPkts);
+            counters::packet(dev, true, bytes);
             Ok(())
         }
         Ok(Xmit::Dropped) => {

@@ -19,7 +19,7 @@
 
 use kernel::sync::Arc;
 
-use crate::rxe::counters::{self, Counter};
+use crate::rxe::counters;
 use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
@@ -56,6 +56,8 @@ pub(crate) struct RxPacket {
     net_hdr: [u8; NETWORK_HDR_LEN],
     vlan_id: Option<u16>,
     loopback: bool,
+    /// Bytes from the IP header to the end of the UDP payload.
+    ip_len: usize,
 }
 
 impl RxPacket {
@@ -160,6 +162,7 @@ impl RxPacket {
             net_hdr: self.net_hdr,
             vlan_id: self.vlan_id,
             loopback: self.loopback,
+            ip_len: self.ip_len,
         })
     }
 
@@ -261,6 +264,7 @@ impl RxPacket {
             net_hdr,
             vlan_id,
             loopback,
+            ip_len: ipinfo.hdr_len + ip::UDP_HLEN + paylen,
         })
     }
 
@@ -319,7 +323,7 @@ fn dispatch(pkt: RxPacket) {
         if !pkt.icrc_ok() {
             return;
         }
-        counters::inc(&pkt.dev, Counter::RcvdPkts);
+        counters::packet(&pkt.dev, false, pkt.ip_len);
         #[cfg(rxe_nettest)]
         if crate::rxe::nettest::echo(&pkt) {
             return;
@@ -342,7 +346,7 @@ fn dispatch(pkt: RxPacket) {
     if !qp_takes(&pkt, &qp, false) || !pkt.icrc_ok() {
         return;
     }
-    counters::inc(&pkt.dev, Counter::RcvdPkts);
+    counters::packet(&pkt.dev, false, pkt.ip_len);
     qp.receive(pkt);
 }
 

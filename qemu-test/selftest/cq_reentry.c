@@ -25,6 +25,7 @@
 #include <linux/jiffies.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/version.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
@@ -430,13 +431,48 @@ out:
 	return err;
 }
 
+#if LINUX_VERSION_CODE < KERNEL_VERSION(7, 0, 0)
+static struct ib_device *lookup_device(void)
+{
+	return ib_device_get_by_name(devname, RDMA_DRIVER_UNKNOWN);
+}
+#else
+/*
+ * 7.x no longer exports ib_device_get_by_name: a client that is shown
+ * every registered device takes a reference on the one named devname and
+ * declines them all, so it never gets a remove call.
+ */
+static struct ib_device *found;
+
+static int find_add(struct ib_device *dev)
+{
+	if (!found && !strcmp(dev_name(&dev->dev), devname) &&
+	    ib_device_try_get(dev))
+		found = dev;
+	return -EOPNOTSUPP;
+}
+
+static struct ib_client find_client = {
+	.name = "cq_reentry",
+	.add = find_add,
+};
+
+static struct ib_device *lookup_device(void)
+{
+	if (ib_register_client(&find_client))
+		return NULL;
+	ib_unregister_client(&find_client);
+	return found;
+}
+#endif
+
 static int __init cq_reentry_init(void)
 {
 	struct ib_device *dev;
 	struct ib_pd *pd;
 	int err, err2;
 
-	dev = ib_device_get_by_name(devname, RDMA_DRIVER_UNKNOWN);
+	dev = lookup_device();
 	if (!dev) {
 		pr_err("cq_reentry: no device %s\n", devname);
 		return -ENODEV;

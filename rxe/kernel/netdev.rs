@@ -70,6 +70,12 @@ impl NetDevice {
         &bytes[..len]
     }
 
+    /// Length of the hardware address: 6 for Ethernet, 0 for a device
+    /// without one.
+    pub(crate) fn addr_len(&self) -> usize {
+        self.raw().addr_len.into()
+    }
+
     pub(crate) fn mtu(&self) -> u32 {
         self.raw().mtu
     }
@@ -78,13 +84,15 @@ impl NetDevice {
         self.raw().ifindex
     }
 
-    /// The first six bytes of the hardware address (the MAC of an Ethernet device).
+    /// The first six bytes of the hardware address (the MAC of an Ethernet
+    /// device; what follows a shorter address, see [`Self::addr_len`]).
     pub(crate) fn mac(&self) -> [u8; 6] {
         let mut mac = [0u8; 6];
         let addr = self.raw().dev_addr;
         if !addr.is_null() {
-            // SAFETY: `dev_addr` of a registered device points to at least
-            // `addr_len` bytes, and every device rxe accepts has 6 or more.
+            // SAFETY: `dev_addr` of a registered device points to the
+            // `MAX_ADDR_LEN` (32) bytes of a `netdev_hw_addr` (`dev_addr_init`),
+            // whatever `addr_len` is.
             let src = unsafe { core::slice::from_raw_parts(addr, 6) };
             mac.copy_from_slice(src);
         }

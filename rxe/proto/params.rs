@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! Device, port and pool limits that rdma_rxe of Linux 6.12 reports and enforces
-//! (`rxe_param.h`, `rxe_init_device_param()`, `rxe_init_port_param()`, `rxe_pool.c`).
+//! (`rxe_param.h`, `rxe_init_device_param()`, `rxe_init_port_param()`, `rxe_pool.c`);
+//! 7.3's are the same (README, "Against newer rdma_rxe").
 //!
 //! `query_device` and `query_port` must return exactly these numbers: user space
 //! (rdma-core, perftest, MPI stacks) sizes its queues from them.
@@ -482,6 +483,27 @@ pub(crate) const PORT_INFO_VL_CAP: u8 = 4;
 pub(crate) const PORT_INFO_MTU_CAP: u8 = 5;
 pub(crate) const PORT_INFO_OPER_VL: u8 = 1;
 
+/// The six bytes the GUIDs are made from (`raw_gid` of 7.3's rdma_rxe;
+/// 6.12 reads six bytes of `dev_addr` whatever its length): the start of the
+/// netdev's hardware address, zero-padded when the address is shorter than
+/// a MAC. A netdev without one (`addr_len` 0: tun, WireGuard) gets `random`
+/// made a locally administered unicast MAC (`eth_random_addr()`), so that
+/// two such devices do not share the all-zero address's GUID.
+pub(crate) const fn guid_source(hw_addr: [u8; 6], addr_len: usize, random: [u8; 6]) -> [u8; 6] {
+    if addr_len == 0 {
+        let mut mac = random;
+        mac[0] = (mac[0] & !0x01) | 0x02;
+        return mac;
+    }
+    let mut mac = [0u8; 6];
+    let mut i = 0;
+    while i < addr_len && i < 6 {
+        mac[i] = hw_addr[i];
+        i += 1;
+    }
+    mac
+}
+
 /// `addrconf_addr_eui48()`: the EUI-64 rxe uses as node, port and system
 /// image GUID, in wire (big-endian) byte order.
 pub(crate) const fn guid_from_mac(mac: [u8; 6]) -> [u8; 8] {
@@ -658,6 +680,20 @@ mod tests {
             guid_from_mac([0x52, 0x54, 0, 0x12, 0x34, 0x56]),
             [0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56]
         );
+        let mac = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+        assert_eq!(guid_source(mac, 6, [0xff; 6]), mac);
+        assert_eq!(guid_source(mac, 20, [0xff; 6]), mac);
+        // An IPv4 tunnel's 4-byte address, padded.
+        assert_eq!(
+            guid_source([10, 0, 0, 1, 0x77, 0x77], 4, [0xff; 6]),
+            [10, 0, 0, 1, 0, 0]
+        );
+        // No hardware address: the random bytes, local and unicast.
+        assert_eq!(
+            guid_source([0; 6], 0, [0xff, 1, 2, 3, 4, 5]),
+            [0xfe, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(guid_source([0; 6], 0, [0; 6]), [0x02, 0, 0, 0, 0, 0]);
         assert_eq!(PhysState::reported(true, false), PhysState::LinkUp);
         assert_eq!(PhysState::reported(false, true), PhysState::Polling);
         assert_eq!(PhysState::reported(false, false), PhysState::Disabled);
