@@ -16,7 +16,12 @@ mod rxe;
 use rxe::ops::Driver;
 
 use rxe::kernel::{
-    errno, ibdev, link::LinkType, netdev::Notifier, task::WorkQueue, udp, udp::TunnelSocket,
+    errno, ibdev,
+    link::LinkType,
+    netdev::Notifier,
+    task::{BhRuns, WorkQueue},
+    udp,
+    udp::TunnelSocket,
 };
 
 rxe::kernel::module_info! {
@@ -31,7 +36,8 @@ rxe::kernel::module_info! {
 /// Module state. Fields drop in declaration order, which is the teardown
 /// order: stop new links, remove the devices, then stop events and traffic,
 /// wait for our packets still queued in the network stack (their
-/// destructor is our code), and last the workqueue the QP tasks run on.
+/// destructor is our code), then for the softirq runs of the receive path,
+/// and last the workqueue the QP tasks run on.
 struct RxeModule {
     _link: LinkType,
     _devices: Devices,
@@ -39,6 +45,7 @@ struct RxeModule {
     _sock6: Option<TunnelSocket>,
     _sock4: TunnelSocket,
     _tx_skbs: TxSkbs,
+    _bh: BhRuns,
     _wq: WorkQueue,
 }
 
@@ -64,6 +71,7 @@ impl kernel::Module for RxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         rxe::kernel::crc32::select();
         let wq = WorkQueue::create()?;
+        let bh = BhRuns::init();
         #[cfg(rxe_rs_selftest)]
         rxe::selftest::run();
         let sock4 = TunnelSocket::create::<Driver>(false)?;
@@ -85,6 +93,7 @@ impl kernel::Module for RxeModule {
             _sock6: sock6,
             _sock4: sock4,
             _tx_skbs: TxSkbs,
+            _bh: bh,
             _wq: wq,
         })
     }

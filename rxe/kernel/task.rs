@@ -38,6 +38,21 @@
 //! switch less on the path of a message. The same guarantees hold; `stop`
 //! waits for such a run by polling, as it cannot flush it.
 //!
+//! [`Task::schedule_bh`] defers such a run to the end of the current
+//! softirq pass on this CPU, for the receive path: the task goes on a
+//! per-CPU list of the driver's (a kernel `llist`, holding a reference to
+//! the owner), and a per-CPU work item that is only ever queued on the
+//! kernel's softirq workqueue (`system_bh_wq`) takes the whole list once
+//! the network receive softirq finished its batch and runs each task as
+//! [`Task::run_for`] would, [`BH_STEPS`] steps and the rest on a worker.
+//! So the packets one batch brought for one QP are handled in one run
+//! (which lets the responder acknowledge them with one ACK). The task's own
+//! work item never goes on that queue: one work item run both in and out
+//! of softirq context is an inconsistent lock state to lockdep. A task
+//! stopped while on the list is skipped when its turn comes (its run finds
+//! it disabled or dead); the list's reference keeps the owner alive until
+//! then, and [`BhRuns`] waits for the last run at module exit.
+//!
 //! # Example
 //!
 //! ```ignore
@@ -81,6 +96,7 @@
 //! ```
 
 use core::{
+    ffi::c_void,
     ptr,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering},
 };
@@ -89,6 +105,7 @@ use kernel::{
     prelude::*,
     str::CStr,
     sync::Arc,
+    types::Opaque,
     workqueue::{HasWork, Queue, Work, WorkItem},
 };
 
@@ -98,6 +115,10 @@ use crate::rxe::sys as b;
 /// Calls of the step function in one go before the task yields its worker
 /// (C: `RXE_MAX_ITERATIONS`).
 pub(crate) const MAX_ITERATIONS: u32 = 1024;
+
+/// Calls of the step function in one softirq run ([`Task::schedule_bh`])
+/// before the rest goes to a worker.
+pub(crate) const BH_STEPS: u32 = crate::rxe::proto::params::pacing::INLINE_STEPS;
 
 /// What a step of the task left behind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +178,37 @@ pub(crate) struct Task<T, const ID: u64> {
     inline_runs: AtomicU32,
     /// Set while a worker drives the task: its step may sleep.
     in_worker: AtomicBool,
+    /// The task's place on the softirq list ([`Task::schedule_bh`]).
+    #[pin]
+    bh: BhNode,
 }
+
+/// A task's entry on a CPU's softirq list. `link` comes first: the list
+/// hands back `llist_node` pointers, which are pointers to the node.
+#[repr(C)]
+#[pin_data]
+struct BhNode {
+    /// The kernel list's link; written by `llist_add` only while `queued`
+    /// is ours.
+    #[pin]
+    link: Opaque<b::llist_node>,
+    /// Set from the push until the run takes the node off: a node is on
+    /// at most one list, once.
+    queued: AtomicBool,
+    /// The owner reference the list holds (`Arc::into_raw`), written
+    /// before the push.
+    owner: AtomicPtr<c_void>,
+    /// Takes the reference back and runs the task: `Task::<T, ID>::bh_run`.
+    run: unsafe fn(*const c_void),
+}
+
+// SAFETY: The link is written by `llist_add` while the node is being
+// listed and read by the softirq run that took it off, the two ordered by
+// `queued` and the list's atomics; the other fields are atomics and a
+// function pointer. The owner pointer is an `Arc` of a `Send + Sync` owner.
+unsafe impl Send for BhNode {}
+// SAFETY: As above.
+unsafe impl Sync for BhNode {}
 
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
 macro_rules! new_task {
@@ -247,6 +298,16 @@ where
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),
             inline_runs: AtomicU32::new(0),
             in_worker: AtomicBool::new(false),
+            bh <- pin_init!(BhNode {
+                link <- Opaque::ffi_init(|slot: *mut b::llist_node| {
+                    // SAFETY: `slot` is valid for writes; a null link is an
+                    // unlisted node.
+                    unsafe { slot.write(b::llist_node { next: ptr::null_mut() }) }
+                }),
+                queued: AtomicBool::new(false),
+                owner: AtomicPtr::new(ptr::null_mut()),
+                run: Self::bh_run,
+            }),
         })
     }
 
@@ -276,6 +337,62 @@ where
             State::Running => *state = State::Armed,
             State::Queued | State::Armed | State::Disabled | State::Dead => {}
         }
+    }
+
+    /// Makes an idle task run at the end of the current softirq pass on
+    /// this CPU, as [`Task::run_for`] with [`BH_STEPS`] would (see the
+    /// module doc); a running one runs once more. Softirq context (the
+    /// receive path), or anywhere bottom halves are off: the run itself is
+    /// in softirq context and may not sleep.
+    pub(crate) fn schedule_bh(&self, owner: &Arc<T>) {
+        if !self.is_in(owner) {
+            return;
+        }
+        let mut state = self.state.lock();
+        match *state {
+            State::Idle if !BH_READY.load(Ordering::Acquire) => {
+                // No softirq lists (module init or exit): run at once.
+                drop(state);
+                self.run_for(owner, BH_STEPS);
+            }
+            State::Idle => {
+                // Listed already: that run is still to come, and it sees
+                // what the caller queued.
+                if self.bh.queued.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                let raw = Arc::into_raw(owner.clone());
+                self.bh
+                    .owner
+                    .store(raw.cast_mut().cast(), Ordering::Relaxed);
+                // SAFETY: `queued` was false, so the node is on no list and
+                // is ours to link until a run takes it off; the task is
+                // pinned inside `owner`, whose reference the list now holds,
+                // so the node outlives its time on the list. `BH_READY` says
+                // the per-CPU lists are set up.
+                unsafe { b::rxe_rs_bh_add(self.bh.link.get()) };
+            }
+            State::Running => *state = State::Armed,
+            State::Queued | State::Armed | State::Disabled | State::Dead => {}
+        }
+    }
+
+    /// A softirq run of a task that was on a CPU's list: the node's `run`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` came from the `Arc::into_raw` of [`Task::schedule_bh`] that
+    /// listed this task's node, and the node is off the list.
+    unsafe fn bh_run(owner: *const c_void) {
+        // SAFETY: The caller promises that `owner` is the list's reference,
+        // which is ours now.
+        let this = unsafe { Arc::<T>::from_raw(owner.cast()) };
+        let task = T::task(&this);
+        // From here a new `schedule_bh` may list the task again: what it
+        // queued is either seen by this run or by that one.
+        task.bh.queued.store(false, Ordering::Release);
+        // A task stopped meanwhile is not idle: this returns at once.
+        task.run_for(&this, BH_STEPS);
     }
 
     /// Runs the task now, in the caller's context, when it is idle; when it
@@ -428,6 +545,63 @@ where
                 }
             }
         }
+    }
+}
+
+/// The softirq work of every CPU: takes the CPU's list (oldest first) and
+/// runs each task on it.
+///
+/// # Safety
+///
+/// `first` is null or the first node of a list taken off a CPU's softirq
+/// list: nodes linked by [`Task::schedule_bh`].
+unsafe extern "C" fn bh_work(first: *mut b::llist_node) {
+    let mut node = first;
+    while !node.is_null() {
+        let bh = node.cast::<BhNode>();
+        // SAFETY: Every node on the list is the `link` at the start of a
+        // listed `BhNode`, alive through the owner reference the list
+        // holds. Everything is read before the run: once it has taken the
+        // node off, the node may be listed again.
+        let (next, owner, run) = unsafe {
+            let next = (*node).next;
+            (next, (*bh).owner.load(Ordering::Relaxed), (*bh).run)
+        };
+        // SAFETY: `owner` is the reference the node was listed with, and
+        // the node is off the list (the list was taken whole).
+        unsafe { run(owner) };
+        node = next;
+    }
+}
+
+/// Set while the softirq lists are set up: between [`BhRuns::init`] and
+/// the drop of the [`BhRuns`].
+static BH_READY: AtomicBool = AtomicBool::new(false);
+
+/// Owns the softirq lists and their work items: set up at module init,
+/// and when dropped at module exit (after the devices, and so every task
+/// owner, are gone) waits for every CPU's softirq work to finish, so that
+/// none runs once the module's code is gone.
+pub(crate) struct BhRuns(());
+
+impl BhRuns {
+    pub(crate) fn init() -> Self {
+        // SAFETY: Called once at module init, before anything can list a
+        // task; `bh_work` has the callback's signature and lives as long as
+        // the module, which `drop` waits for.
+        unsafe { b::rxe_rs_bh_init(Some(bh_work)) };
+        BH_READY.store(true, Ordering::Release);
+        Self(())
+    }
+}
+
+impl Drop for BhRuns {
+    fn drop(&mut self) {
+        BH_READY.store(false, Ordering::Release);
+        // SAFETY: The work items were set up in `init`; process context.
+        // Nothing lists a task any more (no device is left), so after the
+        // flush no softirq work is queued or running.
+        unsafe { b::rxe_rs_bh_exit() };
     }
 }
 

@@ -287,9 +287,16 @@ impl Shared {
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
         use crate::rxe::proto::opcode::Mask;
         let to_comp = pkt.mask().intersects(Mask::ACK);
+        let single = pkt.mask().contains(Mask::ONLY);
         // A packet from the network that finds its engine idle is handled
-        // right here in the receive softirq: a worker wake-up and a context
-        // switch less per message. Such a run is cut short after
+        // in the receive softirq: a worker wake-up and a context switch
+        // less per message. A single-packet request (the small messages of
+        // a message-rate load) waits for the end of the receive softirq's
+        // batch (`schedule_bh`), so that the requests of one batch for
+        // this QP are handled in one run and the responder acknowledges
+        // them with one ACK. Everything else runs right here (batching the
+        // packets of long messages stalled them: a fixed-clock A/B lost 70%
+        // of 64 KiB bandwidth). Either run is cut short after
         // `INLINE_STEPS` steps (a read request's reply or a window of
         // requests the acknowledgement opened can be a long run of packets)
         // and a worker does the rest. Looped-back packets are queued: a reply
@@ -320,6 +327,8 @@ impl Shared {
                 counters::inc(&self.dev, Counter::AckDeferred);
                 self.send_task.schedule(self);
             }
+        } else if inline && alone && single {
+            self.resp_task.schedule_bh(self);
         } else if inline && alone {
             self.resp_task.run_for(self, INLINE_STEPS);
         } else {

@@ -38,6 +38,8 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <linux/jiffies.h>
+#include <linux/llist.h>
+#include <linux/percpu.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
 
@@ -251,6 +253,62 @@ void rxe_rs_wb_cache_pmem(void *addr, size_t len)
 struct workqueue_struct *rxe_rs_alloc_wq(void)
 {
 	return alloc_workqueue("rxe_rs_wq", WQ_UNBOUND | WQ_MEM_RECLAIM, WQ_MAX_ACTIVE);
+}
+
+/*
+ * Softirq runs of the receive path: per CPU, a lock-free list of waiting
+ * task nodes and a work item that is only ever queued on system_bh_wq, so
+ * it always runs in softirq context (a task's own work item runs on the
+ * driver's workqueue; one work item on both queues is an inconsistent
+ * lock state to lockdep). The node list goes to the Rust side oldest
+ * first.
+ */
+struct rxe_rs_bh {
+	struct llist_head list;
+	struct work_struct work;
+};
+
+static DEFINE_PER_CPU(struct rxe_rs_bh, rxe_rs_bh);
+static void (*rxe_rs_bh_fn)(struct llist_node *first);
+
+static void rxe_rs_bh_work_fn(struct work_struct *work)
+{
+	struct rxe_rs_bh *bh = container_of(work, struct rxe_rs_bh, work);
+	struct llist_node *first = llist_del_all(&bh->list);
+
+	if (first)
+		rxe_rs_bh_fn(llist_reverse_order(first));
+}
+
+void rxe_rs_bh_init(void (*fn)(struct llist_node *first))
+{
+	int cpu;
+
+	rxe_rs_bh_fn = fn;
+	for_each_possible_cpu(cpu) {
+		struct rxe_rs_bh *bh = per_cpu_ptr(&rxe_rs_bh, cpu);
+
+		init_llist_head(&bh->list);
+		INIT_WORK(&bh->work, rxe_rs_bh_work_fn);
+	}
+}
+
+void rxe_rs_bh_add(struct llist_node *node)
+{
+	struct rxe_rs_bh *bh = get_cpu_ptr(&rxe_rs_bh);
+
+	/* A list that was not empty has its work item queued already. */
+	if (llist_add(node, &bh->list))
+		queue_work_on(smp_processor_id(), system_bh_wq, &bh->work);
+	put_cpu_ptr(&rxe_rs_bh);
+}
+
+void rxe_rs_bh_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		flush_work(&per_cpu_ptr(&rxe_rs_bh, cpu)->work);
 }
 
 unsigned long rxe_rs_jiffies(void)

@@ -32,6 +32,7 @@ struct uverbs_attr_bundle;
 struct timer_list;
 struct lock_class_key;
 struct workqueue_struct;
+struct llist_node;
 
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
@@ -63,6 +64,9 @@ struct page *rxe_rs_virt_to_page(u64 addr);
 bool rxe_rs_get_frag_page(struct page *page);
 void rxe_rs_wb_cache_pmem(void *addr, size_t len);
 struct workqueue_struct *rxe_rs_alloc_wq(void);
+void rxe_rs_bh_init(void (*fn)(struct llist_node *first));
+void rxe_rs_bh_add(struct llist_node *node);
+void rxe_rs_bh_exit(void);
 unsigned long rxe_rs_jiffies(void);
 unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
 unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
