@@ -812,7 +812,9 @@ impl<I: Io> Run<'_, I> {
             self.st.cur = None;
         } else if p.ack_req {
             // Any held ACK is within MAX_COALESCED_PSNS here (see above).
-            if self.io.more_queued() {
+            // A request that moves the QP to ERR (class J) is acknowledged
+            // at once: nothing after it will send the held one.
+            if self.io.more_queued() && !self.goto_error {
                 self.st.ack_owed = Some(OwedAck {
                     psn: p.psn,
                     msn: self.st.msn,
