@@ -157,6 +157,13 @@ perf_stop() { # ROW
 	} >"$profile/$1-node$NODE_INDEX.txt"
 	perf report -i "$data" --stdio --no-children -g graph,1 --sort dso,sym --dsos "$dsos" \
 		--percent-limit 2 >"$profile/$1-node$NODE_INDEX-callgraph.txt" 2>&1 || true
+	# Samples per instruction of the driver (symbol+offset, most first):
+	# inlining puts most of the driver into a few symbols, and only this
+	# shows where inside them the time goes. scripts/bench-annotate maps
+	# the offsets onto the module's disassembly.
+	perf script -i "$data" -G --no-demangle -F ip,sym,symoff,dso --dsos '[rdma_rxe_rs],[rdma_rxe]' 2>/dev/null |
+		awk '{ print $2 }' | sort | uniq -c | sort -rn | head -400 \
+		>"$profile/$1-node$NODE_INDEX-offsets.txt" 2>&1 || true
 }
 
 server_addr=$(server_ip)
