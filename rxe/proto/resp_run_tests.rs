@@ -833,7 +833,10 @@ fn class_j_behind_queued_requests_is_acknowledged() {
     let o = t.drain();
     assert!(o.qp_error);
     let acks = t.io.acks();
-    assert_eq!(acks.last().map(|a| (a.psn, a.syndrome)), Some((101, ACK_SYN)));
+    assert_eq!(
+        acks.last().map(|a| (a.psn, a.syndrome)),
+        Some((101, ACK_SYN))
+    );
     assert!(acks.iter().all(|a| a.psn != 102));
     assert_eq!(t.st.ack_owed, None);
     assert_eq!(t.io.cqes[1].0.status, WcStatus::RemInvReqErr);
