@@ -336,6 +336,8 @@ struct Io<'a> {
     mr: Option<Arc<mr::Shared>>,
     /// The receive CQ's callbacks, run after the `resp` lock.
     due: Due,
+    /// The SRQ's limit event, raised after the `resp` lock.
+    srq_limit: bool,
     /// What the last access that found an ODP page absent needs.
     fault: Option<PendingFault>,
     /// Absent pages are bad accesses now (retries used up).
@@ -344,16 +346,22 @@ struct Io<'a> {
 
 impl Io<'_> {
     fn dev(&self) -> Option<&Device> {
-        self.head.as_ref().map(|p| p.device())
+        Some(&self.sh.dev)
     }
 
     /// The reply AV: back to the request's source along the QP's path.
+    /// Without a request at hand (a held ACK sent once the queue ran dry or
+    /// the QP failed, after its request was freed), to the QP's peer, as
+    /// rdma_rxe addresses every RC response.
     fn reply_av(&self) -> Option<Av> {
-        let p = self.head.as_ref()?;
         let (sgid_index, dmac, tos, ttl) = self.f.path?;
+        let (src, dst) = match self.head.as_ref() {
+            Some(p) => (p.dst(), p.src()),
+            None => qp::av_path(self.sh.state.lock().attrs.pri_av.as_ref()?),
+        };
         Some(Av {
-            src: p.dst(),
-            dst: p.src(),
+            src,
+            dst,
             sgid_index,
             dmac,
             traffic_class: tos,
@@ -461,7 +469,9 @@ impl resp_run::Io for Io<'_> {
                 return Ok(h.wqe.length);
             }
             self.wqe.clear();
-            take_srq(srq, &mut self.wqe.w.wqe)?;
+            if take_srq(srq, &mut self.wqe.w.wqe)? {
+                self.srq_limit = true;
+            }
         } else {
             if let Some(h) = self.wqe.get() {
                 // The RQ head stays ours until it completes.
@@ -763,12 +773,13 @@ enum OdpStep {
     Rerun,
 }
 
-/// A consumed SRQ WQE as the responder's held WQE.
-fn take_srq(srq: &srq::Shared, wqe: &mut RecvWqe) -> Result<(), RecvError> {
+/// A consumed SRQ WQE as the responder's held WQE; `true` when the SRQ's
+/// limit event is due.
+fn take_srq(srq: &srq::Shared, wqe: &mut RecvWqe) -> Result<bool, RecvError> {
     match srq.take_into(wqe) {
         None => Err(RecvError::Empty),
         Some(Err(_)) => Err(RecvError::Malformed),
-        Some(Ok(())) => Ok(()),
+        Some(Ok(fire)) => Ok(fire),
     }
 }
 
@@ -798,7 +809,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             };
         }
         let may_sleep = this.resp_task.in_worker();
-        let (out, mut due, fault) = {
+        let (out, mut due, fault, srq_limit) = {
             let mut guard = this.resp.lock();
             let State {
                 rs,
@@ -817,11 +828,12 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 flow,
                 mr: None,
                 due: Due::NONE,
+                srq_limit: false,
                 fault: None,
                 odp_give_up: *odp_give_up,
             };
             let out = resp_run::run(rs, &f.qp, &mut io);
-            let (due, pending) = (io.due, io.fault);
+            let (due, pending, srq_limit) = (io.due, io.fault, io.srq_limit);
             let fault = match (out.fault, may_sleep) {
                 (false, _) => {
                     if out.progress {
@@ -839,11 +851,16 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                     }
                 },
             };
-            (out, due, fault)
+            (out, due, fault, srq_limit)
         };
-        // Completion handlers run with no QP lock held: they may post to or
-        // modify this QP.
+        // Completion and event handlers run with no QP lock held: they may
+        // post to or modify this QP.
         this.rcq.run_due(&mut due);
+        if srq_limit {
+            if let Some(srq) = &this.srq {
+                srq.limit_reached();
+            }
+        }
         match fault {
             OdpStep::None => {}
             OdpStep::Defer => return Progress::Defer,

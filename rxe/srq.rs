@@ -277,12 +277,13 @@ impl Shared {
     /// that fails validation is left in place (the C driver does not
     /// consume it either) and its error returned.
     ///
-    /// When the WQEs left fall below an armed limit, the owner gets
-    /// `IB_EVENT_SRQ_LIMIT_REACHED`, once per arming.
+    /// `Ok(true)` when the WQEs left fell below an armed limit: the caller
+    /// then calls [`Shared::limit_reached`] once it holds no QP lock (the
+    /// owner's handler may call back into the QP).
     pub(crate) fn take_into(
         &self,
         wqe: &mut RecvWqe,
-    ) -> Option<core::result::Result<(), WqeError>> {
+    ) -> Option<core::result::Result<bool, WqeError>> {
         let fire = {
             let mut inner = self.inner.lock();
             let mut empty = false;
@@ -307,9 +308,12 @@ impl Shared {
             let count = inner.queue.count();
             srq_limit_reached(&mut inner.limit, count, self.has_handler)
         };
-        if fire {
-            self.link.lock().limit_event();
-        }
-        Some(Ok(()))
+        Some(Ok(fire))
+    }
+
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED` (once per arming: [`Shared::take_into`]
+    /// said so and disarmed the limit). No QP or SRQ lock may be held.
+    pub(crate) fn limit_reached(&self) {
+        self.link.lock().limit_event();
     }
 }

@@ -157,6 +157,18 @@ perf_stop() { # ROW
 	} >"$profile/$1-node$NODE_INDEX.txt"
 	perf report -i "$data" --stdio --no-children -g graph,1 --sort dso,sym --dsos "$dsos" \
 		--percent-limit 2 >"$profile/$1-node$NODE_INDEX-callgraph.txt" 2>&1 || true
+	# Who calls the copy and clear routines (spread over many callers,
+	# each below the call graph's 2%).
+	perf report -i "$data" --stdio --no-children -G --sort sym --symbols memcpy_orig,memset_orig \
+		-g caller,0.5,callee,function,percent --percent-limit 0.1 \
+		>"$profile/$1-node$NODE_INDEX-copies.txt" 2>&1 || true
+	# Samples per instruction of the driver (symbol+offset, most first):
+	# inlining puts most of the driver into a few symbols, and only this
+	# shows where inside them the time goes. scripts/bench-annotate maps
+	# the offsets onto the module's disassembly.
+	perf script -i "$data" -G --no-demangle -F ip,sym,symoff,dso --dsos '[rdma_rxe_rs],[rdma_rxe]' 2>/dev/null |
+		awk '{ print $2 }' | sort | uniq -c | sort -rn | head -400 \
+		>"$profile/$1-node$NODE_INDEX-offsets.txt" 2>&1 || true
 }
 
 server_addr=$(server_ip)

@@ -813,7 +813,7 @@ impl<I: Io> Run<'_, I> {
         } else if p.ack_req {
             // Any held ACK is within MAX_COALESCED_PSNS here (see above).
             // A request that moves the QP to ERR (class J) is acknowledged
-            // at once: nothing after it will send the held one.
+            // at once, before the QP stops.
             if self.io.more_queued() && !self.goto_error {
                 self.st.ack_owed = Some(OwedAck {
                     psn: p.psn,

@@ -816,6 +816,33 @@ fn invalidate_failure_is_class_j() {
 }
 
 #[test]
+fn class_j_behind_queued_requests_is_acknowledged() {
+    // A batch: a good SEND, the failing SEND_WITH_INV, another SEND. The
+    // good one's ACK may be held, but the failing one's must go before
+    // the QP stops, or the requester retries it until RETRY_EXC.
+    let mut t = T::new(QpType::Rc);
+    t.io.coalesce = true;
+    for _ in 0..3 {
+        t.io.rq.push_back(64);
+    }
+    t.io.push(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 1));
+    let mut bad = rq(Opcode::RcSendOnlyInv, 101, 8);
+    bad.invalidate = Some(0x999);
+    t.io.push(bad, bytes(8, 2));
+    t.io.push(rq(Opcode::RcSendOnly, 102, 8), bytes(8, 3));
+    let o = t.drain();
+    assert!(o.qp_error);
+    let acks = t.io.acks();
+    assert_eq!(
+        acks.last().map(|a| (a.psn, a.syndrome)),
+        Some((101, ACK_SYN))
+    );
+    assert!(acks.iter().all(|a| a.psn != 102));
+    assert_eq!(t.st.ack_owed, None);
+    assert_eq!(t.io.cqes[1].0.status, WcStatus::RemInvReqErr);
+}
+
+#[test]
 fn qp_error_meanwhile_skips_the_ack() {
     let mut t = T::new(QpType::Rc);
     t.io.rq.push_back(64);
