@@ -98,6 +98,17 @@ wait_listen() {
 	done
 }
 
+# wait_until SECONDS CMD...: run CMD every 0.1 s until it succeeds (0), or
+# return 1 after SECONDS.
+wait_until() {
+	local limit=${1:?wait_until SECONDS CMD...} start=$SECONDS
+	shift
+	until "$@"; do
+		((SECONDS - start < limit)) || return 1
+		sleep 0.1
+	done
+}
+
 # same_on_all_nodes NAME WHAT: every node wrote $SHARED_DIR/NAME.node<N>;
 # node 1 fails unless each other node's is the same as its own (WHAT says
 # what they hold, for the message). A barrier for all nodes.
@@ -134,6 +145,15 @@ kmemleak_scan() {
 		echo "kmemleak_scan: $line" >/dev/kmsg
 	done <<<"$report"
 	return 1
+}
+
+# kmemleak_check: on a kernel with kmemleak, wait 5 s (so the last
+# teardown's objects are old enough to be reported), then fail the script if
+# kmemleak_scan reports leaks.
+kmemleak_check() {
+	[ -e /sys/kernel/debug/kmemleak ] || return 0
+	sleep 5
+	kmemleak_scan || fail "kmemleak reports leaks"
 }
 
 # kmemleak_clear: forget every leak suspected so far (boot-time ones, say),

@@ -55,11 +55,11 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
+from testlib import DEV, NODE_IP, NODE_IP6, PEER_IP6S, SHARED_DIR, hw_counters
 
 PACKETS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 SEED = int(sys.argv[2], 0) if len(sys.argv) > 2 else 0xF022
-SHARED = os.environ.get("SHARED_DIR", "/tmp")
-STATUS = f"{SHARED}/fuzz_vm.status"
+STATUS = f"{SHARED_DIR}/fuzz_vm.status"
 STATUS_LEN = 256
 
 START_PSN = 0xFFFFF0
@@ -82,7 +82,7 @@ def recv_off(n, wr_id):
 
 class Node:
     def __init__(self, with_srq):
-        self.ctx = Context(name=rl.DEV)
+        self.ctx = Context(name=DEV)
         self.pd = PD(self.ctx)
         self.mr = MR(self.pd, MR_LEN, rl.ACC_ALL)
         self.scq = CQ(self.ctx, 1024)
@@ -99,7 +99,7 @@ class Node:
             if n == "rcs" and self.srq is not None:
                 attr.srq = self.srq
             self.qps[n] = QP(self.pd, attr)
-        self.sgid, self.gid = rl.gid_index(rl.NODE_IP)
+        self.sgid, self.gid = rl.gid_index(NODE_IP)
         self.wr_id = 0
 
     def info(self):
@@ -173,15 +173,7 @@ COUNTERS = ("rcvd_pkts", "sent_pkts", "duplicate_request", "out_of_seq_request",
 
 
 def counters():
-    base = f"/sys/class/infiniband/{rl.DEV}/ports/1/hw_counters"
-    out = {}
-    for c in COUNTERS:
-        try:
-            with open(f"{base}/{c}") as f:
-                out[c] = int(f.read())
-        except OSError:
-            pass
-    return out
+    return hw_counters(COUNTERS)
 
 
 def target(ctl, node):
@@ -273,10 +265,10 @@ class Fuzzer:
         self.sock.bind(("eth0", 0))
         self.smac = bytes.fromhex(open("/sys/class/net/eth0/address").read().strip().replace(":", ""))
         self.dmac = self.peer_mac()
-        self.src4 = socket.inet_pton(socket.AF_INET, rl.NODE_IP)
+        self.src4 = socket.inet_pton(socket.AF_INET, NODE_IP)
         self.dst4 = socket.inet_pton(socket.AF_INET, rl.server_ip())
-        self.src6 = socket.inet_pton(socket.AF_INET6, rl.NODE_IP6)
-        self.dst6 = socket.inet_pton(socket.AF_INET6, os.environ["PEER_IP6S"].split()[0])
+        self.src6 = socket.inet_pton(socket.AF_INET6, NODE_IP6)
+        self.dst6 = socket.inet_pton(socket.AF_INET6, PEER_IP6S[0])
         self.me_qpn = me["qpn"]
         self.exp = {n: START_PSN for n in NAMES}
         self.status_seen = ""

@@ -27,7 +27,6 @@ import errno
 import glob
 import os
 import struct
-import subprocess
 import sys
 import time
 
@@ -39,7 +38,8 @@ from pyverbs.pyverbs_error import PyverbsError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 import pyverbs.enums as e
 
-from testlib import CONS, DEV, DRIVER, INDEX_MASK, PROD, check, meminfo, summary, u32, uverbs_maps
+from testlib import (CONS, DEV, DRIVER, INDEX_MASK, PROD, check, kernel_problems, meminfo, summary, u32,
+                     uverbs_maps)
 
 MAX_QP_WR = 1 << 20
 
@@ -51,12 +51,6 @@ def attempt(name, fn):
     except (PyverbsError, OSError) as err:
         check(name, False, f"{type(err).__name__}: {err}")
         return None
-
-
-def kernel_problems():
-    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
-    keys = ("WARNING:", "soft lockup", "rcu_preempt detected stall", "rcu_sched detected stall", "BUG:")
-    return [line for line in log.splitlines() if any(k in line for k in keys)]
 
 
 # --- a QP at max_qp_wr --------------------------------------------------------

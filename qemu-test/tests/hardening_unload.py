@@ -21,7 +21,6 @@ rdma_rxe 6.12 has no such wait (rxe_module_exit), so this is skipped on
     qemu-test/run --debug --nodes 1 --drivers rs qemu-test/tests/hardening_unload.py
 """
 import ipaddress
-import os
 import subprocess
 import sys
 import time
@@ -33,28 +32,11 @@ from pyverbs.pd import PD
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rc_lib as rl  # noqa: E402
+import rc_lib as rl
+from testlib import DEV, DRIVER, NODE_IP, check, dmesg, kernel_problems, sh, summary
 
-DEV = rl.DEV
-DRIVER = rl.DRIVER
 MODULE = "rdma_rxe_rs"
 RETRANS = "/proc/sys/net/ipv4/neigh/eth0/retrans_time_ms"
-
-
-def sh(cmd):
-    print(f"+ {cmd}")
-    sys.stdout.flush()
-    return subprocess.run(cmd, shell=True, capture_output=True, text=True)
-
-
-def dmesg():
-    return subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
-
-
-def kernel_problems():
-    keys = ("WARNING:", "BUG:", "Oops", "KASAN", "general protection")
-    return [line for line in dmesg() if any(k in line for k in keys)]
 
 
 def neigh_state(ip):
@@ -76,7 +58,7 @@ def unload_test():
     if DRIVER == "c":
         print("SKIP unload with queued packets: rdma_rxe 6.12 does not wait for them")
         return 0
-    node_ip = os.environ.get("NODE_IP", "")
+    node_ip = NODE_IP
     ghost = node_ip.rsplit(".", 1)[0] + ".99"
     ctx = Context(name=DEV)
     gidx, gid = rl.gid_index(node_ip)
@@ -92,9 +74,9 @@ def unload_test():
     dgid = ipaddress.IPv6Address("::ffff:" + ghost).exploded
     rl.connect(qp, 0, gidx, dgid, 17, 0, 0, timeout=20, retry=1)
     r = sh(f"ip neigh del {ghost} dev eth0")
+    check("ip neigh del", r.returncode == 0, r.stderr.strip())
     if r.returncode:
-        print(f"FAIL ip neigh del: {r.stderr.strip()}")
-        return 1
+        return summary("hardening_unload")
     for i in range(8):
         qp.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)]))
     time.sleep(0.3)
@@ -106,21 +88,19 @@ def unload_test():
     ctx.close()
     t0 = time.time()
     r = sh(f"rdma link delete {DEV}")
+    check(f"rdma link delete {DEV}", r.returncode == 0, r.stderr.strip())
     if r.returncode:
-        print(f"FAIL rdma link delete: {r.stderr.strip()}")
-        return 1
+        return summary("hardening_unload")
     before = neigh_state(ghost)
     r = sh(f"rmmod {MODULE}")
     took = time.time() - t0
+    check(f"rmmod {MODULE}", r.returncode == 0, r.stderr.strip())
     if r.returncode:
-        print(f"FAIL rmmod: {r.stderr.strip()}")
-        return 1
+        return summary("hardening_unload")
     after = neigh_state(ghost)
     print(f"  link delete and rmmod took {took:.1f}s; neighbour {before} before rmmod, {after} after")
-    ok = True
-    if before != "INCOMPLETE":
-        print("FAIL the neighbour gave up before rmmod: nothing was queued during the unload")
-        ok = False
+    check("packets were queued on the neighbour during the unload", before == "INCOMPLETE",
+          f"the neighbour was {before} before rmmod, not INCOMPLETE")
     # The neighbour frees what it queued when it gives up: with a module
     # that did not wait for its packets, that is when it oopses. (Packets
     # the IP layer had to copy for want of link-header room are no longer
@@ -131,12 +111,9 @@ def unload_test():
     waited = [line for line in dmesg() if "waiting for" in line and "packets" in line]
     print("  " + (waited[-1] if waited else "(no wait reported)"))
     problems = kernel_problems()
-    if problems:
-        print("FAIL kernel report after unload: " + "; ".join(problems[:3]))
-        ok = False
-    if ok:
-        print("PASS unload with packets queued on an unresolved neighbour")
-    return 0 if ok else 1
+    check("unload with packets queued on an unresolved neighbour: no kernel report", not problems,
+          "; ".join(problems[:3]))
+    return summary("hardening_unload")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ issue:
 """
 import ctypes
 import socket
-import os
 import struct
 import subprocess
 import sys
@@ -40,28 +39,19 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rc_lib as rl  # noqa: E402
-from testlib import check, summary  # noqa: E402
+import rc_lib as rl
+from testlib import DEV, DRIVER, NODE_IP, check, kernel_problems, summary
 
-DEV = rl.DEV
-DRIVER = rl.DRIVER
 STRICT = DRIVER != "c"
 ACC = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
 MR_ACC = ACC | e.IBV_ACCESS_MW_BIND
 
 
 
-def kernel_problems():
-    log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
-    keys = ("WARNING:", "BUG:", "sleeping function called from invalid context")
-    return [line for line in log.splitlines() if any(k in line for k in keys)]
-
-
 class Node:
     def __init__(self):
         self.ctx = Context(name=DEV)
-        self.gidx, self.gid = rl.gid_index(os.environ.get("NODE_IP", ""))
+        self.gidx, self.gid = rl.gid_index(NODE_IP)
         self.cq = CQ(self.ctx, 64)
 
     def qp(self, pd):
@@ -257,7 +247,7 @@ def ud_send(node, qp, ah, buf, wr_id):
 
 
 def test_embedded_av(node, pd):
-    node_ip = os.environ.get("NODE_IP", "")
+    node_ip = NODE_IP
     with open("/sys/class/net/eth0/address") as f:
         mac = bytes.fromhex(f.read().strip().replace(":", ""))
     buf = MR(pd, 4096, ACC)

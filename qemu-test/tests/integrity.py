@@ -42,6 +42,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
+from testlib import DEV, DRIVER, NODE_IP, NODE_IP6
 
 OPS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 200
 SEED = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None
@@ -191,7 +192,7 @@ def sha(b):
 
 class Env:
     def __init__(self):
-        self.ctx = Context(name=rl.DEV)
+        self.ctx = Context(name=DEV)
         self.pd = PD(self.ctx)
         self.scq = CQ(self.ctx, 256)
         self.rcq = CQ(self.ctx, 256)
@@ -209,7 +210,7 @@ class Env:
 
 
 def family_ip(fam):
-    return rl.NODE_IP if fam == "ipv4" else rl.NODE_IP6
+    return NODE_IP if fam == "ipv4" else NODE_IP6
 
 
 def connect_pair(env, ctl, fam, rng_psn):
@@ -718,7 +719,7 @@ def body(ctl):
         hello = ctl.recv()
         seed = hello["seed"]
         ctl.send({"ok": True})
-    log(f"integrity on {rl.DEV} ({rl.DRIVER}), seed {seed} "
+    log(f"integrity on {DEV} ({DRIVER}), seed {seed} "
         f"(replay: integrity.py {OPS} {seed})")
     env = Env()
     if rl.is_client():

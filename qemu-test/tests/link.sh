@@ -13,16 +13,6 @@ port_attr() { # DEV ATTR: one field of ibv_devinfo's port 1
 	ibv_devinfo -v -d "$1" -i 1 | sed -nE "s/^\s+$2:\s+(.*)$/\1/p" | head -1
 }
 
-wait_for() { # SECONDS CMD...: poll until CMD succeeds
-	local limit=$1 i
-	shift
-	for ((i = 0; i < limit * 10; i++)); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 port_state_is() { [[ $(port_attr "$1" state) == "$2"* ]]; }
 dev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
 dev_gone() { ! dev_exists "$1"; }
@@ -56,11 +46,11 @@ if ! { dev_gone rxe_dup && dev_gone rxe_none && dev_gone rxe_vlan; }; then fail 
 
 note "link down/up"
 ip link set eth0 down
-wait_for 10 port_state_is "$RXE_DEV" PORT_DOWN || fail "port not DOWN after link down"
+wait_until 10 port_state_is "$RXE_DEV" PORT_DOWN || fail "port not DOWN after link down"
 [[ $(port_attr "$RXE_DEV" phys_state) == DISABLED* ]] || fail "phys_state $(port_attr "$RXE_DEV" phys_state)"
 rdma link show "$RXE_DEV/1" | grep -q 'state DOWN' || fail "rdma link show: $(rdma link show "$RXE_DEV/1")"
 ip link set eth0 up
-wait_for 10 port_state_is "$RXE_DEV" PORT_ACTIVE || fail "port not ACTIVE after link up"
+wait_until 10 port_state_is "$RXE_DEV" PORT_ACTIVE || fail "port not ACTIVE after link up"
 [[ $(port_attr "$RXE_DEV" phys_state) == LINK_UP* ]] || fail "phys_state $(port_attr "$RXE_DEV" phys_state)"
 rdma link show "$RXE_DEV/1" | grep -q 'state ACTIVE' || fail "rdma link show: $(rdma link show "$RXE_DEV/1")"
 
@@ -68,13 +58,13 @@ note "carrier loss"
 ip link add rxv0 type veth peer name rxv1
 ip link set rxv0 up
 rdma link add rxe_veth type rxe netdev rxv0
-wait_for 10 dev_exists rxe_veth || fail "rxe_veth not created"
+wait_until 10 dev_exists rxe_veth || fail "rxe_veth not created"
 # The peer is down, so the veth has no carrier: the port must not be active.
 port_state_is rxe_veth PORT_DOWN || fail "rxe_veth without carrier: $(port_attr rxe_veth state)"
 ip link set rxv1 up
-wait_for 10 port_state_is rxe_veth PORT_ACTIVE || fail "rxe_veth not ACTIVE with carrier"
+wait_until 10 port_state_is rxe_veth PORT_ACTIVE || fail "rxe_veth not ACTIVE with carrier"
 ip link set rxv1 down
-wait_for 10 port_state_is rxe_veth PORT_DOWN || fail "rxe_veth not DOWN after carrier loss"
+wait_until 10 port_state_is rxe_veth PORT_DOWN || fail "rxe_veth not DOWN after carrier loss"
 
 note "MTU"
 for pair in 1200:1024 2200:2048 4200:4096 9000:4096 600:512 1500:1024; do
@@ -88,29 +78,29 @@ note "GID table follows the addresses"
 has_gid() { ibv_devinfo -v -d "$RXE_DEV" | grep -q "GID\[.*\]:.*$1"; }
 ip addr add 10.99.0.1/24 dev eth0
 ip addr add fd99::1/64 dev eth0 nodad
-wait_for 10 has_gid '::ffff:10.99.0.1' || fail "no GID for a new IPv4 address"
-wait_for 10 has_gid 'fd99::1' || fail "no GID for a new IPv6 address"
+wait_until 10 has_gid '::ffff:10.99.0.1' || fail "no GID for a new IPv4 address"
+wait_until 10 has_gid 'fd99::1' || fail "no GID for a new IPv6 address"
 ip addr del 10.99.0.1/24 dev eth0
 ip addr del fd99::1/64 dev eth0
-wait_for 10 eval '! has_gid ::ffff:10.99.0.1' || fail "GID of a removed IPv4 address stays"
-wait_for 10 eval '! has_gid fd99::1' || fail "GID of a removed IPv6 address stays"
+wait_until 10 eval '! has_gid ::ffff:10.99.0.1' || fail "GID of a removed IPv4 address stays"
+wait_until 10 eval '! has_gid fd99::1' || fail "GID of a removed IPv6 address stays"
 
 note "netdev removal"
 ip link del rxv0
-wait_for 10 dev_gone rxe_veth || fail "rxe_veth survived the removal of its netdev"
+wait_until 10 dev_gone rxe_veth || fail "rxe_veth survived the removal of its netdev"
 ip link add rxd0 type dummy
 ip link set rxd0 up
 rdma link add rxe_dummy type rxe netdev rxd0
-wait_for 10 dev_exists rxe_dummy || fail "rxe_dummy not created"
+wait_until 10 dev_exists rxe_dummy || fail "rxe_dummy not created"
 ip link del rxd0
-wait_for 10 dev_gone rxe_dummy || fail "rxe_dummy survived the removal of its netdev"
+wait_until 10 dev_gone rxe_dummy || fail "rxe_dummy survived the removal of its netdev"
 still_fine
 
 note "delete and add again"
 rdma link delete "$RXE_DEV"
-wait_for 10 dev_gone "$RXE_DEV" || fail "$RXE_DEV not deleted"
+wait_until 10 dev_gone "$RXE_DEV" || fail "$RXE_DEV not deleted"
 must_fail "deleting it twice" rdma link delete "$RXE_DEV"
 rdma link add "$RXE_DEV" type rxe netdev eth0
-wait_for 10 port_state_is "$RXE_DEV" PORT_ACTIVE || fail "re-added device not ACTIVE"
+wait_until 10 port_state_is "$RXE_DEV" PORT_ACTIVE || fail "re-added device not ACTIVE"
 ibv_devices | grep -qw "$RXE_DEV" || fail "ibv_devices does not list the re-added device"
 note "link ok"

@@ -22,7 +22,7 @@ from pyverbs.srq import SRQ, SrqInitAttr, SrqAttr
 from pyverbs.qp import QP, QPInitAttr, QPCap
 import pyverbs.enums as e
 
-from testlib import DEV, kmemleak_clean, kmemleak_clear
+from testlib import DEV, check, kmemleak_clean, kmemleak_clear, summary
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 30
 
@@ -72,12 +72,11 @@ if len(sys.argv) > 2:
 
 kmemleak_clear()
 for mode in ("kill", "exit", "scribble"):
-    for i in range(ROUNDS):
-        p = subprocess.run([sys.executable, __file__, "1", mode])
-        want = -signal.SIGKILL if mode in ("kill", "scribble") else 0
-        if p.returncode != want:
-            sys.exit(f"FAIL: child ({mode}, round {i}) ended with {p.returncode}, want {want}")
-    print(f"{ROUNDS} children ({mode}) held live objects and went away")
+    want = -signal.SIGKILL if mode in ("kill", "scribble") else 0
+    ends = [subprocess.run([sys.executable, __file__, "1", mode]).returncode for _ in range(ROUNDS)]
+    wrong = [(i, rc) for i, rc in enumerate(ends) if rc != want]
+    check(f"{ROUNDS} children ({mode}) held live objects and went away", not wrong,
+          f"(round, exit) {wrong}, want exit {want}")
 
 # The device is still usable afterwards.
 ctx, pd, cq, mr, srq, qps = make_objects()
@@ -88,8 +87,7 @@ mr.close()
 cq.close()
 pd.close()
 ctx.close()
-print("device still works")
+check("device still works", True)
 
-if not kmemleak_clean():
-    sys.exit("FAIL: kmemleak reports leaks")
-print("misuse ok")
+check("kmemleak reports nothing", kmemleak_clean())
+sys.exit(summary("misuse"))

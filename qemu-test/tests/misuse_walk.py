@@ -40,7 +40,7 @@ from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
 
-from testlib import DEV, kmemleak_clean, kmemleak_clear
+from testlib import DEV, check, kmemleak_clean, kmemleak_clear, summary
 import rc_lib
 
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 800
@@ -495,22 +495,11 @@ def main():
           f"{kills_self} ended by SIGKILL ({kills_parent} SIGKILLs sent by the parent, "
           f"some to workers already ending; the rest by themselves), {normal} ended normally, "
           f"{segv} crashed in user space (SIGSEGV)", flush=True)
-    fails = 0
-    if bad or hung:
-        print(f"FAIL workers ended otherwise: {bad}, hung: {hung}")
-        fails += 1
-    if device_works():
-        print("PASS device still carries a checked RC loopback SEND")
-    else:
-        print("FAIL device does not carry an RC loopback SEND")
-        fails += 1
-    if kmemleak_clean():
-        print("PASS kmemleak reports nothing")
-    else:
-        print("FAIL kmemleak reports leaks")
-        fails += 1
-    print(f"misuse_walk: {3 - fails} passed, {fails} failed (seed {SEED:#x})")
-    return 1 if fails else 0
+    check("every worker ended by itself, a SIGKILL or a SIGSEGV, none hung", not bad and not hung,
+          f"ended otherwise: {bad}, hung: {hung}")
+    check("device still carries a checked RC loopback SEND", device_works())
+    check("kmemleak reports nothing", kmemleak_clean())
+    return summary(f"misuse_walk (seed {SEED:#x})")
 
 
 if __name__ == "__main__":

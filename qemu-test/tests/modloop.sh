@@ -57,6 +57,5 @@ limit=2048
 # Leave the node as the harness made it.
 "${load[@]}"
 rdma link add "$RXE_DEV" type rxe netdev eth0
-sleep 5
-kmemleak_scan || fail "kmemleak reports leaks"
+kmemleak_check
 note "modloop ok"

@@ -17,7 +17,6 @@ rdma_rxe (6.12) crashes on IPv6 datagrams shorter than a BTH: rxe_rcv drops
 them before it clears pkt->qp, which then is whatever IP6CB left in skb->cb,
 and rxe_put()s it. Those cases are skipped when the receiver runs c.
 """
-import os
 import random
 import socket
 import struct
@@ -25,7 +24,8 @@ import sys
 import time
 import zlib
 
-DEV = os.environ["RXE_DEV"]
+from testlib import NODE_IP, NODE_IP6, PEER_IP6S, PEER_IPS, hw_counters
+
 ROCE_PORT = 4791
 SPORT = 0xC0DE
 MCAST_QPN = 0xFFFFFF
@@ -36,8 +36,7 @@ PING = b"rxe_rs ping\0"
 
 
 def rcvd_pkts():
-    with open(f"/sys/class/infiniband/{DEV}/ports/1/hw_counters/rcvd_pkts") as f:
-        return int(f.read())
+    return hw_counters(["rcvd_pkts"])["rcvd_pkts"]
 
 
 # --- counter queries over TCP -------------------------------------------------
@@ -193,10 +192,10 @@ def cases(p, echo, me, peer, c_peer):
 
 
 def send(echo, peer_driver):
-    me4, me6 = os.environ["NODE_IP"], os.environ["NODE_IP6"]
-    peer4 = os.environ["PEER_IPS"].split()[0]
+    me4, me6 = NODE_IP, NODE_IP6
+    peer4 = PEER_IPS[0]
     peer = Peer(peer4)
-    peer6 = os.environ["PEER_IP6S"].split()[0]
+    peer6 = PEER_IP6S[0]
     failures = 0
     frag4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     frag4.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = DONT

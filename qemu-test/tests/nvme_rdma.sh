@@ -71,8 +71,8 @@ check_counters() { # WHEN
 		esac
 	done
 	echo
-	[ "$(cat "$counters_dir/sent_pkts")" -gt 0 ] || bad+=("sent_pkts=0")
-	[ "$(cat "$counters_dir/rcvd_pkts")" -gt 0 ] || bad+=("rcvd_pkts=0")
+	(($(hw_counter sent_pkts) > 0)) || bad+=("sent_pkts=0")
+	(($(hw_counter rcvd_pkts) > 0)) || bad+=("rcvd_pkts=0")
 	((${#bad[@]} == 0)) || fail "counters after $1: ${bad[*]}"
 }
 
@@ -92,7 +92,7 @@ check_dmesg() {
 	# recovers and reconnects. The data checks above still hold. Accepted
 	# only in exactly that shape: a C host that retransmitted, flushed
 	# sends, one recovery, a successful reconnect.
-	if is_client && [ "$RXE_DRIVER" = c ] && [ "$(cat "$counters_dir/completer_retry_err")" -gt 0 ] &&
+	if is_client && [ "$RXE_DRIVER" = c ] && (($(hw_counter completer_retry_err) > 0)) &&
 		grep -q 'Successfully reconnected' <<<"$bad"; then
 		rest=$(grep -v -E 'SEND for CQE .* failed with status WR flushed|starting error recovery|Reconnecting in [0-9]+ seconds|Successfully reconnected' <<<"$bad" || true)
 		if [ -z "$rest" ]; then
@@ -184,13 +184,8 @@ host_connect() {
 }
 
 host_disconnect() {
-	local i
 	echo 1 >"/sys/class/nvme/$ctrl/delete_controller"
-	for ((i = 0; i < 300; i++)); do
-		[ -e "/sys/class/nvme/$ctrl" ] || break
-		sleep 0.2
-	done
-	[ ! -e "/sys/class/nvme/$ctrl" ] || fail "$ctrl still there 60 s after delete_controller"
+	wait_until 60 test ! -e "/sys/class/nvme/$ctrl" || fail "$ctrl still there 60 s after delete_controller"
 	note "host: $ctrl deleted"
 }
 
@@ -353,9 +348,5 @@ if is_server; then
 	target_down
 fi
 meet target-down
-# kmemleak reports objects only once they are a few seconds old.
-if [ -e /sys/kernel/debug/kmemleak ]; then
-	sleep 5
-	kmemleak_scan || fail "kmemleak reports leaks"
-fi
+kmemleak_check
 note "nvme-rdma ok"

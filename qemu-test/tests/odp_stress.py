@@ -23,17 +23,15 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
-from pyverbs.qp import QP
 from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
 
 import rc_lib as r
+from testlib import DEV, NODE_IP
 
 ODP = e.IBV_ACCESS_ON_DEMAND
 SIZE = 256 * 1024
@@ -67,9 +65,9 @@ def expect_ok(wcs, what):
 
 
 def main():
-    ctx = Context(name=r.DEV)
+    ctx = Context(name=DEV)
     pd = PD(ctx)
-    idx, gid = r.gid_index(r.NODE_IP)
+    idx, gid = r.gid_index(NODE_IP)
     a, b = Side(ctx, pd), Side(ctx, pd)
     acc = r.ACC_ALL
     r.connect(a.qp, acc, idx, gid, b.qp.qp_num, 100, 200)

@@ -32,6 +32,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
+from testlib import DEV, DRIVER, NODE_IP
 
 ALL_QUERY = (1 << 21) - 1
 PSN_MASK = (1 << 24) - 1
@@ -93,8 +94,8 @@ def query(qp, peer_qpn, peer_gid):
 
 class Node:
     def __init__(self):
-        self.gid_index, self.gid = rl.gid_index(rl.NODE_IP)
-        self.ctx = Context(name=rl.DEV)
+        self.gid_index, self.gid = rl.gid_index(NODE_IP)
+        self.ctx = Context(name=DEV)
         self.pd = PD(self.ctx)
         self.cq = CQ(self.ctx, 256)
         self.mr = MR(self.pd, BUF, rl.ACC_ALL)
@@ -206,7 +207,7 @@ def body(ctl):
     rl.connect(rc, rl.ACC_ALL, node.gid_index, peer["gid"], prc, 0x42, 0x4242)
     node.snap("rc rts again", rc, prc, 0x4242, 0x42)
 
-    ctl.send({"snaps": node.snaps, "driver": rl.DRIVER})
+    ctl.send({"snaps": node.snaps, "driver": DRIVER})
     theirs = ctl.recv()
     diffs = list(node.expect)
     if len(theirs["snaps"]) != len(node.snaps):
@@ -214,7 +215,7 @@ def body(ctl):
     for (label, mine), (plabel, other) in zip(node.snaps, theirs["snaps"]):
         for key in mine:
             if mine[key] != other.get(key):
-                diffs.append(f"{label}: {key} {mine[key]} here ({rl.DRIVER}), "
+                diffs.append(f"{label}: {key} {mine[key]} here ({DRIVER}), "
                              f"{other.get(key)} on the peer ({theirs['driver']})")
     for d in diffs:
         log("DIFF", d)
@@ -225,7 +226,7 @@ def body(ctl):
         obj.close()
     if diffs or peer_diffs:
         raise TestFailure(f"{len(diffs)} differences here, {peer_diffs} on the peer")
-    log(f"qp_query: {len(node.snaps)} queries equal ({rl.DRIVER} and {theirs['driver']})")
+    log(f"qp_query: {len(node.snaps)} queries equal ({DRIVER} and {theirs['driver']})")
 
 
 if __name__ == "__main__":

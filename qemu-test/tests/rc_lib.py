@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
-"""Shared pieces of the two-node pyverbs tests (integrity.py,
-remote_errors.py): roles, the RoCE v2 GID of an address, a TCP control
-channel between the nodes, RC QP setup, CQ polling and buffer access.
+"""Shared pieces of the pyverbs tests that run RC traffic (integrity.py,
+remote_errors.py, qp_query.py, fuzz_vm.py, ...), on testlib.py: roles, the
+RoCE v2 GID of an address, a TCP control channel between the nodes, RC QP
+setup, CQ polling and buffer access.
 
 Node 2 is the server, node 1 the client. The control channel is a TCP
 connection over eth0's IPv4 addresses; it carries JSON lines (QPN, PSN,
@@ -14,7 +15,6 @@ import ctypes
 import gc
 import ipaddress
 import json
-import os
 import socket
 import sys
 import time
@@ -23,14 +23,7 @@ from pyverbs.addr import AHAttr, GID, GlobalRoute
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 import pyverbs.enums as e
 
-from testlib import kmemleak_clean, kmemleak_clear
-
-NODE = int(os.environ.get("NODE_INDEX", "0"))
-NODE_COUNT = int(os.environ.get("NODE_COUNT", "0"))
-DEV = os.environ.get("RXE_DEV", "rxe0")
-DRIVER = os.environ.get("RXE_DRIVER", "?")
-NODE_IP = os.environ.get("NODE_IP", "")
-NODE_IP6 = os.environ.get("NODE_IP6", "")
+from testlib import DEV, NODE, NODE_IP, kmemleak_clean, kmemleak_clear
 
 RC = e.IBV_QPT_RC
 RESET, INIT, RTR, RTS, ERR = (e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR,

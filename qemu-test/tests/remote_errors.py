@@ -47,6 +47,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
+from testlib import DEV, DRIVER, NODE_IP
 
 PAGE = 4096
 MR_SIZE = 4 * PAGE
@@ -219,11 +220,11 @@ def fill_pattern(n, seed):
 
 class Env:
     def __init__(self):
-        self.ctx = Context(name=rl.DEV)
+        self.ctx = Context(name=DEV)
         self.pd = PD(self.ctx)
         self.local = MR(self.pd, 2 * MR_SIZE, ACC)
         self.regions = {}
-        self.gidx, self.gid = rl.gid_index(rl.NODE_IP)
+        self.gidx, self.gid = rl.gid_index(NODE_IP)
 
     def server_regions(self):
         size = GUARD + MR_SIZE + GUARD
@@ -335,7 +336,7 @@ def raw_atomic(env, peer, opcode, target, off, client_qpn):
     expects, and returns what its ACK says ("ACK", "NAK:...", "none")."""
     from net_raw import Path, bth
     addr, rkey = peer["mrs"][target]
-    path = Path(False, rl.NODE_IP, rl.server_ip())
+    path = Path(False, NODE_IP, rl.server_ip())
     sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     sniff.bind(("eth0", 0))
     op = OP_RC_FA if opcode == RAW_FA else OP_RC_CAS
@@ -625,7 +626,7 @@ def server(ctl, env):
 
 def body(ctl):
     env = Env()
-    log(f"remote_errors on {rl.DEV} ({rl.DRIVER}), GID index {env.gidx}")
+    log(f"remote_errors on {DEV} ({DRIVER}), GID index {env.gidx}")
     if rl.is_client():
         client(ctl, env)
     else:

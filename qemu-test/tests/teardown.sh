@@ -79,6 +79,5 @@ else
 	timeout 120 ib_write_bw -d "$RXE_DEV" -F -x "$gidx" -p "$port" -n 200 "$(server_ip)" >"$log" 2>&1 ||
 		{ cat "$log"; fail "ib_write_bw after the teardowns"; }
 fi
-sleep 5
-kmemleak_scan || fail "kmemleak reports leaks"
+kmemleak_check
 note "teardown: ok ($SECONDS s)"

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Helpers shared by the Python tests in this folder (the verbs tests,
-misuse.py, hardening.py and rc_lib.py's two-node tests).
+"""Helpers shared by every Python test in this folder: the guest's
+environment, counted checks with errno expectations, memory and kmemleak
+checks, kernel log and port counter reads, GID lookups, the mapped ring
+layout and raw libibverbs. rc_lib.py builds the two-node tests on it.
 
 The guest's root is the host's, shared over 9p, so a test runs from this
-folder and imports this module as a sibling (`import testlib`). It keeps
-one count of passed and failed checks per process:
+folder and imports this module as a sibling (`import testlib`; Python puts
+the script's folder first on sys.path). It keeps one count of passed and
+failed checks per process:
 
     from testlib import check, expect, summary
     check("CQ(1) holds 1", cq.cqe == 1)
@@ -12,19 +15,30 @@ one count of passed and failed checks per process:
     sys.exit(summary("verbs_cq"))
 
 The kmemleak helpers run qemu-test/lib.sh's kmemleak_clear and
-kmemleak_scan, so shell and Python tests scan the same way.
+kmemleak_scan, so shell and Python tests scan the same way. pyverbs is
+imported only where needed, so tests that do without it (net_raw.py) can
+use this module too.
 """
 import ctypes
 import errno
 import os
+import re
 import subprocess
 import sys
 import time
 
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
-
+# What qemu-test/run and guest-init tell each guest (qemu-test/run,
+# write_guest_env).
+NODE = int(os.environ.get("NODE_INDEX", "0"))
+NODE_COUNT = int(os.environ.get("NODE_COUNT", "0"))
+NODE_IP = os.environ.get("NODE_IP", "")
+NODE_IP6 = os.environ.get("NODE_IP6", "")
+PEER_IPS = os.environ.get("PEER_IPS", "").split()
+PEER_IP6S = os.environ.get("PEER_IP6S", "").split()
+SHARED_DIR = os.environ.get("SHARED_DIR", "/tmp")
 DEV = os.environ.get("RXE_DEV", "rxe0")
 DRIVER = os.environ.get("RXE_DRIVER", "")
+KERNEL = os.environ.get("RXE_KERNEL", "6.12")
 DEBUG_KERNEL = os.environ.get("RXE_FLAVOUR") == "debug"
 LIB_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib.sh")
 
@@ -58,6 +72,8 @@ def name_of(code):
 
 def outcome(fn):
     """Runs fn; returns ("ok", result) or (errno name, None)."""
+    from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
     try:
         return "ok", fn()
     except PyverbsRDMAError as err:
@@ -71,11 +87,6 @@ def expect(name, fn, want):
     res, val = outcome(fn)
     check(name, res == want, f"got {res}, want {want}")
     return val
-
-
-def expect_errno(err, name, fn, *args):
-    """fn(*args) must fail with errno err."""
-    expect(name, lambda: fn(*args), name_of(err))
 
 
 def capacity(n):
@@ -94,6 +105,66 @@ def meminfo(key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def hw_counters(names):
+    """{name: value} of this device's port counters among names (lib.sh's
+    hw_counter reads one); a counter the device lacks is left out."""
+    out = {}
+    for name in names:
+        try:
+            with open(f"/sys/class/infiniband/{DEV}/ports/1/hw_counters/{name}") as f:
+                out[name] = int(f.read())
+        except OSError:
+            pass
+    return out
+
+
+def first_gids(ctx, prefixes, port=1, count=16):
+    """{prefix: (index, GID)}: for each prefix, the first of the port's
+    first count GIDs whose text starts with it (absent when none does)."""
+    from pyverbs.pyverbs_error import PyverbsError
+
+    found = {}
+    for i in range(count):
+        try:
+            g = ctx.query_gid(port, i)
+        except PyverbsError:
+            continue
+        for p in prefixes:
+            if p not in found and str(g.gid).startswith(p):
+                found[p] = (i, g)
+    return found
+
+
+# The start of an IPv4-mapped GID (a node's RoCE GID of its IPv4 address).
+V4_MAPPED = "0000:0000:0000:0000:0000:ffff:"
+
+
+def sh(cmd):
+    """Runs a shell command line, echoed first; its CompletedProcess
+    (text stdout and stderr)."""
+    print(f"+ {cmd}")
+    sys.stdout.flush()
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True)
+
+
+def dmesg():
+    """The kernel log's lines."""
+    return subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+
+
+# Kernel reports a test checks for after one of its steps, to name the step
+# that caused them. qemu-test/run scans the whole boot's log (with a wider
+# net) whatever the tests find.
+PROBLEM_RE = re.compile(r"WARNING:|BUG:|Oops|KASAN|UBSAN|general protection|soft lockup"
+                        r"|rcu_\w+ detected stall|sleeping function called from invalid context"
+                        r"|possible circular locking|inconsistent lock state")
+
+
+def kernel_problems():
+    """The kernel log's lines that report a kernel problem."""
+    return [line for line in dmesg() if PROBLEM_RE.search(line)]
 
 
 # struct rxe_queue_buf (rdma_user_rxe.h): the header of every mapped ring.
@@ -204,12 +275,15 @@ class Libibverbs:
         self.lib.ibv_close_device(self.ctx)
 
 
-def check_flat_memory(what, loops, one, vmalloc_kb=1024):
-    """Runs one(i) for i in range(loops) after kmemleak_clear: Slab must
-    grow less than 2 MiB (32 MiB on the debug kernel, where KASAN keeps
-    freed objects in quarantine a while), VmallocUsed less than
-    vmalloc_kb, and kmemleak must report nothing."""
-    kmemleak_clear()
+def check_flat_memory(what, loops, one, slab_kb=None, vmalloc_kb=1024, warmup=0):
+    """Runs one(i) for i in range(warmup) to warm the caches, then for i in
+    range(loops), and checks the growth over the loops: Slab less than
+    slab_kb (by default 2 MiB, 32 MiB on the debug kernel, where KASAN keeps
+    freed objects in quarantine a while), VmallocUsed less than vmalloc_kb.
+    kmemleak, precise where these bounds are loose, is the test's to check
+    over its whole run: kmemleak_clear first, kmemleak_clean last."""
+    for i in range(warmup):
+        one(i)
     time.sleep(1)
     slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
     t0 = time.monotonic()
@@ -219,7 +293,8 @@ def check_flat_memory(what, loops, one, vmalloc_kb=1024):
     time.sleep(1)
     slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
     print(f"{loops} {what} in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
-    slab_bound = 32768 if DEBUG_KERNEL else 2048
-    check(f"Slab grew {slab1 - slab0} kB over {loops} {what} (bound {slab_bound})", slab1 - slab0 < slab_bound)
-    check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {loops} {what}", vmalloc1 - vmalloc0 < vmalloc_kb)
-    check("kmemleak reports nothing", kmemleak_clean())
+    if slab_kb is None:
+        slab_kb = 32768 if DEBUG_KERNEL else 2048
+    check(f"Slab grew {slab1 - slab0} kB over {loops} {what} (bound {slab_kb})", slab1 - slab0 < slab_kb)
+    check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {loops} {what} (bound {vmalloc_kb})",
+          vmalloc1 - vmalloc0 < vmalloc_kb)

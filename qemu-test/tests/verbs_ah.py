@@ -25,13 +25,12 @@ from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.pd import PD
-from pyverbs.pyverbs_error import PyverbsError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
 
-from testlib import (DEV, DRIVER, IbvCap, IbvInitAttr, Libibverbs, check, expect, kmemleak_clean,
-                     kmemleak_clear, name_of, outcome, summary)
+from testlib import (DEV, DRIVER, V4_MAPPED, IbvCap, IbvInitAttr, Libibverbs, check, expect, first_gids,
+                     kmemleak_clean, kmemleak_clear, name_of, outcome, summary)
 
 UD, RC = e.IBV_QPT_UD, e.IBV_QPT_RC
 
@@ -69,17 +68,8 @@ class Env:
         self.cq = CQ(self.ctx, 256)
         with open(f"/sys/class/infiniband/{dev}/parent") as f:
             self.ifname = f.read().strip()
-        self.v4 = self.v6 = None
-        for i in range(16):
-            try:
-                g = self.ctx.query_gid(1, i)
-            except PyverbsError:
-                continue
-            s = str(g.gid)
-            if s.startswith("0000:0000:0000:0000:0000:ffff:") and self.v4 is None:
-                self.v4 = (i, g)
-            elif s.startswith("fd77:") and self.v6 is None:
-                self.v6 = (i, g)
+        gids = first_gids(self.ctx, [V4_MAPPED, "fd77:"])
+        self.v4, self.v6 = gids.get(V4_MAPPED), gids.get("fd77:")
         if self.v4 is None or self.v6 is None:
             raise RuntimeError("need the node's IPv4 and IPv6 GIDs")
 

@@ -17,7 +17,6 @@ memory afterwards.
 
 import ctypes
 import mmap
-import os
 import sys
 
 from pyverbs.device import Context
@@ -25,8 +24,8 @@ from pyverbs.mr import MR, MW
 from pyverbs.pd import PD
 import pyverbs.enums as e
 
-from testlib import (DEBUG_KERNEL, DEV, DRIVER, check, kmemleak_clean, kmemleak_clear, meminfo, outcome,
-                     summary)
+from testlib import (DEBUG_KERNEL, DEV, DRIVER, KERNEL, check, check_flat_memory, kmemleak_clean, kmemleak_clear,
+                     outcome, summary)
 
 LW = e.IBV_ACCESS_LOCAL_WRITE
 RW = e.IBV_ACCESS_REMOTE_WRITE
@@ -35,7 +34,6 @@ RA = e.IBV_ACCESS_REMOTE_ATOMIC
 BIND = e.IBV_ACCESS_MW_BIND
 ZERO_BASED = e.IBV_ACCESS_ZERO_BASED
 ON_DEMAND = e.IBV_ACCESS_ON_DEMAND
-KERNEL = os.environ.get("RXE_KERNEL", "6.12")
 HUGETLB = e.IBV_ACCESS_HUGETLB
 RELAXED = e.IBV_ACCESS_RELAXED_ORDERING
 FLUSH_GLOBAL = 1 << 8
@@ -197,20 +195,13 @@ def test_mw(ctx, pd):
 
 
 def test_loop(ctx, pd, buf, n):
-    for _ in range(200):
-        reg(pd, PAGE, LW, buf.addr).close()
-    before = meminfo("Slab")
-    for i in range(n):
-        mr = reg(pd, 2 * PAGE, LW | RW | RR, buf.addr + (i % PAGE))
-        mr.close()
-    after = meminfo("Slab")
-    growth = after - before
+    def one(i):
+        reg(pd, 2 * PAGE, LW | RW | RR, buf.addr + (i % PAGE)).close()
+
     # KASAN parks freed objects in a quarantine (up to 1/32 of memory) before
     # they return to the slabs, so a debug kernel only bounds gross leaks;
     # kmemleak (main) checks it precisely there.
-    limit = 16384 if DEBUG_KERNEL else 2048
-    print(f"INFO slab before {before} kB after {after} kB ({n} reg/dereg)")
-    check(f"{n} reg/dereg: slab growth under {limit} kB", growth < limit, f"grew {growth} kB")
+    check_flat_memory("reg/dereg", n, one, slab_kb=16384 if DEBUG_KERNEL else 2048, warmup=200)
 
 
 def main():

@@ -35,8 +35,8 @@ from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
 
-from testlib import (DEBUG_KERNEL, DEV, IbvCap, IbvInitAttr, Libibverbs, check, expect,
-                     kmemleak_clean, kmemleak_clear, meminfo, name_of, summary)
+from testlib import (DEBUG_KERNEL, DEV, V4_MAPPED, IbvCap, IbvInitAttr, Libibverbs, capacity, check, expect,
+                     check_flat_memory, first_gids, kmemleak_clean, kmemleak_clear, name_of, summary)
 
 RC, UC, UD = e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD
 RESET, INIT, RTR, RTS = e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS
@@ -75,21 +75,14 @@ MAX_QP_WR = 1 << 20
 MAX_SGE = 32
 MAX_INLINE = 512
 
-def pow2_at_least(n):
-    p = 1
-    while p < n:
-        p <<= 1
-    return p
-
-
 def sq_caps(wr, sge, inline):
     """The send caps rdma_rxe gives for a request (rxe_init_sq)."""
     area = max(sge * 16, inline)
-    return pow2_at_least(wr + 1) - 1, area // 16, area
+    return capacity(wr), area // 16, area
 
 
 def rq_wr(wr):
-    return pow2_at_least(wr + 1) - 1
+    return capacity(wr)
 
 
 class Env:
@@ -106,14 +99,10 @@ class Env:
 
     def find_gid(self):
         """The RoCE v2 GID of the node's IPv4 address (v4-mapped)."""
-        for i in range(16):
-            try:
-                g = self.ctx.query_gid(1, i)
-            except PyverbsError:
-                continue
-            if str(g.gid).startswith("0000:0000:0000:0000:0000:ffff:"):
-                return i, g
-        raise RuntimeError("no IPv4 GID on port 1")
+        found = first_gids(self.ctx, [V4_MAPPED]).get(V4_MAPPED)
+        if found is None:
+            raise RuntimeError("no IPv4 GID on port 1")
+        return found
 
     def init_attr(self, qpt, wr=8, sge=1, inline=0, rwr=8, rsge=1, srq=None):
         cap = QPCap(max_send_wr=wr, max_recv_wr=rwr, max_send_sge=sge,
@@ -461,31 +450,26 @@ def test_create_destroy_loop(env, loops):
     # Warm up caches (slabs, uverbs objects) before measuring.
     for _ in range(50):
         env.qp(RC).close()
-    before = {k: meminfo(k) for k in ("Slab", "VmallocUsed")}
-    t0 = time.time()
     qps = []
     errors = 0
-    for i in range(loops):
+
+    def one(i):
+        nonlocal qps, errors
         try:
             qps.append(env.qp(RC if i % 3 else UD, wr=16, rwr=16))
         except PyverbsError:
             errors += 1
-        if len(qps) >= 100:
+        if len(qps) >= 100 or i == loops - 1:
             for q in qps:
                 q.close()
             qps = []
-    for q in qps:
-        q.close()
-    after = {k: meminfo(k) for k in ("Slab", "VmallocUsed")}
-    grew = (after["Slab"] - before["Slab"]) + (after["VmallocUsed"] - before["VmallocUsed"])
-    print(f"create/destroy {loops} QPs in {time.time() - t0:.1f}s; slab {before['Slab']} -> {after['Slab']} kB,"
-          f" vmalloc {before['VmallocUsed']} -> {after['VmallocUsed']} kB")
-    check(f"{loops} create/destroy without error", errors == 0, f"{errors} errors")
+
     # KASAN parks freed objects in a quarantine (up to 1/32 of memory)
     # before they return to the slabs, so on the debug kernel this only
-    # bounds gross leaks; kmemleak (main) is precise there.
-    limit = 32768 if DEBUG_KERNEL else 4096
-    check(f"{loops} create/destroy memory back under {limit} kB", grew < limit, f"grew {grew} kB")
+    # bounds gross leaks; kmemleak (main) is precise there. Slab and
+    # VmallocUsed together stay under 32 MiB (debug) or 4 MiB.
+    check_flat_memory("QP creates/destroys", loops, one, slab_kb=(32768 if DEBUG_KERNEL else 4096) - 1024)
+    check(f"{loops} create/destroy without error", errors == 0, f"{errors} errors")
 
 
 def gsi_qps():
