@@ -48,5 +48,5 @@ else
 fi
 barrier finished
 step rdma link delete "$RXE_DEV"
-step modprobe -r rdma_rxe_rs
+step /usr/sbin/modprobe -d "$root" -S "$krel" -r rdma_rxe_rs
 [ ! -d /sys/module/rdma_rxe_rs ] || fail "rdma_rxe_rs did not unload"
