@@ -6,6 +6,10 @@
 #   make rustfmtcheck        check the Rust formatting (make rustfmt fixes it)
 #   make test                set up, build, run host tests and QEMU tests
 #   make test-7.3            the same with the Linux 7.3 list (qemu-test/tests/LIST-7.3)
+#   make test-debian         Debian's stock 7.3 kernel in QEMU (scripts/debian-kernel):
+#                            the demo and the datapath suite rs-c and c-rs against
+#                            its own rdma_rxe, and dkms install (not part of make test)
+#   make dkms-source         copy what dkms builds from to $(DESTDIR)/usr/src/rxe_rs-VERSION
 #   make test-full           the test command with the longer loops of
 #                            qemu-test/tests/FULL (about two hours)
 #   make demo                set up, build, run the two-node demo
@@ -39,7 +43,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-full test-7.3 demo bench fuzz fuzz-vm misuse-long loss-heavy host-test rustfmt rustfmtcheck
+.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench fuzz fuzz-vm misuse-long loss-heavy host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -128,6 +132,21 @@ test-full:
 
 test-7.3:
 	scripts/test --list qemu-test/tests/LIST-7.3
+
+test-debian:
+	scripts/test-debian
+
+# The source tree dkms builds from (dkms.conf): only what the module build
+# reads.
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' $(top)dkms.conf)
+DKMS_SRC ?= $(DESTDIR)/usr/src/rxe_rs-$(DKMS_VERSION)
+dkms-source:
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)/scripts
+	cd $(top) && rsync -a --exclude target --exclude '*.o' --exclude '.*.cmd' \
+		Kbuild Makefile dkms.conf rxe_rs.rs rxe $(DKMS_SRC)/
+	cp $(top)scripts/env.sh $(DKMS_SRC)/scripts/
+	@echo "dkms source in $(DKMS_SRC): dkms install rxe_rs/$(DKMS_VERSION) -k KREL"
 
 demo:
 	scripts/demo
