@@ -19,6 +19,7 @@ use crate::rxe::kernel::{
     page::{DmaSpace, PageRef},
 };
 use crate::rxe::mr::{Mr, PdId};
+use crate::rxe::proto::conv::{len64, to_usize};
 use crate::rxe::proto::odp_logic::{Advice, ADVISE_FLAG_FLUSH};
 use crate::rxe::sys as b;
 
@@ -63,7 +64,7 @@ unsafe extern "C" fn advise_mr(
     } else {
         // SAFETY: The core passes `num_sge` SGEs at `sg_list`, alive for the
         // call.
-        unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) }
+        unsafe { core::slice::from_raw_parts(sg_list, to_usize(num_sge)) }
     };
     // SAFETY: The PD is live and of this driver, so is its device.
     let dev = unsafe { dev((*pd).device) };
@@ -288,7 +289,7 @@ unsafe extern "C" fn set_page(ib: *mut b::ib_mr, addr: u64) -> c_int {
     // SAFETY: Called by `ib_sg_to_pages` from our `map_mr_sg` on a live MR.
     let o = unsafe { obj(ib) };
     let page_size = o.mr.map_page_size();
-    let sys = crate::rxe::proto::mr_logic::len64(PAGE_SIZE);
+    let sys = len64(PAGE_SIZE);
     let pieces = if page_size > sys { page_size / sys } else { 1 };
     for n in 0..pieces {
         let Some(a) = addr.checked_add(n * sys) else {

@@ -128,6 +128,7 @@ use crate::rxe::mcast::Mgid;
 use crate::rxe::net::TxFlow;
 use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::av;
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
 use crate::rxe::proto::params::pacing::INLINE_STEPS;
@@ -143,7 +144,7 @@ use crate::rxe::{comp, req};
 use crate::rxe::{cq, srq};
 
 /// SGEs a WQE has at most.
-const MAX_SGE: usize = limits::MAX_SGE as usize;
+const MAX_SGE: usize = to_usize(limits::MAX_SGE);
 
 /// The errno of a refused attribute.
 pub(crate) fn attr_errno(e: AttrError) -> Error {
@@ -688,7 +689,7 @@ impl Qp {
         let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
-            inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
+            inline_buf: scratch(to_usize(sq_caps.max_inline), is_user)?,
             queue: sq_queue,
             ssn: 0,
             sges: scratch(MAX_SGE, is_user)?,
