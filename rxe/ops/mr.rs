@@ -10,6 +10,7 @@ use kernel::{
     ffi::{c_int, c_uint},
     page::PAGE_SIZE,
     prelude::*,
+    types::Opaque,
 };
 
 use super::device::dev;
@@ -76,10 +77,12 @@ unsafe extern "C" fn advise_mr(
     }
 }
 
-/// The driver's allocation behind an `ib_mr`.
+/// The driver's allocation behind an `ib_mr`. The core changes its
+/// `ib_mr` (`ib_map_mr_sg` sets the range, rereg the PD) while the driver
+/// holds references: Rust sees it only as [`Opaque`].
 #[repr(C)]
 struct MrObj {
-    ib: b::ib_mr,
+    ib: Opaque<b::ib_mr>,
     mr: Mr,
 }
 
@@ -126,7 +129,11 @@ fn finish(
         page_size: PAGE_SIZE as c_uint,
         ..Default::default()
     };
-    KBox::into_raw(room.write(MrObj { ib, mr })).cast()
+    KBox::into_raw(room.write(MrObj {
+        ib: Opaque::new(ib),
+        mr,
+    }))
+    .cast()
 }
 
 fn to_ptr(r: Result<*mut b::ib_mr>) -> *mut b::ib_mr {
@@ -273,8 +280,9 @@ unsafe extern "C" fn dereg_mr(ib: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_
 
 impl MrObj {
     fn device(&self) -> &Device {
-        // SAFETY: `device` was set at creation; a device outlives its MRs.
-        unsafe { Device::from_ib(self.ib.device) }
+        // SAFETY: `device` was set at creation and the core does not change
+        // it; a device outlives its MRs.
+        unsafe { Device::from_ib(core::ptr::addr_of!((*self.ib.get()).device).read()) }
     }
 }
 
