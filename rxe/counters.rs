@@ -7,6 +7,7 @@ use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::rxe::device::Device;
+use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::events::Event;
 
 /// One counter. The order is rdma_rxe's, so `rdma statistic` prints the
@@ -145,7 +146,7 @@ pub(crate) fn packet(dev: &Device, sent: bool, bytes: usize) {
     };
     let c = &dev.state().counters;
     c.inc(pkts);
-    c.add(total, bytes as u64);
+    c.add(total, len64(bytes));
 }
 
 impl From<Event> for Counter {

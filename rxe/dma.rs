@@ -21,6 +21,7 @@ use crate::rxe::device::DeviceState;
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::mr::{self, Access, AccessError, KeyKind, PdId, PendingFault};
 use crate::rxe::proto::{
+    conv::to_usize,
     sge_cursor::{CursorError, Piece, SgeCursor, SgeList},
     uapi::WcStatus,
 };
@@ -180,7 +181,7 @@ impl Cursor {
         let mut ok = true;
         self.transfer(mem, sges, len, false, |mr, addr, piece| {
             if ok {
-                ok = mr.ref_pages(addr, piece.len as usize, out)?;
+                ok = mr.ref_pages(addr, to_usize(piece.len), out)?;
             }
             Ok(())
         })?;

@@ -22,12 +22,13 @@ use kernel::{
 use crate::rxe::device::Device;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::proto::av::mcast_mac;
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::params::limits;
 use crate::rxe::qp;
 use crate::rxe::recv::{self, RxPacket};
 
 /// QPs one group holds at most (`max_mcast_qp_attach`).
-const MAX_PER_GROUP: usize = limits::MAX_MCAST_QP_ATTACH as usize;
+const MAX_PER_GROUP: usize = to_usize(limits::MAX_MCAST_QP_ATTACH);
 
 /// A multicast GID.
 pub(crate) type Mgid = [u8; 16];

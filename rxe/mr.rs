@@ -51,8 +51,9 @@ use crate::rxe::kernel::{
     umem::Umem,
 };
 use crate::rxe::mw;
+use crate::rxe::proto::conv::{len64, to_usize};
 use crate::rxe::proto::mr_logic::{
-    self as rules, len64, rereg, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
+    self as rules, rereg, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
 };
 use crate::rxe::proto::odp_logic::{self, Span};
 use crate::rxe::qp;
@@ -872,9 +873,8 @@ impl Mr {
             return Err(EINVAL);
         }
         let sys = 1u32 << PAGE_SHIFT;
-        // Widening u32 -> usize.
         let per_page = if page_size > sys {
-            (page_size / sys) as usize
+            to_usize(page_size / sys)
         } else {
             1
         };

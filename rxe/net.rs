@@ -22,9 +22,9 @@
 //! built linear: loopback delivery would have to linearize them.
 //!
 //! Each sending QP owns a [`TxFlow`]: the socket its skbs belong to while in
-//! flight, and the count of them (`rdma_rxe` pauses a requester above
-//! [`INFLIGHT_HIGH`] and wakes it below [`INFLIGHT_LOW`]; see
-//! [`TxFlow::pause`]).
+//! flight, and the count of them (as `rdma_rxe`, the requester pauses
+//! above `pacing::INFLIGHT_SKBS_PER_QP_HIGH`, a check of `req_logic`, and
+//! the flow wakes it below [`INFLIGHT_LOW`]; see [`TxFlow::pause`]).
 //!
 //! # The address vector
 //!
@@ -57,10 +57,8 @@ use crate::rxe::proto::opcode::Opcode;
 use crate::rxe::proto::params::{pacing, ROCE_V2_UDP_DPORT};
 use crate::rxe::recv;
 
-/// Above this many skbs in flight a QP's requester pauses...
-#[allow(dead_code)] // The requester gates on the count itself (req_logic); kept as the documented threshold.
-pub(crate) const INFLIGHT_HIGH: u32 = pacing::INFLIGHT_SKBS_PER_QP_HIGH;
-/// ...until fewer than this many remain.
+/// A requester paused on its skbs in flight (above
+/// `pacing::INFLIGHT_SKBS_PER_QP_HIGH`) resumes when fewer than this remain.
 pub(crate) const INFLIGHT_LOW: u32 = pacing::INFLIGHT_SKBS_PER_QP_LOW;
 
 /// A RoCE v2 address vector: where a packet goes and how its IP header looks.
@@ -137,7 +135,8 @@ pub(crate) fn alloc_packet_with<'a>(
         return Err(errno::emsgsize());
     }
     // The link layer's reserve, then the IP and UDP headers: enough for
-    // every layer below to push its header in place.
+    // every layer below to push its header in place (UDP and IP headers:
+    // at most 48 bytes).
     let headroom = ndev
         .ll_reserved_space()
         .saturating_add((ip::UDP_HLEN + av.ip_hdr_len()) as u32);
@@ -322,7 +321,8 @@ pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
 /// Prepends the UDP and IP headers, routes the packet and fills its ICRC.
 fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     let av = tx.av;
-    // All lengths are bounded by `alloc_packet`'s 64 KiB check.
+    // All lengths are bounded by `alloc_packet`'s 64 KiB check; the
+    // header lengths are at most 40 bytes.
     let udp_len = (tx.len() + ip::UDP_HLEN) as u16;
     let udp = tx.skb.push(ip::UDP_HLEN as u32)?;
     ip::write_udp(udp, av.sport, ROCE_V2_UDP_DPORT, udp_len).map_err(|_| EINVAL)?;
@@ -420,7 +420,7 @@ pub(crate) fn send<W: TxWake>(mut tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result 
         };
         // Fragments are rare here (only a route to a local address that
         // the MAC check of `alloc_packet_with` missed): receive wants the
-        // packet linear.
+        // packet linear. `ip_len` is 20 or 40.
         let mut rx = skb.into_rx();
         match rx.linearize().and_then(|()| rx.pull(ip_len as u32)) {
             Ok(()) => {

@@ -24,6 +24,7 @@ use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
 use crate::rxe::proto::comp_logic::{self as cl, CompState, Head};
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::odp_logic::{Next, Retry};
@@ -185,7 +186,7 @@ impl Track {
         if n == 0 {
             return None;
         }
-        self.shadow.get_mut(slot as usize % n)
+        self.shadow.get_mut(to_usize(slot) % n)
     }
 
     /// The consumer retired its head WQE.
@@ -221,7 +222,7 @@ pub(crate) struct State {
 impl State {
     /// For an SQ of `capacity` WQEs (`capacity + 1` slots).
     pub(crate) fn new(capacity: u32) -> Result<Self> {
-        let slots = capacity as usize + 1;
+        let slots = to_usize(capacity) + 1;
         let shadow = KVVec::from_elem(Shadow::EMPTY, slots, alloc::caller_sized())?;
         let mut buf = KVec::new();
         buf.extend_with(uapi::send_wqe::LEN + limits_area(), 0u8, GFP_KERNEL)?;
@@ -244,7 +245,7 @@ impl State {
 
 /// The largest SGE/inline area after a send WQE's fixed part.
 fn limits_area() -> usize {
-    crate::rxe::proto::params::limits::MAX_INLINE_DATA as usize
+    to_usize(crate::rxe::proto::params::limits::MAX_INLINE_DATA)
 }
 
 /// The slot of the WQE `off` entries past the consumer of `q`, `None` when
@@ -523,7 +524,7 @@ fn ref_payload(
     let mut cur = Cursor::new(wqe.length);
     cur.advance(wqe, done).map_err(|e| e.requester_status())?;
     let mut pages = PayloadPages::new();
-    match cur.ref_from_mem(&mem, wqe, len as usize, &mut pages) {
+    match cur.ref_from_mem(&mem, wqe, to_usize(len), &mut pages) {
         Ok(true) => Ok(Some(pages)),
         Ok(false) => Ok(None),
         Err(e) => Err(e.requester_status()),
@@ -543,12 +544,12 @@ fn build<'a>(
     let op: Opcode = p.opcode;
     let mask = op.mask();
     let pages = match wqe.payload {
-        Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, p.payload as usize) => {
+        Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
             ref_payload(qp, wqe, done, p.payload)?
         }
         _ => None,
     };
-    let mut tx = net::alloc_packet_with(&qp.dev, &av, op, p.payload as usize, pages)
+    let mut tx = net::alloc_packet_with(&qp.dev, &av, op, to_usize(p.payload), pages)
         .map_err(|_| WcStatus::LocQpOpErr)?;
     let (dest_qpn, qkey) = match wqe.wr {
         // A remote qkey with the top bit set means the QP's own.
@@ -627,7 +628,7 @@ fn build<'a>(
         let out = tx.payload_mut();
         match wqe.payload {
             Payload::Inline { .. } => {
-                let start = done as usize;
+                let start = to_usize(done);
                 let src = wqe
                     .inline_data()
                     .get(start..start + out.len())

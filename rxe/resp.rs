@@ -24,11 +24,12 @@ use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, PendingFault, QpId};
 use crate::rxe::net::{self, Av, TxFlow};
+use crate::rxe::proto::conv::{len64, to_usize};
 use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
-use crate::rxe::proto::mr_logic::{len64, Access, AtomicOp, InvalidateError};
+use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
@@ -411,7 +412,7 @@ impl Io<'_> {
     ) -> Result<(), SendFailed> {
         let dev = self.dev().ok_or(SendFailed::Send)?;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
-        let mut tx = net::alloc_packet_with(dev, &av, opcode, len as usize, pages)
+        let mut tx = net::alloc_packet_with(dev, &av, opcode, to_usize(len), pages)
             .map_err(|_| SendFailed::Send)?;
         tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn))
             .map_err(|_| SendFailed::Send)?;
@@ -681,11 +682,11 @@ impl resp_run::Io for Io<'_> {
         let mut pages = None;
         if let Some(mr) = mr
             .as_ref()
-            .filter(|_| tx_frags::wants_frags(QpType::Rc, r.len as usize))
+            .filter(|_| tx_frags::wants_frags(QpType::Rc, to_usize(r.len)))
         {
             let mut p = PayloadPages::new();
             if mr
-                .ref_pages(r.va, r.len as usize, &mut p)
+                .ref_pages(r.va, to_usize(r.len), &mut p)
                 .map_err(|_| SendFailed::Access)?
             {
                 pages = Some(p);

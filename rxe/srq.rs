@@ -21,6 +21,7 @@ use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink};
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::udata;
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::cq_srq::{
     build_recv_wqe, check_srq_modify, srq_limit_reached, PostRecvError, SrqNow, RECV_WQE_MAX,
 };
@@ -54,7 +55,7 @@ impl Inner {
     /// Bytes of a slot a WQE may use: the fixed part and `max_sge` SGEs.
     fn wqe_len(&self) -> usize {
         // max_sge is at most 27 (checked at create), so this is small.
-        recv_wqe::LEN + self.max_sge as usize * sge::LEN
+        recv_wqe::LEN + to_usize(self.max_sge) * sge::LEN
     }
 }
 

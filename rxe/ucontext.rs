@@ -13,6 +13,7 @@ use kernel::{
 use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::kernel::{cq_srq, udata::Udata, vmbuf::VmBuf};
+use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::uapi::MmInfo;
 
 struct Mmaps {
@@ -32,7 +33,7 @@ pub(crate) struct Ucontext {
 /// A verb called from user space, in one of our contexts.
 pub(crate) type UserCall<'a> = cq_srq::UserCall<'a, Ucontext>;
 
-const PAGE_SIZE: u64 = kernel::page::PAGE_SIZE as u64;
+const PAGE_SIZE: u64 = len64(kernel::page::PAGE_SIZE);
 
 impl Ucontext {
     pub(crate) fn new(dev: &Device, _udata: Option<&Udata>) -> Result<impl PinInit<Self, Error>> {
@@ -46,7 +47,7 @@ impl Ucontext {
 
     /// Makes `buf` mappable at a fresh offset, once.
     pub(crate) fn publish(&self, buf: Arc<VmBuf>) -> Result<MmInfo> {
-        let size = (buf.len() as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        let size = len64(buf.len()).div_ceil(PAGE_SIZE) * PAGE_SIZE;
         let size32 = u32::try_from(size).map_err(|_| EINVAL)?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut m = self.mmaps.lock();
@@ -72,7 +73,7 @@ impl Ucontext {
     pub(crate) fn take_for_mmap(&self, offset: u64, len: u64) -> Result<Arc<VmBuf>> {
         let mut m = self.mmaps.lock();
         let buf = m.pending.get(&offset).ok_or(EINVAL)?;
-        if len > (buf.len() as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE {
+        if len > len64(buf.len()).div_ceil(PAGE_SIZE) * PAGE_SIZE {
             return Err(EINVAL);
         }
         m.pending.remove(&offset).ok_or(EINVAL)

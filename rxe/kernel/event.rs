@@ -13,33 +13,20 @@ use super::lock::{new_spinlock_irq, SpinLockIrq};
 use super::object::{CoreObj, Handle};
 use crate::rxe::sys as b;
 
-/// The QP events rxe raises (`enum ib_event_type`).
+/// The QP events rxe raises (`enum ib_event_type`), as rdma_rxe 6.12 does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // The full set rdma_rxe raises; some paths are not wired yet.
 pub(crate) enum QpEvent {
     /// The send queue of an SQD QP has drained.
     SqDrained,
-    /// Communication established (first packet on an RTR QP).
-    CommEst,
     /// The last WQE of an SRQ-attached QP in error was consumed.
     LastWqeReached,
-    /// Local work queue catastrophic error.
-    Fatal,
-    /// Invalid request local work queue error.
-    ReqErr,
-    /// Local access violation work queue error.
-    AccessErr,
 }
 
 impl QpEvent {
     fn raw(self) -> b::ib_event_type {
         match self {
             QpEvent::SqDrained => b::ib_event_type_IB_EVENT_SQ_DRAINED,
-            QpEvent::CommEst => b::ib_event_type_IB_EVENT_COMM_EST,
             QpEvent::LastWqeReached => b::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
-            QpEvent::Fatal => b::ib_event_type_IB_EVENT_QP_FATAL,
-            QpEvent::ReqErr => b::ib_event_type_IB_EVENT_QP_REQ_ERR,
-            QpEvent::AccessErr => b::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
         }
     }
 }

@@ -4,7 +4,12 @@
 
 use core::{mem::size_of, ptr::NonNull};
 
-use kernel::{error::to_result, prelude::*, str::CStr, types::ScopeGuard};
+use kernel::{
+    error::to_result,
+    prelude::*,
+    str::CStr,
+    types::{Opaque, ScopeGuard},
+};
 
 use super::netdev::NetDevice;
 use crate::rxe::sys as b;
@@ -43,7 +48,9 @@ pub(crate) unsafe trait DeviceData: Send + Sync + Sized + 'static {
 /// The device as the RDMA core allocates it.
 ///
 /// The core's `ib_device` comes first, so a `*mut ib_device` of ours and a
-/// `*mut Device` are the same address; the driver's state `S` follows.
+/// `*mut Device` are the same address; the driver's state `S` follows. The
+/// `ib_device` is the core's, changed by it at any time: Rust only passes
+/// its address to the core's functions.
 ///
 /// # Invariants
 ///
@@ -51,7 +58,7 @@ pub(crate) unsafe trait DeviceData: Send + Sync + Sized + 'static {
 /// (its ops are set) until `dealloc_driver` drops it.
 #[repr(C)]
 pub(crate) struct Device<S> {
-    ib: b::ib_device,
+    ib: Opaque<b::ib_device>,
     state: S,
 }
 
@@ -110,7 +117,7 @@ impl<S: DeviceData> Device<S> {
         });
         // SAFETY: The device is ours until registered; its fields are plain data.
         unsafe {
-            let ib = &mut (*raw).ib;
+            let ib = &mut *Opaque::raw_get(core::ptr::addr_of!((*raw).ib));
             ib.name_assign_type = b::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
             for (dst, &src) in ib.node_desc.iter_mut().zip(identity.node_desc) {
                 *dst = src as kernel::ffi::c_char;
@@ -154,7 +161,7 @@ impl<S> Device<S> {
     }
 
     pub(crate) fn as_ib(&self) -> *mut b::ib_device {
-        core::ptr::addr_of!(self.ib).cast_mut()
+        self.ib.get()
     }
 
     /// The network device of port 1, if it still has one.
@@ -197,8 +204,8 @@ impl<S> Device<S> {
 pub(crate) struct DeviceRef<S: DeviceData>(NonNull<Device<S>>);
 
 // SAFETY: The RDMA core serialises its own updates of the `ib_device`, and
-// the driver reaches it only through the core's functions; the state is
-// `Sync` (a `DeviceData` bound).
+// the driver reaches it only through the core's functions (it is `Opaque`);
+// the state is `Sync` (a `DeviceData` bound).
 unsafe impl<S: Sync> Sync for Device<S> {}
 // SAFETY: As above; a device is not tied to the thread that made it.
 unsafe impl<S: Send> Send for Device<S> {}

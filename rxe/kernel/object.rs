@@ -6,24 +6,34 @@
 //! `size_ib_*` zeroed bytes, puts its `ib_*` struct at offset 0, calls the
 //! driver's create op, and frees the memory after the destroy op. `CoreObj`
 //! is that memory seen from Rust: the core's struct, then the driver's `T`.
+//! The core's struct stays the core's: it changes it while the driver holds
+//! references to the object, so Rust sees it only as [`Opaque`] and reads
+//! the fields the core fixed at creation through raw pointers.
 
-use core::{marker::PhantomData, mem::size_of};
+use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
 
-use kernel::prelude::*;
+use kernel::{prelude::*, types::Opaque};
 
 use super::ibdev::{Device, DeviceData};
 use crate::rxe::sys as b;
 
 /// A core struct that knows its device.
 pub(crate) trait IbObject {
-    fn device_ptr(&self) -> *mut b::ib_device;
+    /// The object's `device`.
+    ///
+    /// # Safety
+    ///
+    /// `this` points at a live object whose create op has been called.
+    unsafe fn device_ptr(this: *const Self) -> *mut b::ib_device;
 }
 
 macro_rules! ib_object {
     ($($t:ident),*) => {$(
         impl IbObject for b::$t {
-            fn device_ptr(&self) -> *mut b::ib_device {
-                self.device
+            unsafe fn device_ptr(this: *const Self) -> *mut b::ib_device {
+                // SAFETY: The object is live (contract); the core sets
+                // `device` before the create op and never changes it.
+                unsafe { core::ptr::addr_of!((*this).device).read() }
             }
         }
     )*};
@@ -44,7 +54,7 @@ ib_object!(
 /// `data` is initialised for as long as a reference to the object exists.
 #[repr(C)]
 pub(crate) struct CoreObj<I, T> {
-    ib: I,
+    ib: Opaque<I>,
     data: T,
     _pin: PhantomData<core::marker::PhantomPinned>,
 }
@@ -84,16 +94,16 @@ impl<I: IbObject, T> CoreObj<I, T> {
         unsafe { &*raw.cast::<Self>() }
     }
 
-    /// The core's view of the object, for the fields the core maintains.
-    pub(crate) fn ib(&self) -> &I {
-        &self.ib
+    /// The core's struct, for reading the fields it maintains.
+    pub(crate) fn as_ib(&self) -> *mut I {
+        self.ib.get()
     }
 
     pub(crate) fn device<S: DeviceData>(&self) -> &Device<S> {
-        // SAFETY: The core sets `device` before calling the create op, and a
-        // device outlives every object created on it; its state is an `S`
-        // (the contract of `DeviceData`).
-        unsafe { Device::from_ib(self.ib.device_ptr()) }
+        // SAFETY: The object is live while borrowed and its create op was
+        // called; a device outlives every object created on it, and its
+        // state is an `S` (the contract of `DeviceData`).
+        unsafe { Device::from_ib(I::device_ptr(self.ib.get())) }
     }
 }
 
@@ -107,7 +117,7 @@ impl<I, T> core::ops::Deref for CoreObj<I, T> {
 /// The address of a core object, carried by the driver where the C API wants
 /// it back (the `qp` of a kernel `ib_wc`, the `ib_cq` of a completion
 /// handler). Only this layer turns it back into a pointer.
-pub(crate) struct Handle<I>(core::ptr::NonNull<I>);
+pub(crate) struct Handle<I>(NonNull<I>);
 
 impl<I> Clone for Handle<I> {
     fn clone(&self) -> Self {
@@ -136,7 +146,7 @@ impl<I> Handle<I> {
 
 impl<I: IbObject, T> CoreObj<I, T> {
     pub(crate) fn handle(&self) -> Handle<I> {
-        Handle(core::ptr::NonNull::from(&self.ib))
+        Handle(NonNull::from(&self.ib).cast())
     }
 }
 

@@ -37,7 +37,8 @@ use super::alloc::caller_sized;
 use super::ibdev::Device;
 use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::page::{PageError, PageList, PageRef};
-use crate::rxe::proto::mr_logic::{len64, AtomicOp, Layout};
+use crate::rxe::proto::conv::len64;
+use crate::rxe::proto::mr_logic::{AtomicOp, Layout};
 use crate::rxe::proto::odp_logic;
 use crate::rxe::sys as b;
 

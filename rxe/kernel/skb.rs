@@ -11,6 +11,7 @@ use super::netdev::NetDevice;
 use super::page::PayloadPages;
 use super::route::Dst;
 use crate::rxe::kernel::errno;
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::sys as b;
 
 /// `ETH_P_IP` / `ETH_P_IPV6` as `skb->protocol` holds them, in CPU order.
@@ -45,7 +46,7 @@ unsafe fn span<'a>(ptr: *const u8, end: *const u8) -> &'a [u8] {
         return &[];
     }
     // SAFETY: Same allocation and ordered, per the contract and the check.
-    let len = unsafe { end.offset_from(ptr) } as usize;
+    let len = unsafe { end.offset_from(ptr) }.unsigned_abs();
     // SAFETY: Readable for `len` bytes, per the contract.
     unsafe { core::slice::from_raw_parts(ptr, len) }
 }
@@ -69,7 +70,7 @@ impl Skb {
         // SAFETY: We own the skb; its head holds `skb_headlen` bytes from
         // `data`, which nobody writes while we hold it.
         unsafe {
-            let len = b::rxe_rs_skb_headlen(skb) as usize;
+            let len = to_usize(b::rxe_rs_skb_headlen(skb));
             core::slice::from_raw_parts(skb.data, len)
         }
     }
@@ -83,7 +84,7 @@ impl Skb {
         // checks the order, and nothing writes while we own the skb.
         unsafe {
             let nh = b::rxe_rs_skb_network_header(skb);
-            let end = skb.data.add(b::rxe_rs_skb_headlen(skb) as usize);
+            let end = skb.data.add(to_usize(b::rxe_rs_skb_headlen(skb)));
             if nh < skb.head {
                 return &[];
             }
@@ -228,7 +229,7 @@ impl TxSkb {
     /// All bytes from `data` on, fragments included.
     pub(crate) fn len(&self) -> usize {
         // SAFETY: We own the skb.
-        unsafe { b::rxe_rs_skb_len(self.ptr()) as usize }
+        to_usize(unsafe { b::rxe_rs_skb_len(self.ptr()) })
     }
 
     /// Appends the pieces of `pages` as fragments, in order, with their page
@@ -262,7 +263,7 @@ impl TxSkb {
         // bytes of fresh memory and returns its address, or null.
         let p = unsafe { b::rxe_rs_skb_add_trailer(self.ptr(), len) };
         self.trailer = Some(NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?);
-        self.trailer_len = len as usize;
+        self.trailer_len = to_usize(len);
         Ok(())
     }
 
@@ -282,13 +283,14 @@ impl TxSkb {
     pub(crate) fn for_each_frag(&self, n: usize, mut f: impl FnMut(&[u8])) -> Result {
         for i in 0..n {
             let (mut off, mut len) = (0u32, 0u32);
+            let i = u32::try_from(i).map_err(|_| EINVAL)?;
             // SAFETY: We own the skb; the helper reads fragment `i`, or
             // returns null when there is none.
-            let page = unsafe { b::rxe_rs_skb_frag(self.ptr(), i as u32, &mut off, &mut len) };
+            let page = unsafe { b::rxe_rs_skb_frag(self.ptr(), i, &mut off, &mut len) };
             if page.is_null() {
                 return Err(EINVAL);
             }
-            let (off, len) = (off as usize, len as usize);
+            let (off, len) = (to_usize(off), to_usize(len));
             if !matches!(off.checked_add(len), Some(end) if end <= PAGE_SIZE) {
                 return Err(EINVAL);
             }
@@ -310,7 +312,7 @@ impl TxSkb {
         // SAFETY: The skb is ours alone and not cloned (type invariant), so
         // its linear data may be written through this exclusive borrow.
         unsafe {
-            let len = b::rxe_rs_skb_headlen(skb) as usize;
+            let len = to_usize(b::rxe_rs_skb_headlen(skb));
             core::slice::from_raw_parts_mut((*skb).data, len)
         }
     }
@@ -324,7 +326,7 @@ impl TxSkb {
         }
         // SAFETY: There is room for `n` bytes in front of the data.
         unsafe { b::skb_push(skb, n) };
-        Ok(&mut self.data_mut()[..n as usize])
+        Ok(&mut self.data_mut()[..to_usize(n)])
     }
 
     /// Marks the current data start as the transport (UDP) header.

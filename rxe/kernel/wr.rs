@@ -12,6 +12,7 @@ use core::marker::PhantomData;
 use kernel::prelude::*;
 
 use super::object::CoreObj;
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::post::Target;
 use crate::rxe::proto::uapi::Sge;
 use crate::rxe::sys as b;
@@ -172,7 +173,7 @@ impl<A: WrAh> SendWr<'_, A> {
         for i in 0..n {
             // SAFETY: `i < num_sge` (type invariant).
             let s = unsafe { sge_at(self.raw.sg_list, i) };
-            let len = s.length as usize;
+            let len = to_usize(s.length);
             let dst = pos
                 .checked_add(len)
                 .and_then(|end| out.get_mut(pos..end))

@@ -267,7 +267,9 @@ unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) 
                 b::rxe_rs_vma_len(vma),
             )
         };
-        let buf = uc.take_for_mmap(offset as u64, len as u64)?;
+        let offset = u64::try_from(offset).map_err(|_| EINVAL)?;
+        let len = u64::try_from(len).map_err(|_| EINVAL)?;
+        let buf = uc.take_for_mmap(offset, len)?;
         // SAFETY: `vma` is the area being mapped.
         unsafe { buf.map_into(vma) }?;
         Ok(0)

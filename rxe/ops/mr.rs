@@ -10,6 +10,7 @@ use kernel::{
     ffi::{c_int, c_uint},
     page::PAGE_SIZE,
     prelude::*,
+    types::Opaque,
 };
 
 use super::device::dev;
@@ -19,6 +20,7 @@ use crate::rxe::kernel::{
     page::{DmaSpace, PageRef},
 };
 use crate::rxe::mr::{Mr, PdId};
+use crate::rxe::proto::conv::{len64, to_usize};
 use crate::rxe::proto::odp_logic::{Advice, ADVISE_FLAG_FLUSH};
 use crate::rxe::sys as b;
 
@@ -63,7 +65,7 @@ unsafe extern "C" fn advise_mr(
     } else {
         // SAFETY: The core passes `num_sge` SGEs at `sg_list`, alive for the
         // call.
-        unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) }
+        unsafe { core::slice::from_raw_parts(sg_list, to_usize(num_sge)) }
     };
     // SAFETY: The PD is live and of this driver, so is its device.
     let dev = unsafe { dev((*pd).device) };
@@ -75,10 +77,12 @@ unsafe extern "C" fn advise_mr(
     }
 }
 
-/// The driver's allocation behind an `ib_mr`.
+/// The driver's allocation behind an `ib_mr`. The core changes its
+/// `ib_mr` (`ib_map_mr_sg` sets the range, rereg the PD) while the driver
+/// holds references: Rust sees it only as [`Opaque`].
 #[repr(C)]
 struct MrObj {
-    ib: b::ib_mr,
+    ib: Opaque<b::ib_mr>,
     mr: Mr,
 }
 
@@ -125,7 +129,11 @@ fn finish(
         page_size: PAGE_SIZE as c_uint,
         ..Default::default()
     };
-    KBox::into_raw(room.write(MrObj { ib, mr })).cast()
+    KBox::into_raw(room.write(MrObj {
+        ib: Opaque::new(ib),
+        mr,
+    }))
+    .cast()
 }
 
 fn to_ptr(r: Result<*mut b::ib_mr>) -> *mut b::ib_mr {
@@ -272,8 +280,9 @@ unsafe extern "C" fn dereg_mr(ib: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_
 
 impl MrObj {
     fn device(&self) -> &Device {
-        // SAFETY: `device` was set at creation; a device outlives its MRs.
-        unsafe { Device::from_ib(self.ib.device) }
+        // SAFETY: `device` was set at creation and the core does not change
+        // it; a device outlives its MRs.
+        unsafe { Device::from_ib(core::ptr::addr_of!((*self.ib.get()).device).read()) }
     }
 }
 
@@ -288,7 +297,7 @@ unsafe extern "C" fn set_page(ib: *mut b::ib_mr, addr: u64) -> c_int {
     // SAFETY: Called by `ib_sg_to_pages` from our `map_mr_sg` on a live MR.
     let o = unsafe { obj(ib) };
     let page_size = o.mr.map_page_size();
-    let sys = crate::rxe::proto::mr_logic::len64(PAGE_SIZE);
+    let sys = len64(PAGE_SIZE);
     let pieces = if page_size > sys { page_size / sys } else { 1 };
     for n in 0..pieces {
         let Some(a) = addr.checked_add(n * sys) else {

@@ -178,14 +178,18 @@ unsafe extern "C" fn query_qp(
     let q = obj.query();
     *out = (&q.attrs, &q.cap).into();
 
-    let ib = obj.ib();
-    init.event_handler = ib.event_handler;
-    init.qp_context = ib.qp_context;
-    init.send_cq = ib.send_cq;
-    init.recv_cq = ib.recv_cq;
-    init.srq = ib.srq;
+    let ib = obj.as_ib();
+    // SAFETY: The QP is live; the core set these fields when it created it
+    // and does not change them afterwards.
+    unsafe {
+        init.event_handler = (*ib).event_handler;
+        init.qp_context = (*ib).qp_context;
+        init.send_cq = (*ib).send_cq;
+        init.recv_cq = (*ib).recv_cq;
+        init.srq = (*ib).srq;
+    }
     write_caps(&q.cap, &mut init.cap);
-    if !ib.srq.is_null() {
+    if !init.srq.is_null() {
         // With an SRQ the receive caps of the init attribute are left alone.
         init.cap.max_recv_wr = 0;
         init.cap.max_recv_sge = 0;

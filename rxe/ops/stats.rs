@@ -67,7 +67,7 @@ unsafe extern "C" fn get_hw_stats(
     // SAFETY: `stats` came from `alloc_hw_port_stats`, so it has room for
     // `num_counters` (= COUNT) values; the core holds its lock while we fill.
     unsafe {
-        let n = ((*stats).num_counters.max(0) as usize).min(COUNT);
+        let n = usize::try_from((*stats).num_counters).map_or(0, |n| n.min(COUNT));
         let dst = (*stats).value.as_mut_slice(n);
         // A zip, not copy_from_slice: no length-mismatch panic path at all.
         for (d, v) in dst.iter_mut().zip(values.iter()) {

@@ -29,6 +29,7 @@ pub(crate) enum RdmaNetwork {
 pub(crate) mod gid_type {
     pub(crate) const IB: u32 = 0;
     pub(crate) const ROCE: u32 = 1;
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const ROCE_UDP_ENCAP: u32 = 2;
 }
 
@@ -39,6 +40,7 @@ pub(crate) fn gid_is_v4mapped(gid: &[u8; 16]) -> bool {
 
 /// `rdma_is_multicast_addr()` for the IPv6 form of a GID (`ff00::/8`); the
 /// v4-mapped multicast range counts too.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn gid_is_multicast(gid: &[u8; 16]) -> bool {
     if gid_is_v4mapped(gid) {
         return gid[12] & 0xf0 == 0xe0;

@@ -23,6 +23,7 @@ pub(crate) const ICRC_LEN: usize = 4;
 /// The only transport header version IBTA defines.
 pub(crate) const BTH_TVER: u8 = 0;
 /// Full-membership default partition, the only one rxe uses.
+#[allow(dead_code)] // The nettest build (`cfg(rxe_nettest)`) uses it.
 pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
 /// Q_Key of the GSI QP (QP1).
 pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
@@ -354,6 +355,7 @@ impl ExtHeader for Deth {
 
 /// Reliable Datagram Extended Transport Header (RD only, which rxe rejects).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(dead_code)] // Every extension header of the opcode table, used or not.
 pub(crate) struct Rdeth {
     /// End-to-end context, 24 bits.
     pub(crate) een: u32,
@@ -381,6 +383,7 @@ pub(crate) const FLUSH_PERSISTENT: u8 = 1 << 1;
 /// What a FLUSH covers (the FETH selectivity level).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) enum FlushLevel {
     /// The RETH's va/len range.
     Range = 0,
@@ -410,6 +413,7 @@ pub(crate) struct Feth {
 }
 
 impl Feth {
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn flush_level(self) -> Result<FlushLevel, u8> {
         FlushLevel::try_from(self.level)
     }
@@ -504,6 +508,7 @@ impl PacketInfo {
         self.bth.qpn
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn header_len(&self) -> usize {
         self.opcode.header_len()
     }
@@ -514,6 +519,7 @@ impl PacketInfo {
     }
 
     /// Offset of the ICRC from the BTH.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn icrc_offset(&self) -> usize {
         self.paylen.saturating_sub(ICRC_LEN)
     }
@@ -533,6 +539,7 @@ impl PacketInfo {
         self.ext(pkt)
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn aeth(&self, pkt: &[u8]) -> Option<Aeth> {
         self.ext(pkt)
     }
@@ -541,6 +548,7 @@ impl PacketInfo {
         self.ext(pkt)
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn atmack(&self, pkt: &[u8]) -> Option<AtmAck> {
         self.ext(pkt)
     }

@@ -7,9 +7,9 @@
 //! DF and no options, IPv6 with flow label 0, UDP with checksum 0); fields the
 //! kernel fills on output (IPv4 id and checksum) are left zero here.
 
+#[cfg(test)]
 use super::params::ROCE_V2_SPORT;
 
-pub(crate) const ETH_HLEN: usize = 14;
 pub(crate) const IPV4_HLEN: usize = 20;
 pub(crate) const IPV6_HLEN: usize = 40;
 pub(crate) const UDP_HLEN: usize = 8;
@@ -74,18 +74,21 @@ impl IpAddr {
 }
 
 /// The kernel's `hash_32()` (generic version, which x86 uses).
+#[cfg(test)] // Only the host tests use it.
 fn hash_32(val: u32, bits: u32) -> u32 {
     const GOLDEN_RATIO_32: u32 = 0x61c8_8647;
     val.wrapping_mul(GOLDEN_RATIO_32) >> (32 - bits)
 }
 
 /// UDP source port a new QP starts with: 0xc000 plus 14 bits of hashed QPN.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn qp_udp_sport(qpn: u32) -> u16 {
     // 14 bits of hash fit beside the 0xc000 base.
     ROCE_V2_SPORT | (hash_32(qpn, 14) & 0x3fff) as u16
 }
 
 /// `rdma_flow_label_to_udp_sport`: fold a 20-bit flow label into 14 bits.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn flow_label_to_udp_sport(fl: u32) -> u16 {
     let low = fl & 0x03fff;
     let high = fl & 0xfc000;
@@ -94,6 +97,7 @@ pub(crate) fn flow_label_to_udp_sport(fl: u32) -> u16 {
 }
 
 /// `rdma_calc_flow_label`: a flow label both ends of a connection compute alike.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
     let mut v = u64::from(lqpn) * u64::from(rqpn);
     v ^= v >> 20;
@@ -104,6 +108,7 @@ pub(crate) fn calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
 
 /// `rdma_get_udp_sport`: the source port of a QP whose path was set with
 /// flow label `fl` (0: derive one from the QPNs).
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn udp_sport(fl: u32, lqpn: u32, rqpn: u32) -> u16 {
     let fl = if fl == 0 {
         calc_flow_label(lqpn, rqpn)

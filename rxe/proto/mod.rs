@@ -11,47 +11,30 @@
 // the driver uses a part, and helpers only the host tests call yet; the
 // others must be used in full by the kernel build.
 pub(crate) mod accept;
-#[allow(dead_code)]
 pub(crate) mod av;
 pub(crate) mod comp_logic;
+pub(crate) mod conv;
 pub(crate) mod cq_srq;
 pub(crate) mod crc32;
 pub(crate) mod events;
-#[allow(dead_code)]
 pub(crate) mod headers;
-#[allow(dead_code)]
 pub(crate) mod icrc;
-#[allow(dead_code)]
 pub(crate) mod ip;
-#[allow(dead_code)]
 pub(crate) mod mr_logic;
-#[allow(dead_code)]
 pub(crate) mod odp_logic;
-#[allow(dead_code)]
 pub(crate) mod opcode;
-#[allow(dead_code)]
 pub(crate) mod params;
-#[allow(dead_code)]
 pub(crate) mod post;
-#[allow(dead_code)]
 pub(crate) mod psn;
-#[allow(dead_code)]
 pub(crate) mod qp_attr;
-#[allow(dead_code)]
 pub(crate) mod qp_state;
-#[allow(dead_code)]
 pub(crate) mod req_logic;
-#[allow(dead_code)]
 pub(crate) mod resp_logic;
 pub(crate) mod resp_run;
-#[allow(dead_code)]
 pub(crate) mod ring;
-#[allow(dead_code)]
 pub(crate) mod sge_cursor;
 pub(crate) mod tx_frags;
-#[allow(dead_code)]
 pub(crate) mod uapi;
-#[allow(dead_code)]
 pub(crate) mod wire;
 
 #[cfg(test)]

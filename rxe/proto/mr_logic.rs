@@ -7,6 +7,7 @@
 //! Everything here is arithmetic on values the driver already copied out of
 //! user memory, kernel work requests or packets; none of it can panic.
 
+use super::conv::len64;
 use super::params::{pool, KEY_INDEX_SHIFT};
 use super::uapi::WcStatus;
 
@@ -26,6 +27,7 @@ impl Access {
     pub(crate) const MW_BIND: Self = Self(1 << 4);
     pub(crate) const ZERO_BASED: Self = Self(1 << 5);
     pub(crate) const ON_DEMAND: Self = Self(1 << 6);
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const HUGETLB: Self = Self(1 << 7);
     pub(crate) const FLUSH_GLOBAL: Self = Self(1 << 8);
     pub(crate) const FLUSH_PERSISTENT: Self = Self(1 << 9);
@@ -134,12 +136,6 @@ pub(crate) enum RuleError {
 // Keys
 // ---------------------------------------------------------------------------
 
-/// A buffer length as a 64-bit byte count (`usize` is at most 64 bits on
-/// every target the driver builds for, so nothing is lost).
-pub(crate) const fn len64(n: usize) -> u64 {
-    n as u64
-}
-
 /// `index << 8 | key byte`. Pool indices fit in 24 bits, so nothing is lost.
 pub(crate) const fn make_key(index: u32, byte: u8) -> u32 {
     // Widening u8 -> u32.
@@ -152,6 +148,7 @@ pub(crate) const fn key_index(key: u32) -> u32 {
 }
 
 /// The consumer-owned low byte of a key.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn key_byte(key: u32) -> u8 {
     // Masked to 8 bits first, so the narrowing keeps the whole value.
     (key & KEY_BYTE_MASK) as u8
@@ -177,6 +174,7 @@ pub(crate) const fn rkey_is_mw(rkey: u32) -> bool {
 /// that changed never equals its previous value. `random` is asked again
 /// only on a collision; after a few tries the byte is derived instead, so
 /// this always terminates.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn next_key_byte(last: Option<u8>, mut random: impl FnMut() -> u8) -> u8 {
     let Some(last) = last else {
         return random();
@@ -206,6 +204,7 @@ pub(crate) const fn check_reg_access(access: Access) -> Result<(), RuleError> {
 
 /// `IB_MR_REREG_*` flags.
 pub(crate) mod rereg {
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const TRANS: u32 = 1 << 0;
     pub(crate) const PD: u32 = 1 << 1;
     pub(crate) const ACCESS: u32 = 1 << 2;
@@ -225,6 +224,7 @@ pub(crate) const fn check_rereg(flags: u32, access: Access) -> Result<(), RuleEr
 }
 
 /// Whether rights need the pages mapped writable (`ib_access_writable`).
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn is_writable(access: Access) -> bool {
     access.intersects(Access(
         Access::LOCAL_WRITE.0
@@ -299,6 +299,7 @@ impl Layout {
 
     /// Number of blocks `[iova, iova + len)` touches after the first
     /// block, i.e. the block index of its last byte, or `None` on overflow.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn last_block(&self, iova: u64, len: u64) -> Option<usize> {
         let last = iova.checked_add(len.checked_sub(1)?)?;
         self.locate(last).map(|(b, _)| b)
@@ -365,6 +366,7 @@ impl Iterator for Chunks {
 
 /// Number of `1 << shift` byte pages `[addr, addr + len)` spans
 /// (`ib_umem_num_dma_blocks`), or `None` on overflow.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn pages_spanned(addr: u64, len: u64, shift: u32) -> Option<u64> {
     if len == 0 || shift > 63 {
         return Some(0);
@@ -387,6 +389,7 @@ pub(crate) enum AtomicOp {
 
 impl AtomicOp {
     /// The value to store when the target holds `old`, or `None` to leave it.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn apply(self, old: u64) -> Option<u64> {
         match self {
             Self::CompareSwap { compare, swap } => {

@@ -10,6 +10,7 @@ use core::ops::Range;
 /// `enum ib_odp_general_cap_bits`.
 pub(crate) mod general {
     pub(crate) const SUPPORT: u64 = 1 << 0;
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const IMPLICIT: u64 = 1 << 1;
 }
 

@@ -132,6 +132,7 @@ impl Mask {
     /// Both message boundaries: a single-packet message.
     pub(crate) const ONLY: Mask = Mask::START.union(Mask::END);
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn bits(self) -> u32 {
         self.0
     }
@@ -237,6 +238,7 @@ macro_rules! opcodes {
         }
 
         /// Every known opcode, in wire order.
+        #[allow(dead_code)] // The whole opcode table, used or not.
         pub(crate) const ALL: &[Opcode] = &[ $( Opcode::$variant, )* ];
 
         /// Indexed by opcode byte; unknown bytes hold [`Info::UNKNOWN`].
@@ -371,6 +373,7 @@ impl Opcode {
         }
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn name(self) -> &'static str {
         self.info().name
     }

@@ -16,6 +16,7 @@ const SEND_WQE_SIZE: u32 = 208;
 const SGE_SIZE: u32 = 16;
 
 /// Bits of `enum ib_device_cap_flags` (values of `IB_UVERBS_DEVICE_*`).
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod device_cap {
     pub(crate) const RESIZE_MAX_WR: u64 = 1 << 0;
     pub(crate) const BAD_PKEY_CNTR: u64 = 1 << 1;
@@ -48,6 +49,7 @@ pub(crate) mod device_cap {
 }
 
 /// Bits of `enum ib_kernel_cap_flags`.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod kernel_cap {
     pub(crate) const LOCAL_DMA_LKEY: u64 = 1 << 0;
     pub(crate) const INTEGRITY_HANDOVER: u64 = 1 << 1;
@@ -80,6 +82,7 @@ pub(crate) const DEVICE_CAP_FLAGS: u64 = device_cap::BAD_PKEY_CNTR
 pub(crate) enum AtomicCap {
     None = 0,
     Hca = 1,
+    #[allow(dead_code)] // The whole C value set, used or not.
     Glob = 2,
 }
 
@@ -161,15 +164,19 @@ pub(crate) const ROCE_V2_UDP_DPORT: u16 = 4791;
 /// `IB_DEFAULT_PKEY_FULL`: the only P_Key rxe has (`query_pkey` index 0).
 pub(crate) const DEFAULT_PKEY_FULL: u16 = 0xffff;
 /// `GSI_QKEY` / `IB_QP1_QKEY`: QP1 always sends with this Q_Key.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
 /// `ib_device.phys_port_cnt`; the one port is number 1.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const NUM_PORT: u32 = 1;
 /// `ib_device.local_dma_lkey`.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const LOCAL_DMA_LKEY: u32 = 0;
 /// MR and MW keys are `index << 8 | random 8-bit key`.
 pub(crate) const KEY_INDEX_SHIFT: u32 = 8;
 
 /// Per-work-request limits (the `enum rxe_device_param` entries that size queues).
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod limits {
     use super::{DEFAULT_MAX_VALUE, SEND_WQE_SIZE, SGE_SIZE};
 
@@ -201,6 +208,7 @@ pub(crate) mod limits {
 }
 
 /// Requester pacing and acknowledgement constants.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod pacing {
     /// An RC requester asks for an ACK at least every this many packets.
     pub(crate) const MAX_PKT_PER_ACK: u32 = 64;
@@ -243,6 +251,7 @@ impl Pool {
 /// The pools of `rxe_type_info[]`. The QP pool starts at 16 so that QPNs 0
 /// and 1 stay free for the special QPs; SRQ numbers start at 0x20001 so they
 /// never collide with a QPN; MRs and MWs split the key index space in halves.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod pool {
     use super::{Pool, DEFAULT_MAX_VALUE};
 
@@ -377,6 +386,7 @@ pub(crate) const DEVICE_ATTR: DeviceAttr = DeviceAttr {
 /// `enum ib_port_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) enum PortState {
     Nop = 0,
     Down = 1,
@@ -418,8 +428,10 @@ pub(crate) const SPEED_SDR: u16 = 1;
 pub(crate) const PORT_CM_SUP: u32 = 1 << 16;
 /// `RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`: the core capabilities of the port
 /// (RoCEv2 protocol, MAD, CM, AF_IB addressing, Ethernet AHs).
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const CORE_CAP_FLAGS: u32 = 0x0080_0000 | 0x1 | 0x4 | 0x1000 | 0x2000;
 /// `IB_MGMT_MAD_SIZE`: the port immutable `max_mad_size`.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const MAX_MAD_SIZE: u32 = 256;
 
 /// The fields of `struct ib_port_attr` rxe sets at device creation.
@@ -477,10 +489,14 @@ pub(crate) const PORT_ATTR: PortAttr = PortAttr {
 /// `RXE_PORT_MAX_MSG_SZ`: the longest message a WQE may describe.
 pub(crate) const MAX_MSG_SZ: u32 = 1 << 31;
 /// `RXE_PORT_SUBNET_PREFIX`: the link-local GID prefix.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const PORT_SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
 /// PortInfo defaults of `enum rxe_port_info_param`.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const PORT_INFO_VL_CAP: u8 = 4;
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const PORT_INFO_MTU_CAP: u8 = 5;
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const PORT_INFO_OPER_VL: u8 = 1;
 
 /// The six bytes the GUIDs are made from (`raw_gid` of 7.3's rdma_rxe;

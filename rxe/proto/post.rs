@@ -5,6 +5,7 @@
 //! `rxe_recv_wqe` images written into the rings, the same layout user space
 //! writes (see `uapi`).
 
+use super::conv::to_usize;
 use super::params::{limits, MAX_MSG_SZ};
 use super::qp_state::QpType;
 use super::uapi::{dma, recv_wqe, send_wqe, send_wr, sge, Sge, WqeState, WrMask, WrOpcode};
@@ -12,10 +13,8 @@ use super::uapi::{dma, recv_wqe, send_wqe, send_wr, sge, Sge, WqeState, WrMask, 
 /// Why a work request is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PostError {
-    /// `EINVAL`: malformed for this QP.
+    /// `EINVAL`: malformed for this QP (a full ring is the caller's check).
     Invalid,
-    /// `ENOMEM`: the ring is full.
-    Full,
 }
 
 /// The opcode-specific part of a kernel send WR, decoded from the
@@ -102,7 +101,7 @@ pub(crate) fn check_send_wr(
     if mask.is_empty() {
         return Err(PostError::Invalid);
     }
-    if wr.sges.len() > sq.max_sge as usize {
+    if wr.sges.len() > to_usize(sq.max_sge) {
         return Err(PostError::Invalid);
     }
     let length = sge_length(wr.sges);
@@ -257,7 +256,7 @@ pub(crate) fn encode_send_wqe(
 /// `post_one_recv()`'s checks (after the full-ring test): returns the total
 /// length.
 pub(crate) fn check_recv_wr(max_sge: u32, sges: &[Sge]) -> Result<u32, PostError> {
-    if sges.len() > max_sge.min(limits::MAX_SGE) as usize {
+    if sges.len() > to_usize(max_sge.min(limits::MAX_SGE)) {
         return Err(PostError::Invalid);
     }
     let length = sge_length(sges);

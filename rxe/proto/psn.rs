@@ -6,6 +6,7 @@
 //! difference, so it is meaningful only while the two values are less than
 //! 2^23 apart, which the protocol's window sizes guarantee.
 
+#[cfg(test)]
 use core::cmp::Ordering;
 
 pub(crate) const PSN_BITS: u32 = 24;
@@ -14,6 +15,7 @@ pub(crate) const PSN_MASK: u32 = (1 << PSN_BITS) - 1;
 pub(crate) const PSN_HALF: u32 = 1 << (PSN_BITS - 1);
 
 /// Keeps the low 24 bits.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn psn_mask(psn: u32) -> u32 {
     psn & PSN_MASK
 }
@@ -42,6 +44,7 @@ pub(crate) const fn psn_diff(a: u32, b: u32) -> i32 {
 }
 
 /// Orders `a` against `b` by the sign of their 24-bit difference.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn psn_cmp(a: u32, b: u32) -> Ordering {
     let d = psn_diff(a, b);
     if d < 0 {
@@ -62,24 +65,29 @@ pub(crate) const fn psn_after(a: u32, b: u32) -> bool {
 }
 
 /// `psn` lies in the `len` PSNs starting at `start` (wrapping).
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn psn_in_window(psn: u32, start: u32, len: u32) -> bool {
     psn_distance(start, psn) < len
 }
 
 /// `psn` lies in `first..=last` (wrapping), with `last` not before `first`.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn psn_in_range(psn: u32, first: u32, last: u32) -> bool {
     psn_distance(first, psn) <= psn_distance(first, last)
 }
 
 /// MSNs share the PSN space; these names keep call sites readable.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn msn_add(msn: u32, n: u32) -> u32 {
     psn_add(msn, n)
 }
 
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn msn_cmp(a: u32, b: u32) -> Ordering {
     psn_cmp(a, b)
 }
 
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn msn_diff(a: u32, b: u32) -> i32 {
     psn_diff(a, b)
 }

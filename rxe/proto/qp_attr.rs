@@ -414,11 +414,13 @@ impl QpAttrs {
 
     /// Payload bytes per packet on the path, `None` for an MTU code C
     /// would turn into -1 (0 is accepted by modify).
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn mtu_bytes(&self) -> Option<u32> {
         IbMtu::from_raw(self.path_mtu).map(IbMtu::bytes)
     }
 
     /// The local ACK timeout, 4.096 us << timeout, or `None` for "never".
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn timeout_ns(&self) -> Option<u64> {
         if self.timeout == 0 {
             None

@@ -27,6 +27,7 @@ pub(crate) enum QpState {
 
 impl QpState {
     /// Every state, in C enum order.
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const ALL: [QpState; 7] = [
         QpState::Reset,
         QpState::Init,
@@ -83,6 +84,7 @@ pub(crate) const QPT_MAX: usize = 11;
 
 impl QpType {
     /// Every type, in C enum order.
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const ALL: [QpType; 10] = [
         QpType::Smi,
         QpType::Gsi,
@@ -137,6 +139,7 @@ impl TryFrom<u32> for QpType {
 pub(crate) struct AttrMask(pub(crate) u32);
 
 impl AttrMask {
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const NONE: AttrMask = AttrMask(0);
     pub(crate) const STATE: AttrMask = AttrMask(1);
     pub(crate) const CUR_STATE: AttrMask = AttrMask(1 << 1);
@@ -159,15 +162,20 @@ impl AttrMask {
     pub(crate) const PATH_MIG_STATE: AttrMask = AttrMask(1 << 18);
     pub(crate) const CAP: AttrMask = AttrMask(1 << 19);
     pub(crate) const DEST_QPN: AttrMask = AttrMask(1 << 20);
+    #[allow(dead_code)] // The whole C mask, used or not.
     pub(crate) const RESERVED1: AttrMask = AttrMask(1 << 21);
+    #[allow(dead_code)] // The whole C mask, used or not.
     pub(crate) const RESERVED2: AttrMask = AttrMask(1 << 22);
+    #[allow(dead_code)] // The whole C mask, used or not.
     pub(crate) const RESERVED3: AttrMask = AttrMask(1 << 23);
+    #[allow(dead_code)] // The whole C mask, used or not.
     pub(crate) const RESERVED4: AttrMask = AttrMask(1 << 24);
     pub(crate) const RATE_LIMIT: AttrMask = AttrMask(1 << 25);
     /// `IB_QP_ATTR_STANDARD_BITS`, bits 0..=20.
     pub(crate) const STANDARD_BITS: AttrMask = AttrMask((1 << 21) - 1);
 
     /// The raw bits.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn bits(self) -> u32 {
         self.0
     }
@@ -446,16 +454,19 @@ fn transition(cur: QpState, next: QpState) -> Transition {
 }
 
 /// Whether the transition `cur -> next` is allowed at all, whatever the mask.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn transition_exists(cur: QpState, next: QpState) -> bool {
     transition(cur, next).valid
 }
 
 /// The attributes a `cur -> next` modify must set for `qp_type`.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn required_attrs(cur: QpState, next: QpState, qp_type: QpType) -> AttrMask {
     transition(cur, next).req.get(qp_type)
 }
 
 /// The attributes a `cur -> next` modify may set for `qp_type`, besides the required ones and `STATE`.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn optional_attrs(cur: QpState, next: QpState, qp_type: QpType) -> AttrMask {
     transition(cur, next).opt.get(qp_type)
 }

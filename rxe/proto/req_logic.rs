@@ -243,6 +243,7 @@ impl ReqState {
 
 /// `roundup_pow_of_two` of a max_rd_atomic / max_dest_rd_atomic attribute
 /// (0 stays 0), as modify_qp stores them. Inputs above 2^31 saturate.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) const fn round_rd_atomic(n: u32) -> u32 {
     if n == 0 {
         0

@@ -212,6 +212,7 @@ pub(crate) struct RespState {
 }
 
 impl RespState {
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn new(rq_psn: u32, max_dest_rd_atomic: u32) -> RespState {
         let mut s = RespState {
             psn: psn_add(rq_psn, 0),

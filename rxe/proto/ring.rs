@@ -25,6 +25,7 @@ impl Ring {
         self.len
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -69,6 +70,7 @@ impl Ring {
     }
 
     /// The oldest item.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn peek<'a, T>(&self, slots: &'a [Option<T>]) -> Option<&'a T> {
         if self.len == 0 {
             return None;
@@ -77,6 +79,7 @@ impl Ring {
     }
 
     /// The oldest item, to change in place.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn peek_mut<'a, T>(&self, slots: &'a mut [Option<T>]) -> Option<&'a mut T> {
         if self.len == 0 {
             return None;

@@ -9,6 +9,7 @@
 //! (looking up its lkey) and then keeps [`Walk::position`]. A failed walk
 //! leaves the caller's cursor as it was.
 
+use super::conv::to_usize;
 use super::uapi::{RecvWqe, SendWqe, Sge};
 
 /// An indexable list of SGEs.
@@ -76,8 +77,7 @@ impl Piece {
 
     /// The piece's bytes in the caller's buffer.
     pub(crate) fn range(&self) -> core::ops::Range<usize> {
-        // u32 -> usize widens on every target the driver builds for.
-        self.pos..self.pos.saturating_add(self.len as usize)
+        self.pos..self.pos.saturating_add(to_usize(self.len))
     }
 }
 
@@ -103,6 +103,7 @@ impl SgeCursor {
     }
 
     /// How far into that SGE.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn sge_offset(&self) -> u32 {
         self.sge_offset
     }
@@ -144,6 +145,7 @@ impl SgeCursor {
 
     /// Moves `len` bytes on through inline data, where C counts the offset
     /// in `sge_offset` with no SGEs.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn advance_inline(&mut self, len: u32) -> Result<(), CursorError> {
         let resid = self.resid.checked_sub(len).ok_or(CursorError::TooLong)?;
         let sge_offset = self
@@ -174,6 +176,7 @@ impl<L: SgeList + ?Sized> Walk<'_, L> {
     }
 
     /// Bytes not yet yielded.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn left(&self) -> u32 {
         self.left
     }

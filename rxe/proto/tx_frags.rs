@@ -9,6 +9,7 @@
 //! into one fragment; the list is bounded, and a payload that needs more
 //! fragments than that falls back to the copy.
 
+use super::conv::to_usize;
 use super::qp_state::QpType;
 
 /// Smallest payload sent as fragments. Below it a copy is cheaper than the
@@ -73,7 +74,7 @@ impl<P: Copy + PartialEq> FragList<P> {
         let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(len)) else {
             return Added::Full;
         };
-        let Some(total) = self.total.checked_add(len as usize) else {
+        let Some(total) = self.total.checked_add(to_usize(len)) else {
             return Added::Full;
         };
         if let Some(Some(last)) = self.n.checked_sub(1).and_then(|i| self.frags.get_mut(i)) {

@@ -73,6 +73,7 @@ impl Syndrome {
         }
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn is_ack(self) -> bool {
         matches!(self, Syndrome::Ack { .. })
     }
@@ -96,17 +97,20 @@ impl TryFrom<u8> for Syndrome {
 
 /// Messages each credit code grants, codes 0..=30 (IBTA's table: powers of two
 /// and 1.5 times powers of two).
+#[cfg(test)] // Only the host tests use it.
 const CREDITS: [u32; 31] = [
     0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536,
     2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
 ];
 
 /// Receive credits granted by `code`; `None` for [`CREDITS_UNLIMITED`] and anything wider.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn credit_count(code: u8) -> Option<u32> {
     CREDITS.get(usize::from(code)).copied()
 }
 
 /// Largest credit code granting at most `count` messages.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn credit_code(count: u32) -> u8 {
     let n = CREDITS.iter().take_while(|&&c| c <= count).count();
     // 1..=31 entries qualify (code 0 grants 0), so the code is 0..=30 and fits a u8.

@@ -15,52 +15,100 @@
 //!
 //! # Lock order
 //!
-//! The whole driver's, outermost first; a lock is only taken with the ones
-//! to its left (or above it) held, or with none. The names are the lockdep
-//! classes (`new_spinlock_bh!`/`new_spinlock_irq!` give each its own).
+//! The whole driver's, written once here. A lock is taken only with locks
+//! listed before it (on its left in a chain) held, or with none; a lock
+//! named "alone" is taken with none of the driver's locks held but those
+//! of the chain that reaches it, and takes none itself. The names are the
+//! lockdep classes: `new_spinlock_bh!`/`new_spinlock_irq!` give each call
+//! site a class of its own, so every class below is one field of one kind
+//! of object (the task and timer helpers give all tasks one `rxe_task` and
+//! all timers one `rxe_timer`).
 //!
-//! - `rxe_qp_comp` (`Shared::comp`: the completer's batch of send
-//!   completions, held for a whole completer step) -> `rxe_qp_req`, and the
-//!   send CQ (its ring, `rxe_cq`, then the consumer handler under
-//!   `rxe_cq_link`) when the batch is posted, after `rxe_qp_req` is
-//!   released.
-//! - `rxe_qp_req` (`Shared::req`: requester and completer state, one lock
-//!   for both engines) -> `rxe_qp_sq` (the WQEs it reads and retires),
-//!   `rxe_qp_comp_pkts` (the completer's responses), the lookups below,
-//!   and the send CQ's ring (`rxe_cq`, when a completer run fills its
-//!   batch; the handler waits for the batch's post).
+//! QP engines (this file, `comp.rs`, `req.rs`, `resp.rs`):
+//!
+//! - `rxe_qp_comp` (`Shared::comp`: the completer's CQE batch and ODP
+//!   retry state, held for a whole completer step) -> `rxe_qp_comp_pkts`
+//!   (flush) and `rxe_qp_req`; after `rxe_qp_req` is released, the send
+//!   CQ: its ring `rxe_cq`, then `rxe_cq_link` for the consumer's handler
+//!   (so everything a handler may take, below, nests under `rxe_qp_comp`).
+//! - `rxe_qp_req` (`Shared::req`: the requester's and the completer's
+//!   protocol state, one lock for both) -> `rxe_qp_sq` (the WQEs read and
+//!   retired), `rxe_qp_comp_pkts` (the responses the completer takes),
+//!   `rxe_qp_link` (a completion's `ib_qp` handle, copied out), the send
+//!   CQ's ring `rxe_cq` (a full CQE batch goes in at once; its handler
+//!   waits for the batch's post), local operations and payload reads (the
+//!   key lookups below) and the AH (`rxe_pool` -> `rxe_ah_av`). The
+//!   packet is sent after the lock is released.
 //! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
-//!   `rxe_srq` (then `rxe_srq_link`, after it), the receive CQ's ring
-//!   (`rxe_cq`: receive completions go in, in order, but the handler runs
-//!   under `rxe_cq_link` after `rxe_qp_resp` is released, as does the
-//!   QP's LAST_WQE_REACHED event under `rxe_qp_link`), the lookups below,
-//!   and a reply's send: `rxe_route_cache`, and on loopback the receive
-//!   of the reply, which takes the peer QP's `rxe_qp_state` and
-//!   `rxe_qp_comp_pkts`, and `rxe_task`.
-//! - `rxe_cq_link` -> `rxe_cq`: a CQ's consumer handlers (completion
-//!   handler, CQ error event) run under the link (not under `rxe_cq`) and
-//!   with no engine lock held (`rxe_qp_comp` at most), so a kernel consumer
-//!   may post (`rxe_qp_sq`/`rxe_qp_rq`, `rxe_task`) or modify the QP
-//!   (`rxe_qp_state`, then each engine lock) from there. Hence the link
-//!   is never taken under an engine lock: producers take `rxe_cq` alone.
-//! - `rxe_req_wake` -> `rxe_task` (skbs drained: schedule the requester).
-//! - Lookups: `rxe_pool` (an index to an object, released before the
-//!   object's lock), then `rxe_mr`, `rxe_mw` or `rxe_ah_av`.
-//! - Taken alone (with at most the engine locks above held): `rxe_qp_state`,
-//!   `rxe_qp_sq`, `rxe_qp_rq`, `rxe_qp_link` (copying the handle out),
-//!   `rxe_qp_comp_pkts`, `rxe_qp_resp_pkts`, `rxe_task`, `rxe_timer`,
-//!   `rxe_mcast` (members are copied out before delivery), `rxe_mmaps`.
+//!   `rxe_qp_state` (`is_in`; the QP's path for a reply with no request
+//!   at hand), `rxe_srq`, `rxe_qp_link` (handle copied out), the receive
+//!   CQ's ring `rxe_cq` (completions go in in order; the handler runs
+//!   under `rxe_cq_link` after `rxe_qp_resp` is released, as do the SRQ
+//!   limit event under `rxe_srq_link` and LAST_WQE_REACHED under
+//!   `rxe_qp_link`), the key lookups below,
+//!   and a reply's send: `rxe_route_cache`, and on loopback the receive of
+//!   the reply (the receive path below, on the peer QP).
 //!
-//! In particular `rxe_qp_state` is never held while another lock is taken,
-//! `rxe_qp_req` and `rxe_qp_resp` are never held together (a QP modify
-//! takes them one after the other). The completer and the requester are
-//! the two halves of one task (`send_task`), one after the other, never
-//! nested; the responder is its own task and never runs the send task
-//! inline, nor the other way round.
-//! The `_irq` locks (`state`, `sq`, `rq`, QP link, pool, AH, task, requester
-//! waker) save and mask interrupts: kernel users post and modify with
-//! interrupts off (the MAD layer posts sends under its own
-//! `spin_lock_irqsave`); no `_bh` lock is taken under one of them.
+//! `rxe_qp_comp`, `rxe_qp_req` and `rxe_qp_resp` are the engine locks.
+//! `rxe_qp_req` and `rxe_qp_resp` are never held together (modify_qp takes
+//! `rxe_qp_state`, then `rxe_qp_req`, then `rxe_qp_resp`, one after the
+//! other), and nothing takes `rxe_qp_comp` under another lock. The
+//! completer and the requester are the two halves of one task
+//! (`send_task`), one after the other, never nested; the responder is its
+//! own task, and neither runs the other inline.
+//!
+//! Consumer callbacks (`kernel/cq_srq.rs`, `kernel/event.rs`):
+//!
+//! - `rxe_cq_link` -> `rxe_cq`: a CQ's completion handler and its CQ error
+//!   event run under the link, not under `rxe_cq`, with no engine lock but
+//!   `rxe_qp_comp` held, so a kernel consumer may poll and re-arm
+//!   (`rxe_cq`), post (`rxe_qp_state`, `rxe_qp_sq`/`rxe_qp_rq`, `rxe_srq`,
+//!   `rxe_task`) or modify a QP (`rxe_qp_state`, `rxe_qp_req`,
+//!   `rxe_qp_resp`, `rxe_qp_resp_pkts`, `rxe_task`) from there. Hence the
+//!   link is never taken under `rxe_qp_req` or `rxe_qp_resp`: producers
+//!   take `rxe_cq` alone.
+//! - `rxe_srq_link` -> `rxe_srq`: the SRQ limit event's handler may re-arm
+//!   the limit.
+//! - `rxe_qp_link`: the QP's event handler runs under it with interrupts
+//!   off (as hardware drivers call it from their interrupt handlers), with
+//!   no other driver lock held; it must not post or modify.
+//!
+//! Receive path (`recv.rs`, `mcast.rs`, softirq): `rxe_pool` (the QP, the
+//! index released before anything else), `rxe_mcast` alone (the members
+//! are copied out before delivery), then per QP `rxe_qp_state` alone (the
+//! receive checks), the engine's packet queue (`rxe_qp_comp_pkts` or
+//! `rxe_qp_resp_pkts`) alone, and `rxe_task`. The task's step then runs
+//! with none of these held: inline, on a worker, or from this CPU's
+//! softirq list (`Task::schedule_bh`), a lock-free `llist` pushed under
+//! `rxe_task` and run by a softirq work item that takes `rxe_task` alone.
+//!
+//! Keys and memory (`pool.rs`, `mr.rs`, `mw.rs`, `ah.rs`,
+//! `kernel/odp.rs`): `rxe_pool` (an index to an object, released before
+//! the object's lock), then one of `rxe_mr`, `rxe_mw` or `rxe_ah_av`;
+//! `rxe_mr` -> `rxe_odp_table` (an access to an ODP MR). Faults and
+//! registration, in process context with no spinlock held:
+//! `rxe_odp_umem` (a mutex) -> the core's `umem_mutex` -> `rxe_odp_table`;
+//! the MMU notifier's invalidation takes `umem_mutex` -> `rxe_odp_table`.
+//! A window bind builds its view of the MR (`rxe_mr`) before it takes
+//! `rxe_mw`.
+//!
+//! Taken alone, under whatever the caller holds: `rxe_task`, `rxe_timer`
+//! (a timer is armed after the engine locks are released; cancelling one
+//! takes no lock), `rxe_route_cache` (the route lookup runs outside it),
+//! `rxe_req_wake` -> `rxe_task` (the transmit skbs drained: a destructor,
+//! so under whatever lock the skb's last holder has), `rxe_mmaps`, and
+//! `rxe_mcast` on attach and detach (the netdev's multicast list is
+//! changed outside it).
+//!
+//! `rxe_qp_state` is never held while another lock is taken. The `_irq`
+//! locks (`rxe_qp_state`, `rxe_qp_sq`, `rxe_qp_rq`, `rxe_qp_link`,
+//! `rxe_pool`, `rxe_ah_av`, `rxe_task`, `rxe_req_wake`) save and mask
+//! interrupts: kernel users post, modify and make AHs with interrupts off
+//! (the MAD layer posts sends under its own `spin_lock_irqsave`); no `_bh`
+//! lock is taken under one of them. The work items (`rxe_send`,
+//! `rxe_resp`) and timers (`rxe_retrans`, `rxe_rnr`) have lockdep maps of
+//! their own: they are flushed or shut down (`disable`, `shutdown`) in
+//! process context with no driver lock held.
 
 mod post;
 
@@ -81,6 +129,7 @@ use crate::rxe::mcast::Mgid;
 use crate::rxe::net::TxFlow;
 use crate::rxe::proto::accept::QpFacts;
 use crate::rxe::proto::av;
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
 use crate::rxe::proto::params::pacing::INLINE_STEPS;
@@ -96,7 +145,7 @@ use crate::rxe::{comp, req};
 use crate::rxe::{cq, srq};
 
 /// SGEs a WQE has at most.
-const MAX_SGE: usize = limits::MAX_SGE as usize;
+const MAX_SGE: usize = to_usize(limits::MAX_SGE);
 
 /// The errno of a refused attribute.
 pub(crate) fn attr_errno(e: AttrError) -> Error {
@@ -199,11 +248,13 @@ pub(crate) struct Shared {
     /// The engines' transmit socket and skb count.
     pub(crate) flow: TxFlow<req::ReqWake>,
 
-    // The datapath engines (rxe/req.rs, rxe/comp.rs, rxe/resp.rs), each
-    // run as its own task: the requester and the completer share `req`
-    // (one protocol state), the responder has `resp`.
+    // The datapath engines' locks (rxe/req.rs, rxe/comp.rs, rxe/resp.rs;
+    // their order is in the module doc): the requester and the completer
+    // share `req` (one protocol state), the responder has `resp`.
     #[pin]
     pub(crate) req: SpinLockBh<req::State>,
+    /// The completer's CQE batch and ODP retries, held for a whole
+    /// completer step, outside `req`.
     #[pin]
     pub(crate) comp: SpinLockBh<comp::State>,
     #[pin]
@@ -639,7 +690,7 @@ impl Qp {
         let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
-            inline_buf: scratch(sq_caps.max_inline as usize, is_user)?,
+            inline_buf: scratch(to_usize(sq_caps.max_inline), is_user)?,
             queue: sq_queue,
             ssn: 0,
             sges: scratch(MAX_SGE, is_user)?,

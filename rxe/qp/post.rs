@@ -9,13 +9,13 @@ use kernel::prelude::*;
 use super::{Qp, Rq, Shared, Sq};
 use crate::rxe::ah::Ah;
 use crate::rxe::kernel::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::post::{self as p, PostError};
 use crate::rxe::proto::qp_state::QpState;
 
 fn post_errno(e: PostError) -> Error {
     match e {
         PostError::Invalid => EINVAL,
-        PostError::Full => ENOMEM,
     }
 }
 
@@ -26,7 +26,7 @@ impl Sq {
     /// `post_one_send()`.
     fn post_one(&mut self, sh: &Shared, wr: &SendWr<'_, Ah>) -> Result {
         let caps = sh.sq_caps;
-        let sges = self.sges.get_mut(..caps.max_sge as usize).ok_or(EINVAL)?;
+        let sges = self.sges.get_mut(..to_usize(caps.max_sge)).ok_or(EINVAL)?;
         let n = wr.read_sges(sges)?;
         let swr = p::SendWr {
             wr_id: wr.wr_id(),
@@ -67,7 +67,7 @@ impl Rq {
         if self.queue.is_full() {
             return Err(ENOMEM);
         }
-        let sges = self.sges.get_mut(..max_sge as usize).ok_or(EINVAL)?;
+        let sges = self.sges.get_mut(..to_usize(max_sge)).ok_or(EINVAL)?;
         let n = wr.read_sges(sges)?;
         let sges = self.sges.get(..n).ok_or(EINVAL)?;
         let length = p::check_recv_wr(max_sge, sges).map_err(post_errno)?;

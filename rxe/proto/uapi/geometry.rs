@@ -4,9 +4,10 @@
 
 use core::ops::Range;
 
+#[cfg(test)]
+use super::layout::{put, ShortBuffer};
 use super::layout::{
-    put, queue_buf, small, to_usize, ShortBuffer, CQE_LEN, HEADER_LEN, RECV_WQE_LEN, SEND_WQE_LEN,
-    SGE_LEN,
+    queue_buf, small, to_usize, CQE_LEN, HEADER_LEN, RECV_WQE_LEN, SEND_WQE_LEN, SGE_LEN,
 };
 use super::limits;
 
@@ -76,6 +77,7 @@ impl QueueGeometry {
         1usize << self.log2_elem_size
     }
 
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn num_slots(&self) -> u32 {
         self.index_mask + 1
     }
@@ -107,6 +109,7 @@ impl QueueGeometry {
     }
 
     /// `queue_empty()`.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn is_empty(&self, producer: u32, consumer: u32) -> bool {
         self.count(producer, consumer) == 0
     }
@@ -123,6 +126,7 @@ impl QueueGeometry {
     }
 
     /// Writes `log2_elem_size` and `index_mask` into a fresh queue header.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn write_header(&self, header: &mut [u8]) -> Result<(), ShortBuffer> {
         put(
             header,

@@ -3,12 +3,8 @@
 //! Byte layouts of the rxe user ABI structures and the little readers and
 //! writers the parsers share.
 
+pub(super) use super::super::conv::to_usize;
 use super::limits;
-
-/// Lossless on every target the kernel builds Rust for (usize is 64 bits there).
-pub(super) const fn to_usize(v: u32) -> usize {
-    v as usize
-}
 
 /// Byte layout of `struct rxe_queue_buf`: the header of every shared queue.
 /// Each index sits on its own cache line so producer and consumer do not
@@ -31,6 +27,7 @@ pub(crate) mod sge {
 }
 
 /// `struct rxe_global_route`.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod global_route {
     pub(crate) const DGID: usize = 0;
     pub(crate) const FLOW_LABEL: usize = 16;
@@ -41,6 +38,7 @@ pub(crate) mod global_route {
 }
 
 /// `struct rxe_av`; the two address fields are unions of `sockaddr_in` and `sockaddr_in6`.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod av {
     pub(crate) const PORT_NUM: usize = 0;
     pub(crate) const NETWORK_TYPE: usize = 1;
@@ -53,6 +51,7 @@ pub(crate) mod av {
 }
 
 /// Offsets inside `sockaddr_in` / `sockaddr_in6`.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod sockaddr {
     pub(crate) const FAMILY: usize = 0;
     pub(crate) const PORT: usize = 2;
@@ -63,6 +62,7 @@ pub(crate) mod sockaddr {
 }
 
 /// `struct rxe_send_wr`; `wr` is a union whose members all start at 24.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod send_wr {
     pub(crate) const WR_ID: usize = 0;
     pub(crate) const RESERVED: usize = 8;
@@ -106,6 +106,7 @@ pub(crate) mod send_wr {
 }
 
 /// `struct rxe_dma_info`; `DATA` is where the SGE array or inline bytes begin.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod dma {
     pub(crate) const LENGTH: usize = 0;
     pub(crate) const RESID: usize = 4;
@@ -118,6 +119,7 @@ pub(crate) mod dma {
 }
 
 /// `struct rxe_send_wqe`; `DATA` is the start of its flexible SGE/inline area.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod send_wqe {
     pub(crate) const WR: usize = 0;
     pub(crate) const STATUS: usize = 144;
@@ -135,6 +137,7 @@ pub(crate) mod send_wqe {
 }
 
 /// `struct rxe_recv_wqe`.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod recv_wqe {
     pub(crate) const WR_ID: usize = 0;
     pub(crate) const RESERVED: usize = 8;
@@ -145,6 +148,7 @@ pub(crate) mod recv_wqe {
 }
 
 /// `struct mminfo`: where user space finds a queue to mmap.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod mminfo {
     pub(crate) const OFFSET: usize = 0;
     pub(crate) const SIZE: usize = 8;
@@ -153,6 +157,7 @@ pub(crate) mod mminfo {
 }
 
 /// The driver-private create responses and the SRQ modify command.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod resp {
     pub(crate) const CREATE_CQ_MI: usize = 0;
     pub(crate) const CREATE_CQ_LEN: usize = 16;
@@ -173,6 +178,7 @@ pub(crate) mod resp {
 }
 
 /// `struct ib_uverbs_wc`: what user space reads at the start of a CQ slot.
+#[allow(dead_code)] // The whole C layout, used or not.
 pub(crate) mod uverbs_wc {
     pub(crate) const WR_ID: usize = 0;
     pub(crate) const STATUS: usize = 8;

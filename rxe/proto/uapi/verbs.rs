@@ -33,6 +33,7 @@ pub(crate) enum WrOpcode {
 
 impl WrOpcode {
     /// The C value.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) const fn as_raw(self) -> u32 {
         self as u32
     }
@@ -149,6 +150,7 @@ impl SendFlags {
     pub(crate) const SIGNALED: u32 = 1 << 1;
     pub(crate) const SOLICITED: u32 = 1 << 2;
     pub(crate) const INLINE: u32 = 1 << 3;
+    #[allow(dead_code)] // The whole C value set, used or not.
     pub(crate) const IP_CSUM: u32 = 1 << 4;
 
     /// Whether `flag` (one of the consts above) is set.
@@ -158,6 +160,7 @@ impl SendFlags {
 }
 
 /// `enum ib_access_flags` bits (MR, MW and QP access).
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod access {
     pub(crate) const LOCAL_WRITE: u32 = 1 << 0;
     pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
@@ -273,6 +276,7 @@ impl WcOpcode {
 }
 
 /// `enum ib_wc_flags`.
+#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) mod wc_flags {
     pub(crate) const GRH: u32 = 1 << 0;
     pub(crate) const WITH_IMM: u32 = 1 << 1;

@@ -4,10 +4,14 @@
 //! returned as plain values; and the fields the kernel writes back.
 
 use super::layout::{
-    av, bytes_at, dma, global_route, put, recv_wqe, send_wqe, send_wr, sge, sockaddr, to_usize,
-    u16_at, u32_at, u64_at, u8_at, ShortBuffer, RECV_DATA_AREA, SEND_DATA_AREA,
+    av, bytes_at, dma, global_route, recv_wqe, send_wqe, send_wr, sge, sockaddr, to_usize, u16_at,
+    u32_at, u64_at, u8_at, RECV_DATA_AREA, SEND_DATA_AREA,
 };
-use super::verbs::{NetworkType, SendFlags, WcStatus, WqeState, WrMask, WrOpcode};
+#[cfg(test)]
+use super::layout::{put, ShortBuffer};
+#[cfg(test)]
+use super::verbs::WqeState;
+use super::verbs::{NetworkType, SendFlags, WcStatus, WrMask, WrOpcode};
 use super::{limits, QpType, MAX_MSG_SZ};
 
 /// Why a WQE read from a shared queue was refused.
@@ -290,6 +294,7 @@ impl SendWqe {
 
     /// Parses and validates the slot copy `buf` (the whole slot, so that the
     /// SGE/inline area can be bounded by it).
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn from_bytes(buf: &[u8], sq: &SqLimits) -> Result<SendWqe, WqeError> {
         let mut w = SendWqe::empty();
         w.parse_from(buf, sq)?;
@@ -477,6 +482,7 @@ impl SendWqe {
     }
 
     /// The SGEs of an SGE payload; empty for other payloads.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
         let count = match self.payload {
             Payload::Sges { count } => count,
@@ -495,6 +501,7 @@ impl SendWqe {
 }
 
 /// Writes `status` and `state` into a send WQE slot, where the C driver keeps them.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn write_send_status(
     slot: &mut [u8],
     status: WcStatus,
@@ -505,6 +512,7 @@ pub(crate) fn write_send_status(
 }
 
 /// Writes the first and last PSN the requester used for a send WQE.
+#[cfg(test)] // Only the host tests use it.
 pub(crate) fn write_send_psns(
     slot: &mut [u8],
     first_psn: u32,
@@ -537,6 +545,7 @@ impl RecvWqe {
 
     /// Parses and validates the slot copy `buf` of an RQ or SRQ created with
     /// `max_sge` SGEs per WQE.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn from_bytes(buf: &[u8], max_sge: u32) -> Result<RecvWqe, WqeError> {
         let mut w = RecvWqe::empty();
         w.read_from(buf.len(), max_sge, |off, out| {
@@ -599,6 +608,7 @@ impl RecvWqe {
     }
 
     /// All SGEs.
+    #[cfg(test)] // Only the host tests use it.
     pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
         (0..to_usize(self.num_sge)).map_while(move |i| self.sge(i))
     }
