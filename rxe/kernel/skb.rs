@@ -239,11 +239,12 @@ impl TxSkb {
         let skb = self.ptr();
         let mut all = true;
         pages.into_frags(|f| {
-            // SAFETY: We own the skb; the piece is inside its page and
-            // comes with a reference, which the fragment takes over when
-            // the helper returns true.
-            all = all
-                && unsafe { b::rxe_rs_skb_add_page_frag(skb, f.page.as_ptr(), f.offset, f.len) };
+            if all {
+                // SAFETY: We own the skb; the piece is inside its page and
+                // comes with a reference, which the fragment takes over when
+                // the helper returns true.
+                all = unsafe { b::rxe_rs_skb_add_page_frag(skb, f.page.as_ptr(), f.offset, f.len) };
+            }
             all
         });
         if all {

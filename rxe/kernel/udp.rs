@@ -264,8 +264,8 @@ impl<O: SkbOwner> TxSocket<O> {
         let sk = self.sk();
         // SAFETY: `sk_user_data` came from `Arc::into_raw` and our own
         // reference keeps it alive for this borrow (type invariant).
-        let owner: Arc<O> =
-            unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) }.into();
+        let owner = unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) };
+        let owner: Arc<O> = owner.into();
         // The skb's reference, given back by `tx_destructor`.
         let _ = Arc::into_raw(owner);
         TX_SKBS.fetch_add(1, Ordering::Relaxed);

@@ -40,11 +40,8 @@ unsafe fn cq_shared(raw: *mut b::ib_cq) -> Option<Arc<cq::Shared>> {
         return None;
     }
     // SAFETY: Per the contract.
-    Some(
-        unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) }
-            .shared
-            .clone(),
-    )
+    let cq = unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) };
+    Some(cq.shared.clone())
 }
 
 /// # Safety
@@ -55,11 +52,8 @@ unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
         return None;
     }
     // SAFETY: Per the contract.
-    Some(
-        unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) }
-            .shared
-            .clone(),
-    )
+    let srq = unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) };
+    Some(srq.shared.clone())
 }
 
 /// create_qp of `ib_device_ops`.
