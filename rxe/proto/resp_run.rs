@@ -812,9 +812,8 @@ impl<I: Io> Run<'_, I> {
             self.st.cur = None;
         } else if p.ack_req {
             // Any held ACK is within MAX_COALESCED_PSNS here (see above).
-            // A request that moves the QP to ERR (class J) is acknowledged
-            // at once, before the QP stops.
-            if self.io.more_queued() && !self.goto_error {
+            // One still held when the QP fails goes out then (`St::Error`).
+            if self.io.more_queued() {
                 self.st.ack_owed = Some(OwedAck {
                     psn: p.psn,
                     msn: self.st.msn,
