@@ -16,7 +16,7 @@ pub(crate) mod kernel;
 pub(crate) mod proto;
 
 pub(crate) mod ah;
-pub(crate) mod comp;
+pub(crate) mod completer;
 pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod device;
@@ -34,8 +34,8 @@ pub(crate) mod pool;
 pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod recv;
-pub(crate) mod req;
-pub(crate) mod resp;
+pub(crate) mod requester;
+pub(crate) mod responder;
 #[cfg(rxe_rs_selftest)]
 pub(crate) mod selftest;
 pub(crate) mod srq;

@@ -9,8 +9,8 @@ use kernel::ffi::c_int;
 
 use crate::rxe::proto::av::{ah_attr_from_av, AhAttr, SgidAttr};
 use crate::rxe::proto::cq_srq::SrqAttr;
+use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::{Caps, ModifyAttr, QpAttrs};
-use crate::rxe::proto::qp_state::AttrMask;
 use crate::rxe::proto::uapi::GlobalRoute;
 use crate::rxe::sys as b;
 

@@ -6,7 +6,7 @@
 use super::headers::GSI_QKEY;
 use super::ip::IpAddr;
 use super::opcode::{Mask, Opcode, Transport};
-use super::qp_state::{QpState, QpType};
+use super::qp;
 
 /// Why a QP refuses a packet. Only the key failures are counted (in the
 /// port's bad P_Key and Q_Key violation counters).
@@ -40,8 +40,8 @@ pub(crate) struct PacketFacts {
 /// What the checks need to know about the QP.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QpFacts {
-    pub(crate) qp_type: QpType,
-    pub(crate) state: QpState,
+    pub(crate) qp_type: qp::Type,
+    pub(crate) state: qp::State,
     /// The Q_Key set on a UD QP (GSI always uses the well-known one).
     pub(crate) qkey: u32,
     pub(crate) port: u32,
@@ -62,9 +62,9 @@ pub(crate) fn pkey_match(a: u16, b: u16) -> bool {
 fn state_ok(pkt: &PacketFacts, qp: &QpFacts) -> bool {
     // C compares enum values: requests need RTR or later, responses RTS or later.
     let need = if pkt.opcode.has(Mask::REQ) {
-        QpState::Rtr
+        qp::State::Rtr
     } else {
-        QpState::Rts
+        qp::State::Rts
     };
     qp.state.as_raw() >= need.as_raw()
 }
@@ -72,14 +72,14 @@ fn state_ok(pkt: &PacketFacts, qp: &QpFacts) -> bool {
 fn type_ok(pkt: &PacketFacts, qp: &QpFacts) -> bool {
     matches!(
         (qp.qp_type, pkt.opcode.transport()),
-        (QpType::Rc, Transport::Rc)
-            | (QpType::Uc, Transport::Uc)
-            | (QpType::Ud | QpType::Gsi, Transport::Ud)
+        (qp::Type::Rc, Transport::Rc)
+            | (qp::Type::Uc, Transport::Uc)
+            | (qp::Type::Ud | qp::Type::Gsi, Transport::Ud)
     )
 }
 
 fn addr_ok(pkt: &PacketFacts, qp: &QpFacts) -> bool {
-    if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+    if !matches!(qp.qp_type, qp::Type::Rc | qp::Type::Uc) {
         return true;
     }
     if pkt.port != qp.port {
@@ -94,7 +94,7 @@ fn keys_ok(pkt: &PacketFacts, qp: &QpFacts, default_pkey: u16) -> Result<(), Rej
     if !pkey_match(pkt.pkey, default_pkey) {
         return Err(Reject::Pkey);
     }
-    if matches!(qp.qp_type, QpType::Ud | QpType::Gsi) {
+    if matches!(qp.qp_type, qp::Type::Ud | qp::Type::Gsi) {
         let want = if pkt.bth_qpn == 1 { GSI_QKEY } else { qp.qkey };
         if pkt.qkey != Some(want) {
             return Err(Reject::Qkey);
@@ -152,7 +152,7 @@ mod tests {
         }
     }
 
-    fn qp(qp_type: QpType, state: QpState) -> QpFacts {
+    fn qp(qp_type: qp::Type, state: qp::State) -> QpFacts {
         QpFacts {
             qp_type,
             state,
@@ -179,27 +179,39 @@ mod tests {
         let uc = pkt(Opcode::UcSendOnly);
         let mut ud = pkt(Opcode::UdSendOnly);
         ud.qkey = Some(0x1234);
-        assert_eq!(check(&rc, &qp(QpType::Rc, QpState::Rts), 0xffff), Ok(()));
         assert_eq!(
-            check(&uc, &qp(QpType::Rc, QpState::Rts), 0xffff),
-            Err(Reject::Type)
+            check(&rc, &qp(qp::Type::Rc, qp::State::Rts), 0xffff),
+            Ok(())
         );
-        assert_eq!(check(&uc, &qp(QpType::Uc, QpState::Rts), 0xffff), Ok(()));
-        assert_eq!(check(&ud, &qp(QpType::Ud, QpState::Rts), 0xffff), Ok(()));
         assert_eq!(
-            check(&rc, &qp(QpType::Ud, QpState::Rts), 0xffff),
+            check(&uc, &qp(qp::Type::Rc, qp::State::Rts), 0xffff),
             Err(Reject::Type)
         );
         assert_eq!(
-            check(&ud, &qp(QpType::Rc, QpState::Rts), 0xffff),
+            check(&uc, &qp(qp::Type::Uc, qp::State::Rts), 0xffff),
+            Ok(())
+        );
+        assert_eq!(
+            check(&ud, &qp(qp::Type::Ud, qp::State::Rts), 0xffff),
+            Ok(())
+        );
+        assert_eq!(
+            check(&rc, &qp(qp::Type::Ud, qp::State::Rts), 0xffff),
+            Err(Reject::Type)
+        );
+        assert_eq!(
+            check(&ud, &qp(qp::Type::Rc, qp::State::Rts), 0xffff),
             Err(Reject::Type)
         );
         let rd = pkt(Opcode::RdSendOnly);
-        for t in QpType::ALL {
-            assert_eq!(check(&rd, &qp(t, QpState::Rts), 0xffff), Err(Reject::Type));
+        for t in qp::Type::ALL {
+            assert_eq!(
+                check(&rd, &qp(t, qp::State::Rts), 0xffff),
+                Err(Reject::Type)
+            );
         }
         assert_eq!(
-            check(&rc, &qp(QpType::Smi, QpState::Rts), 0xffff),
+            check(&rc, &qp(qp::Type::Smi, qp::State::Rts), 0xffff),
             Err(Reject::Type)
         );
     }
@@ -208,15 +220,15 @@ mod tests {
     fn states() {
         let req = pkt(Opcode::RcSendOnly);
         let ack = pkt(Opcode::RcAck);
-        for s in QpState::ALL {
-            let q = qp(QpType::Rc, s);
-            let req_ok = s.as_raw() >= QpState::Rtr.as_raw();
-            let ack_ok = s.as_raw() >= QpState::Rts.as_raw();
+        for s in qp::State::ALL {
+            let q = qp(qp::Type::Rc, s);
+            let req_ok = s.as_raw() >= qp::State::Rtr.as_raw();
+            let ack_ok = s.as_raw() >= qp::State::Rts.as_raw();
             assert_eq!(check(&req, &q, 0xffff).is_ok(), req_ok, "{s:?}");
             assert_eq!(check(&ack, &q, 0xffff).is_ok(), ack_ok, "{s:?}");
         }
         assert_eq!(
-            check(&ack, &qp(QpType::Rc, QpState::Rtr), 0xffff),
+            check(&ack, &qp(qp::Type::Rc, qp::State::Rtr), 0xffff),
             Err(Reject::State)
         );
     }
@@ -224,7 +236,7 @@ mod tests {
     #[test]
     fn addresses() {
         let p = pkt(Opcode::RcSendOnly);
-        let mut q = qp(QpType::Rc, QpState::Rts);
+        let mut q = qp(qp::Type::Rc, qp::State::Rts);
         assert_eq!(check(&p, &q, 0xffff), Ok(()));
         q.path = Some((B, A));
         assert_eq!(check(&p, &q, 0xffff), Err(Reject::Addr));
@@ -240,7 +252,7 @@ mod tests {
         // UD takes any address.
         let mut ud = pkt(Opcode::UdSendOnly);
         ud.qkey = Some(0x1234);
-        let mut u = qp(QpType::Ud, QpState::Rtr);
+        let mut u = qp(qp::Type::Ud, qp::State::Rtr);
         u.path = None;
         assert_eq!(check(&ud, &u, 0xffff), Ok(()));
     }
@@ -249,15 +261,15 @@ mod tests {
     fn keys() {
         let mut p = pkt(Opcode::RcSendOnly);
         p.pkey = 0x7fff;
-        assert_eq!(check(&p, &qp(QpType::Rc, QpState::Rts), 0xffff), Ok(()));
+        assert_eq!(check(&p, &qp(qp::Type::Rc, qp::State::Rts), 0xffff), Ok(()));
         p.pkey = 0x1234;
         assert_eq!(
-            check(&p, &qp(QpType::Rc, QpState::Rts), 0xffff),
+            check(&p, &qp(qp::Type::Rc, qp::State::Rts), 0xffff),
             Err(Reject::Pkey)
         );
 
         let mut ud = pkt(Opcode::UdSendOnly);
-        let u = qp(QpType::Ud, QpState::Rts);
+        let u = qp(qp::Type::Ud, qp::State::Rts);
         assert_eq!(check(&ud, &u, 0xffff), Err(Reject::Qkey));
         ud.qkey = Some(0x1235);
         assert_eq!(check(&ud, &u, 0xffff), Err(Reject::Qkey));
@@ -272,7 +284,7 @@ mod tests {
         let mut gsi = pkt(Opcode::UdSendOnly);
         gsi.bth_qpn = 1;
         gsi.qkey = Some(0x1234);
-        let g = qp(QpType::Gsi, QpState::Rts);
+        let g = qp(qp::Type::Gsi, qp::State::Rts);
         assert_eq!(check(&gsi, &g, 0xffff), Err(Reject::Qkey));
         gsi.qkey = Some(GSI_QKEY);
         assert_eq!(check(&gsi, &g, 0xffff), Ok(()));
@@ -283,12 +295,12 @@ mod tests {
         let mut p = pkt(Opcode::UdSendOnly);
         p.qkey = Some(0x1234);
         p.dst = IpAddr::V4([224, 0, 0, 9]);
-        let mut u = qp(QpType::Ud, QpState::Rtr);
+        let mut u = qp(qp::Type::Ud, qp::State::Rtr);
         u.path = None;
         assert_eq!(check_mcast(&p, &u, 0xffff), Ok(()));
-        u.state = QpState::Init;
+        u.state = qp::State::Init;
         assert_eq!(check_mcast(&p, &u, 0xffff), Err(Reject::State));
-        let rc = qp(QpType::Rc, QpState::Rts);
+        let rc = qp(qp::Type::Rc, qp::State::Rts);
         assert_eq!(check_mcast(&p, &rc, 0xffff), Err(Reject::Type));
     }
 }

@@ -27,7 +27,7 @@
 //! `make fuzz` runs a long one in release mode.
 
 use super::accept::{self, PacketFacts, QpFacts};
-use super::comp_logic::{self, CompState, CopyFault, Head, Response, Sq};
+use super::comp_machine::{self, CopyFault, Head, Response, Sq};
 use super::events::Event;
 use super::headers::{
     self, write_ext, Aeth, AtmAck, AtmEth, Bth, Deth, Feth, Ieth, ImmDt, PacketInfo, Rdeth, Reth,
@@ -38,13 +38,13 @@ use super::ip::{self, IpAddr, Ipv4Out, Ipv6Out, NetworkType, UdpHdr};
 use super::mr_logic::{Access, AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_after, psn_diff, psn_sub, PSN_MASK};
-use super::qp_state::{QpState, QpType};
-use super::req_logic::{Progress, ReqState, WqeInfo};
-use super::resp_logic::{Request, RespQp, RespState, Target};
-use super::resp_run::{
+use super::qp;
+use super::req_rules::{self, Progress, WqeInfo};
+use super::resp_machine::{
     self, AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError,
     RecvCqe, RecvError, SendFailed,
 };
+use super::resp_rules::{self, Request, RespQp, Target};
 use super::test_model::RespModel;
 use super::test_rng::Rng;
 use super::uapi::{access, SendFlags, WcStatus, WqeState, WrMask, WrOpcode};
@@ -298,16 +298,16 @@ enum Rx {
 
 fn qp_facts(qpn: u32) -> Option<QpFacts> {
     let qp_type = match qpn {
-        QPN_RC | QPN_TX => QpType::Rc,
-        QPN_UC => QpType::Uc,
-        QPN_UD => QpType::Ud,
+        QPN_RC | QPN_TX => qp::Type::Rc,
+        QPN_UC => qp::Type::Uc,
+        QPN_UD => qp::Type::Ud,
         // The GSI QP: the UD receiver stands in for it.
-        1 => QpType::Gsi,
+        1 => qp::Type::Gsi,
         _ => return None,
     };
     Some(QpFacts {
         qp_type,
-        state: QpState::Rts,
+        state: qp::State::Rts,
         qkey: QKEY,
         port: 1,
         path: Some((IpAddr::V4(LOCAL), IpAddr::V4(PEER))),
@@ -561,7 +561,7 @@ impl Io for Guard<'_> {
 struct RxQp {
     qpn: u32,
     qp: RespQp,
-    st: Box<RespState>,
+    st: Box<resp_rules::State>,
     io: RespModel,
     resets: u64,
     executed: u64,
@@ -570,7 +570,7 @@ struct RxQp {
 }
 
 impl RxQp {
-    fn new(qpn: u32, qp_type: QpType, psn: u32) -> RxQp {
+    fn new(qpn: u32, qp_type: qp::Type, psn: u32) -> RxQp {
         let mut q = RxQp {
             qpn,
             qp: RespQp {
@@ -580,7 +580,7 @@ impl RxQp {
                 srq: false,
                 min_rnr_timer: 3,
             },
-            st: Box::new(RespState::new(psn, 16)),
+            st: Box::new(resp_rules::State::new(psn, 16)),
             io: RespModel::default(),
             resets: 0,
             executed: 0,
@@ -610,7 +610,7 @@ impl RxQp {
     /// responder resources (none: reads and atomics are refused), fewer
     /// remote rights.
     fn reconfigure(&mut self, rng: &mut Rng) {
-        self.qp.srq = self.qp.qp_type != QpType::Rc && rng.chance(30);
+        self.qp.srq = self.qp.qp_type != qp::Type::Rc && rng.chance(30);
         self.io.srq = self.qp.srq;
         self.st.set_max_dest_rd_atomic(rng.pick(&[16, 16, 1, 0]));
         self.qp.access = if rng.chance(20) {
@@ -661,7 +661,7 @@ impl RxQp {
                     m: &mut self.io,
                     target: None,
                 };
-                resp_run::run(&mut self.st, &self.qp, &mut g)
+                resp_machine::run(&mut self.st, &self.qp, &mut g)
             };
             // The engine's Io lives for one run: a region still held goes with it.
             self.io.held_mr = None;
@@ -694,7 +694,7 @@ impl RxQp {
         before: u32,
         head: Option<Request>,
         reading: Option<usize>,
-        out: &resp_run::Outcome,
+        out: &resp_machine::Outcome,
     ) {
         let after = self.st.psn;
         if after == before {
@@ -708,7 +708,7 @@ impl RxQp {
             // The end of a read reply: past its last response PSN.
             let d = psn_diff(after, before);
             assert!(
-                d > 0 && d <= (MR_LEN as i32 / MTU as i32) + 1 || self.qp.qp_type != QpType::Rc,
+                d > 0 && d <= (MR_LEN as i32 / MTU as i32) + 1 || self.qp.qp_type != qp::Type::Rc,
                 "read moved the PSN {before:#x} -> {after:#x}"
             );
             return;
@@ -718,7 +718,7 @@ impl RxQp {
             psn_add(head.psn, 1),
             "PSN {before:#x} -> {after:#x} by {head:?}"
         );
-        if self.qp.qp_type == QpType::Rc {
+        if self.qp.qp_type == qp::Type::Rc {
             assert_eq!(head.psn, before, "RC executed {head:?} out of sequence");
         }
     }
@@ -809,8 +809,8 @@ impl Sq for CompModel {
 }
 
 struct Tx {
-    comp: CompState,
-    req: ReqState,
+    comp: comp_machine::State,
+    req: req_rules::State,
     sq: CompModel,
     resets: u64,
 }
@@ -828,8 +828,8 @@ const TX_OPS: [WrOpcode; 7] = [
 impl Tx {
     fn new(rng: &mut Rng, psn: u32) -> Tx {
         let mut t = Tx {
-            comp: CompState::new(psn, 3, 3),
-            req: ReqState::new(psn, 16),
+            comp: comp_machine::State::new(psn, 3, 3),
+            req: req_rules::State::new(psn, 16),
             sq: CompModel::default(),
             resets: 0,
         };
@@ -856,7 +856,7 @@ impl Tx {
                 }
                 _ => 0,
             };
-            let info = WqeInfo::new(op, QpType::Rc, SendFlags(SendFlags::SIGNALED), len, 0);
+            let info = WqeInfo::new(op, qp::Type::Rc, SendFlags(SendFlags::SIGNALED), len, 0);
             let pkts = if info.mask.intersects(WrMask::ATOMIC) || op == WrOpcode::Flush {
                 1
             } else {
@@ -890,7 +890,7 @@ impl Tx {
         self.comp.set_sq_psn(psn);
         self.comp.set_retry_cnt(3);
         self.comp.set_rnr_retry(3);
-        self.req = ReqState::new(psn, 16);
+        self.req = req_rules::State::new(psn, 16);
         let n = 1 + rng.below(6) as usize;
         self.post(rng, n);
         self.resets += 1;
@@ -906,7 +906,7 @@ impl Tx {
             guard += 1;
             assert!(guard < 64, "completer does not settle");
             let before = self.comp.psn;
-            let out = comp_logic::run(&mut self.comp, &mut self.req, &mut self.sq);
+            let out = comp_machine::run(&mut self.comp, &mut self.req, &mut self.sq);
             assert!(
                 psn_diff(self.comp.psn, before) >= 0,
                 "comp.psn went back {before:#x} -> {:#x}",
@@ -989,10 +989,10 @@ fn is_write_open(op: Opcode) -> bool {
 fn valid_request(q: &RxQp, rng: &mut Rng) -> Pkt {
     use Opcode::*;
     let psn = q.st.psn;
-    let rc = q.qp.qp_type == QpType::Rc;
+    let rc = q.qp.qp_type == qp::Type::Rc;
     let pick = |rc_op: Opcode, uc_op: Opcode| if rc { rc_op } else { uc_op };
     match (q.qp.qp_type, q.st.opcode) {
-        (QpType::Ud, _) => {
+        (qp::Type::Ud, _) => {
             let op = if rng.bool() {
                 UdSendOnly
             } else {
@@ -1006,7 +1006,7 @@ fn valid_request(q: &RxQp, rng: &mut Rng) -> Pkt {
             return p;
         }
         // UC drops the rest of a broken message: start a new one.
-        (QpType::Uc, _) if q.st.drop_msg => {}
+        (qp::Type::Uc, _) if q.st.drop_msg => {}
         (_, Some(prev)) if is_send_open(prev) => {
             return if rng.bool() {
                 Pkt::new(pick(RcSendMiddle, UcSendMiddle), q.qpn, psn, MTU as usize)
@@ -1388,9 +1388,9 @@ impl World {
         let tx = Tx::new(&mut rng, PSN_MASK - 2);
         World {
             qps: [
-                RxQp::new(QPN_RC, QpType::Rc, PSN_MASK - 5),
-                RxQp::new(QPN_UC, QpType::Uc, PSN_MASK - 1),
-                RxQp::new(QPN_UD, QpType::Ud, 0),
+                RxQp::new(QPN_RC, qp::Type::Rc, PSN_MASK - 5),
+                RxQp::new(QPN_UC, qp::Type::Uc, PSN_MASK - 1),
+                RxQp::new(QPN_UD, qp::Type::Ud, 0),
             ],
             tx,
             rng,
@@ -1427,7 +1427,7 @@ impl World {
             let q = &self.qps[rng.below(3) as usize];
             let t = valid_request(q, rng).encode();
             // UD takes any source: IPv6 too.
-            if q.qp.qp_type == QpType::Ud && rng.chance(30) {
+            if q.qp.qp_type == qp::Type::Ud && rng.chance(30) {
                 frame6(&t, true)
             } else {
                 frame(&t, true)
@@ -1552,7 +1552,7 @@ fn clean_exchange(w: &mut World) {
         match receive(&frame(&p.encode(), true), &mut stats) {
             Rx::Response(r, payload, orig) => {
                 tx.sq.inbox.push_back((r, payload, orig));
-                let out = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+                let out = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
                 assert!(!out.qp_error);
             }
             other => panic!("clean response not delivered: {other:?}"),
@@ -1610,7 +1610,7 @@ fn fuzz_packets() {
     assert!(w
         .qps
         .iter()
-        .all(|q| q.executed > 0 && q.resets > 0 || q.qp.qp_type == QpType::Ud));
+        .all(|q| q.executed > 0 && q.resets > 0 || q.qp.qp_type == qp::Type::Ud));
     assert!(w.tx.resets > 0);
     // Every kind of request executed on each QP, and every kind of work
     // request completed.

@@ -12,7 +12,7 @@
 // others must be used in full by the kernel build.
 pub(crate) mod accept;
 pub(crate) mod av;
-pub(crate) mod comp_logic;
+pub(crate) mod comp_machine;
 pub(crate) mod conv;
 pub(crate) mod cq_srq;
 pub(crate) mod crc32;
@@ -26,11 +26,11 @@ pub(crate) mod opcode;
 pub(crate) mod params;
 pub(crate) mod post;
 pub(crate) mod psn;
+pub(crate) mod qp;
 pub(crate) mod qp_attr;
-pub(crate) mod qp_state;
-pub(crate) mod req_logic;
-pub(crate) mod resp_logic;
-pub(crate) mod resp_run;
+pub(crate) mod req_rules;
+pub(crate) mod resp_machine;
+pub(crate) mod resp_rules;
 pub(crate) mod ring;
 pub(crate) mod sge_cursor;
 pub(crate) mod tx_frags;

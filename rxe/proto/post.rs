@@ -7,7 +7,7 @@
 
 use super::conv::to_usize;
 use super::params::{limits, MAX_MSG_SZ};
-use super::qp_state::QpType;
+use super::qp;
 use super::uapi::{dma, recv_wqe, send_wqe, send_wr, sge, Sge, WqeState, WrMask, WrOpcode};
 
 /// Why a work request is refused.
@@ -92,7 +92,7 @@ fn sge_length(sges: &[Sge]) -> u64 {
 
 /// `validate_send_wr()` then the opcode switch of `init_send_wr()`.
 pub(crate) fn check_send_wr(
-    qp_type: QpType,
+    qp_type: qp::Type,
     sq: SqLimits,
     wr: &SendWr<'_>,
 ) -> Result<Checked, PostError> {
@@ -166,7 +166,7 @@ fn put_sges(buf: &mut [u8], off: usize, sges: &[Sge]) -> Option<()> {
 /// short.
 pub(crate) fn encode_send_wqe(
     out: &mut [u8],
-    qp_type: QpType,
+    qp_type: qp::Type,
     wr: &SendWr<'_>,
     c: &Checked,
     inline_data: &[u8],
@@ -195,7 +195,7 @@ pub(crate) fn encode_send_wqe(
             put32(out, send_wr::UD_REMOTE_QPN, remote_qpn)?;
             put32(out, send_wr::UD_REMOTE_QKEY, remote_qkey)?;
             put32(out, send_wr::UD_AH_NUM, ah_num)?;
-            if qp_type == QpType::Gsi {
+            if qp_type == qp::Type::Gsi {
                 put(out, send_wr::UD_PKEY_INDEX, &pkey_index.to_ne_bytes())?;
             }
         }
@@ -326,32 +326,35 @@ mod tests {
             pkey_index: 0,
             ah_num: 1,
         };
-        assert!(check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
-        assert!(check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
+        assert!(check_send_wr(qp::Type::Rc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
+        assert!(check_send_wr(qp::Type::Uc, SQ, &wr(WrOpcode::RdmaWrite, rdma, &s[..1])).is_ok());
         assert_eq!(
-            check_send_wr(QpType::Uc, SQ, &wr(WrOpcode::RdmaRead, rdma, &s[..1])),
+            check_send_wr(qp::Type::Uc, SQ, &wr(WrOpcode::RdmaRead, rdma, &s[..1])),
             Err(PostError::Invalid)
         );
         assert_eq!(
-            check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::RdmaWrite, ud, &s[..1])),
+            check_send_wr(qp::Type::Ud, SQ, &wr(WrOpcode::RdmaWrite, ud, &s[..1])),
             Err(PostError::Invalid)
         );
-        assert!(check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::Send, ud, &s[..1])).is_ok());
-        assert!(check_send_wr(QpType::Gsi, SQ, &wr(WrOpcode::SendWithImm, ud, &s[..1])).is_ok());
+        assert!(check_send_wr(qp::Type::Ud, SQ, &wr(WrOpcode::Send, ud, &s[..1])).is_ok());
+        assert!(check_send_wr(qp::Type::Gsi, SQ, &wr(WrOpcode::SendWithImm, ud, &s[..1])).is_ok());
         // In the table for UD, refused by init_send_wr.
         assert_eq!(
-            check_send_wr(QpType::Ud, SQ, &wr(WrOpcode::SendWithInv, ud, &s[..1])),
+            check_send_wr(qp::Type::Ud, SQ, &wr(WrOpcode::SendWithInv, ud, &s[..1])),
             Err(PostError::Invalid)
         );
         assert_eq!(
-            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Lso, Target::None, &s[..1])),
+            check_send_wr(qp::Type::Rc, SQ, &wr(WrOpcode::Lso, Target::None, &s[..1])),
             Err(PostError::Invalid)
         );
         let bad = SendWr {
             opcode: 99,
             ..wr(WrOpcode::Send, Target::None, &s[..1])
         };
-        assert_eq!(check_send_wr(QpType::Rc, SQ, &bad), Err(PostError::Invalid));
+        assert_eq!(
+            check_send_wr(qp::Type::Rc, SQ, &bad),
+            Err(PostError::Invalid)
+        );
     }
 
     #[test]
@@ -359,11 +362,11 @@ mod tests {
         let s = sges(&[1, 2, 3, 4]);
         let one = SqLimits { max_sge: 3, ..SQ };
         assert_eq!(
-            check_send_wr(QpType::Rc, one, &wr(WrOpcode::Send, Target::None, &s)),
+            check_send_wr(qp::Type::Rc, one, &wr(WrOpcode::Send, Target::None, &s)),
             Err(PostError::Invalid)
         );
         assert_eq!(
-            check_send_wr(QpType::Rc, SQ, &wr(WrOpcode::Send, Target::None, &s))
+            check_send_wr(qp::Type::Rc, SQ, &wr(WrOpcode::Send, Target::None, &s))
                 .unwrap()
                 .length,
             10
@@ -375,7 +378,7 @@ mod tests {
         }; 2];
         let lim = SqLimits { max_sge: 2, ..SQ };
         assert_eq!(
-            check_send_wr(QpType::Rc, lim, &wr(WrOpcode::Send, Target::None, &huge)),
+            check_send_wr(qp::Type::Rc, lim, &wr(WrOpcode::Send, Target::None, &huge)),
             Err(PostError::Invalid)
         );
     }
@@ -390,14 +393,14 @@ mod tests {
             rkey: 3,
         };
         assert!(check_send_wr(
-            QpType::Rc,
+            qp::Type::Rc,
             SQ,
             &wr(WrOpcode::AtomicFetchAndAdd, at(0x40), &eight[..1])
         )
         .is_ok());
         assert_eq!(
             check_send_wr(
-                QpType::Rc,
+                qp::Type::Rc,
                 SQ,
                 &wr(WrOpcode::AtomicFetchAndAdd, at(0x44), &eight[..1])
             ),
@@ -406,7 +409,7 @@ mod tests {
         let four = sges(&[4]);
         assert_eq!(
             check_send_wr(
-                QpType::Rc,
+                qp::Type::Rc,
                 SQ,
                 &wr(WrOpcode::AtomicCmpAndSwp, at(0x40), &four[..1])
             ),
@@ -419,9 +422,9 @@ mod tests {
         let s = sges(&[32, 32, 1]);
         let mut w = wr(WrOpcode::Send, Target::None, &s[..2]);
         w.send_flags |= SEND_INLINE;
-        assert!(check_send_wr(QpType::Rc, SQ, &w).unwrap().inline);
+        assert!(check_send_wr(qp::Type::Rc, SQ, &w).unwrap().inline);
         w.sges = &s[..3];
-        assert_eq!(check_send_wr(QpType::Rc, SQ, &w), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(qp::Type::Rc, SQ, &w), Err(PostError::Invalid));
         let mut r = wr(
             WrOpcode::RdmaRead,
             Target::Rdma {
@@ -431,7 +434,7 @@ mod tests {
             &s[..1],
         );
         r.send_flags |= SEND_INLINE;
-        assert_eq!(check_send_wr(QpType::Rc, SQ, &r), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(qp::Type::Rc, SQ, &r), Err(PostError::Invalid));
     }
 
     /// What the encoder writes reads back through the user-WQE parser.
@@ -446,16 +449,16 @@ mod tests {
             },
             &s[..2],
         );
-        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let c = check_send_wr(qp::Type::Rc, SQ, &w).unwrap();
         let mut slot = [0xeeu8; 512];
         assert_eq!(
-            encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 9),
+            encode_send_wqe(&mut slot, qp::Type::Rc, &w, &c, &[], 9),
             Some(true)
         );
         let p = SendWqe::from_bytes(
             &slot,
             &ParseLimits {
-                qp_type: QpType::Rc,
+                qp_type: qp::Type::Rc,
                 max_sge: 4,
                 max_inline: 64,
                 kernel: true,
@@ -494,10 +497,10 @@ mod tests {
             &s[..1],
         );
         w.send_flags |= SEND_INLINE;
-        let c = check_send_wr(QpType::Gsi, SQ, &w).unwrap();
+        let c = check_send_wr(qp::Type::Gsi, SQ, &w).unwrap();
         let mut slot = [0u8; 512];
         assert_eq!(
-            encode_send_wqe(&mut slot, QpType::Gsi, &w, &c, b"abc", 1),
+            encode_send_wqe(&mut slot, qp::Type::Gsi, &w, &c, b"abc", 1),
             Some(true)
         );
         assert_eq!(&slot[send_wqe::DATA..send_wqe::DATA + 3], b"abc");
@@ -510,14 +513,14 @@ mod tests {
             5
         );
         // Plain UD does not carry the P_Key index; no immediate for SEND.
-        let c = check_send_wr(QpType::Ud, SQ, &w).unwrap();
-        encode_send_wqe(&mut slot, QpType::Ud, &w, &c, b"abc", 1).unwrap();
+        let c = check_send_wr(qp::Type::Ud, SQ, &w).unwrap();
+        encode_send_wqe(&mut slot, qp::Type::Ud, &w, &c, b"abc", 1).unwrap();
         assert_eq!(slot[send_wr::UD_PKEY_INDEX], 0);
         assert_eq!(slot[send_wr::EX], 0);
         let p = SendWqe::from_bytes(
             &slot,
             &ParseLimits {
-                qp_type: QpType::Ud,
+                qp_type: qp::Type::Ud,
                 max_sge: 4,
                 max_inline: 64,
                 kernel: true,
@@ -547,7 +550,7 @@ mod tests {
     }
 
     const KERNEL_RC: ParseLimits = ParseLimits {
-        qp_type: QpType::Rc,
+        qp_type: qp::Type::Rc,
         max_sge: 4,
         max_inline: 64,
         kernel: true,
@@ -556,10 +559,10 @@ mod tests {
     #[test]
     fn local_ops_skip_dma_and_ssn() {
         let w = reg_wr();
-        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let c = check_send_wr(qp::Type::Rc, SQ, &w).unwrap();
         let mut slot = [0u8; 256];
         assert_eq!(
-            encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7),
+            encode_send_wqe(&mut slot, qp::Type::Rc, &w, &c, &[], 7),
             Some(false)
         );
         assert_eq!(slot[send_wqe::SSN], 0);
@@ -577,8 +580,8 @@ mod tests {
         // No DMA part: the iova of the WQE itself stays zero.
         assert_eq!(at(send_wqe::IOVA, 8), &[0; 8]);
         // REG_MR is for RC only.
-        assert_eq!(check_send_wr(QpType::Uc, SQ, &w), Err(PostError::Invalid));
-        assert_eq!(check_send_wr(QpType::Ud, SQ, &w), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(qp::Type::Uc, SQ, &w), Err(PostError::Invalid));
+        assert_eq!(check_send_wr(qp::Type::Ud, SQ, &w), Err(PostError::Invalid));
     }
 
     /// A REG_MR the driver wrote reads back from a kernel ring with every
@@ -586,9 +589,9 @@ mod tests {
     #[test]
     fn reg_mr_round_trip_kernel_ring_only() {
         let w = reg_wr();
-        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let c = check_send_wr(qp::Type::Rc, SQ, &w).unwrap();
         let mut slot = [0xeeu8; 512];
-        encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7).unwrap();
+        encode_send_wqe(&mut slot, qp::Type::Rc, &w, &c, &[], 7).unwrap();
         let p = SendWqe::from_bytes(&slot, &KERNEL_RC).unwrap();
         assert_eq!(p.opcode, WrOpcode::RegMr);
         assert_eq!(p.mask, WrMask::LOCAL_OP);
@@ -615,7 +618,7 @@ mod tests {
         );
         // Not on a kernel UC ring either: the opcode table says RC only.
         let uc = ParseLimits {
-            qp_type: QpType::Uc,
+            qp_type: qp::Type::Uc,
             ..KERNEL_RC
         };
         assert!(SendWqe::from_bytes(&slot, &uc).is_err());
@@ -631,10 +634,10 @@ mod tests {
             target: Target::None,
             ..reg_wr()
         };
-        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let c = check_send_wr(qp::Type::Rc, SQ, &w).unwrap();
         let mut slot = [0u8; 512];
         assert_eq!(
-            encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 7),
+            encode_send_wqe(&mut slot, qp::Type::Rc, &w, &c, &[], 7),
             Some(false)
         );
         for kernel in [true, false] {
@@ -658,9 +661,12 @@ mod tests {
     fn short_slot() {
         let s = sges(&[1, 1, 1, 1]);
         let w = wr(WrOpcode::Send, Target::None, &s);
-        let c = check_send_wr(QpType::Rc, SQ, &w).unwrap();
+        let c = check_send_wr(qp::Type::Rc, SQ, &w).unwrap();
         let mut slot = [0u8; send_wqe::LEN + 16];
-        assert_eq!(encode_send_wqe(&mut slot, QpType::Rc, &w, &c, &[], 1), None);
+        assert_eq!(
+            encode_send_wqe(&mut slot, qp::Type::Rc, &w, &c, &[], 1),
+            None
+        );
     }
 
     #[test]

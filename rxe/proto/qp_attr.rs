@@ -6,7 +6,7 @@
 
 use super::av::{av_from_ah_attr, check_ah_attr, AhAttr};
 use super::params::{limits, IbMtu, PORT_ATTR};
-use super::qp_state::{modify_is_ok, AttrMask, QpState, QpType};
+use super::qp::{self, modify_is_ok, AttrMask};
 use super::uapi::{access, Av};
 
 /// Why a request is refused. The driver turns it into the errno.
@@ -82,11 +82,11 @@ pub(crate) struct InitAttr {
 /// The create_flags test of `rxe_create_qp()` then `rxe_qp_chk_init()`:
 /// the QP type, its CQs and capabilities, and for GSI the port and that the
 /// device has no GSI QP yet.
-pub(crate) fn check_init(init: &InitAttr, gsi_exists: bool) -> Result<QpType, AttrError> {
+pub(crate) fn check_init(init: &InitAttr, gsi_exists: bool) -> Result<qp::Type, AttrError> {
     if init.create_flags != 0 {
         return Err(AttrError::NotSupported);
     }
-    let qp_type = QpType::try_from(init.qp_type).map_err(|_| AttrError::NotSupported)?;
+    let qp_type = qp::Type::try_from(init.qp_type).map_err(|_| AttrError::NotSupported)?;
     if !qp_type.rxe_supported() {
         return Err(AttrError::NotSupported);
     }
@@ -94,7 +94,7 @@ pub(crate) fn check_init(init: &InitAttr, gsi_exists: bool) -> Result<QpType, At
         return Err(AttrError::Invalid);
     }
     check_caps(&init.cap, init.has_srq)?;
-    if qp_type == QpType::Gsi && (!port_is_valid(init.port_num) || gsi_exists) {
+    if qp_type == qp::Type::Gsi && (!port_is_valid(init.port_num) || gsi_exists) {
         return Err(AttrError::Invalid);
     }
     Ok(qp_type)
@@ -181,7 +181,7 @@ fn ah_of(attr: &Option<AhAttr>) -> Result<&AhAttr, AttrError> {
 pub(crate) fn check_modify(
     mask: AttrMask,
     attr: &ModifyAttr,
-    qp_type: QpType,
+    qp_type: qp::Type,
     has_srq: bool,
 ) -> Result<(), AttrError> {
     if mask.intersects(!AttrMask::STANDARD_BITS) {
@@ -194,7 +194,7 @@ pub(crate) fn check_modify(
         check_caps(&attr.cap, has_srq)?;
     }
     if mask.intersects(AttrMask::ACCESS_FLAGS) {
-        if !matches!(qp_type, QpType::Rc | QpType::Uc) {
+        if !matches!(qp_type, qp::Type::Rc | qp::Type::Uc) {
             return Err(AttrError::Invalid);
         }
         if attr.qp_access_flags & !ACCESS_SUPPORTED_QP != 0 {
@@ -238,7 +238,7 @@ fn rd_atomic_depth(v: u8) -> u8 {
 /// plus its primary and alternate paths).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct QpAttrs {
-    pub(crate) state: QpState,
+    pub(crate) state: qp::State,
     /// Set on entering SQD; cleared once the send queue has drained.
     pub(crate) sq_draining: bool,
     /// Raw `enum ib_mtu`; only values up to 4096 are accepted, but 0 is.
@@ -267,9 +267,9 @@ pub(crate) struct QpAttrs {
 
 impl QpAttrs {
     /// A new QP: RESET, 256-byte path MTU; only GSI QPs know their port.
-    pub(crate) fn new(qp_type: QpType, init_port: u32) -> QpAttrs {
+    pub(crate) fn new(qp_type: qp::Type, init_port: u32) -> QpAttrs {
         QpAttrs {
-            state: QpState::Reset,
+            state: qp::State::Reset,
             sq_draining: false,
             path_mtu: IbMtu::Mtu256.as_raw(),
             path_mig_state: 0,
@@ -284,7 +284,11 @@ impl QpAttrs {
             max_rd_atomic: 0,
             max_dest_rd_atomic: 0,
             min_rnr_timer: 0,
-            port_num: if qp_type == QpType::Gsi { init_port } else { 0 },
+            port_num: if qp_type == qp::Type::Gsi {
+                init_port
+            } else {
+                0
+            },
             timeout: 0,
             retry_cnt: 0,
             rnr_retry: 0,
@@ -302,18 +306,18 @@ impl QpAttrs {
         &self,
         mask: AttrMask,
         attr: &ModifyAttr,
-        qp_type: QpType,
-    ) -> Result<QpState, AttrError> {
+        qp_type: qp::Type,
+    ) -> Result<qp::State, AttrError> {
         let cur = if mask.intersects(AttrMask::CUR_STATE) {
-            QpState::try_from(attr.cur_qp_state).map_err(|_| AttrError::Invalid)?
+            qp::State::try_from(attr.cur_qp_state).map_err(|_| AttrError::Invalid)?
         } else {
             self.state
         };
-        let next = QpState::try_from(attr.qp_state).map_err(|_| AttrError::Invalid)?;
+        let next = qp::State::try_from(attr.qp_state).map_err(|_| AttrError::Invalid)?;
         if !modify_is_ok(cur, next, qp_type, mask) {
             return Err(AttrError::Invalid);
         }
-        if cur == QpState::Sqd && self.sq_draining && next != QpState::Err {
+        if cur == qp::State::Sqd && self.sq_draining && next != qp::State::Err {
             return Err(AttrError::Invalid);
         }
         Ok(next)
@@ -328,8 +332,8 @@ impl QpAttrs {
         &mut self,
         mask: AttrMask,
         attr: &ModifyAttr,
-        qp_type: QpType,
-    ) -> Result<Option<QpState>, AttrError> {
+        qp_type: qp::Type,
+    ) -> Result<Option<qp::State>, AttrError> {
         let pri_av = if mask.intersects(AttrMask::AV) {
             Some(av_from_ah_attr(ah_of(&attr.ah_attr)?)?)
         } else {
@@ -348,7 +352,7 @@ impl QpAttrs {
 
         if let Some(s) = new_state {
             self.state = s;
-            if s == QpState::Sqd {
+            if s == qp::State::Sqd {
                 self.sq_draining = true;
             }
         }

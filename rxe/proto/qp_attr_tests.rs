@@ -7,7 +7,7 @@ use super::*;
 
 fn rc_rtr() -> (AttrMask, ModifyAttr) {
     let mut a = ModifyAttr::zeroed();
-    a.qp_state = QpState::Rtr.as_raw();
+    a.qp_state = qp::State::Rtr.as_raw();
     a.ah_attr = Some(ah(sgid_v4(), sgid_v4().gid));
     a.path_mtu = 3;
     a.dest_qp_num = 0x11;
@@ -26,7 +26,7 @@ fn rc_rtr() -> (AttrMask, ModifyAttr) {
 
 fn init_rc() -> (AttrMask, ModifyAttr) {
     let mut a = ModifyAttr::zeroed();
-    a.qp_state = QpState::Init.as_raw();
+    a.qp_state = qp::State::Init.as_raw();
     a.port_num = 1;
     a.qp_access_flags = access::REMOTE_WRITE | access::LOCAL_WRITE;
     (
@@ -96,7 +96,7 @@ fn caps_limits() {
 #[test]
 fn init_checks_in_c_order() {
     let base = InitAttr {
-        qp_type: QpType::Rc.as_raw(),
+        qp_type: qp::Type::Rc.as_raw(),
         create_flags: 0,
         has_send_cq: true,
         has_recv_cq: true,
@@ -110,7 +110,7 @@ fn init_checks_in_c_order() {
         },
         port_num: 0,
     };
-    assert_eq!(check_init(&base, false), Ok(QpType::Rc));
+    assert_eq!(check_init(&base, false), Ok(qp::Type::Rc));
     assert_eq!(
         check_init(
             &InitAttr {
@@ -134,10 +134,10 @@ fn init_checks_in_c_order() {
         Err(AttrError::NotSupported)
     );
     for t in [
-        QpType::Smi,
-        QpType::RawPacket,
-        QpType::XrcIni,
-        QpType::XrcTgt,
+        qp::Type::Smi,
+        qp::Type::RawPacket,
+        qp::Type::XrcIni,
+        qp::Type::XrcTgt,
     ] {
         assert_eq!(
             check_init(
@@ -177,11 +177,11 @@ fn init_checks_in_c_order() {
         Err(AttrError::NotSupported)
     );
     let gsi = InitAttr {
-        qp_type: QpType::Gsi.as_raw(),
+        qp_type: qp::Type::Gsi.as_raw(),
         port_num: 1,
         ..base
     };
-    assert_eq!(check_init(&gsi, false), Ok(QpType::Gsi));
+    assert_eq!(check_init(&gsi, false), Ok(qp::Type::Gsi));
     assert_eq!(check_init(&gsi, true), Err(AttrError::Invalid));
     assert_eq!(
         check_init(&InitAttr { port_num: 2, ..gsi }, false),
@@ -196,7 +196,7 @@ fn init_checks_in_c_order() {
             },
             true
         ),
-        Ok(QpType::Rc)
+        Ok(qp::Type::Rc)
     );
     assert_eq!(
         check_init(
@@ -216,18 +216,18 @@ fn init_checks_in_c_order() {
 #[test]
 fn modify_checks() {
     let (m, a) = init_rc();
-    assert_eq!(check_modify(m, &a, QpType::Rc, false), Ok(()));
+    assert_eq!(check_modify(m, &a, qp::Type::Rc, false), Ok(()));
     assert_eq!(
-        check_modify(m | AttrMask::RATE_LIMIT, &a, QpType::Rc, false),
+        check_modify(m | AttrMask::RATE_LIMIT, &a, qp::Type::Rc, false),
         Err(AttrError::NotSupported)
     );
     assert_eq!(
-        check_modify(m, &ModifyAttr { port_num: 2, ..a }, QpType::Rc, false),
+        check_modify(m, &ModifyAttr { port_num: 2, ..a }, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
     // Access flags only on connected QPs, and only rxe's bits.
     assert_eq!(
-        check_modify(m, &a, QpType::Ud, false),
+        check_modify(m, &a, qp::Type::Ud, false),
         Err(AttrError::Invalid)
     );
     let zb = ModifyAttr {
@@ -235,26 +235,26 @@ fn modify_checks() {
         ..a
     };
     assert_eq!(
-        check_modify(m, &zb, QpType::Rc, false),
+        check_modify(m, &zb, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
     let relaxed = ModifyAttr {
         qp_access_flags: access::RELAXED_ORDERING,
         ..a
     };
-    assert_eq!(check_modify(m, &relaxed, QpType::Uc, false), Ok(()));
+    assert_eq!(check_modify(m, &relaxed, qp::Type::Uc, false), Ok(()));
 
     let mtu = AttrMask::PATH_MTU;
     assert_eq!(
-        check_modify(mtu, &ModifyAttr { path_mtu: 5, ..a }, QpType::Rc, false),
+        check_modify(mtu, &ModifyAttr { path_mtu: 5, ..a }, qp::Type::Rc, false),
         Ok(())
     );
     assert_eq!(
-        check_modify(mtu, &ModifyAttr { path_mtu: 6, ..a }, QpType::Rc, false),
+        check_modify(mtu, &ModifyAttr { path_mtu: 6, ..a }, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
     assert_eq!(
-        check_modify(mtu, &ModifyAttr { path_mtu: 0, ..a }, QpType::Rc, false),
+        check_modify(mtu, &ModifyAttr { path_mtu: 0, ..a }, qp::Type::Rc, false),
         Ok(())
     );
     let rd = AttrMask::MAX_QP_RD_ATOMIC;
@@ -265,7 +265,7 @@ fn modify_checks() {
                 max_rd_atomic: 128,
                 ..a
             },
-            QpType::Rc,
+            qp::Type::Rc,
             false
         ),
         Ok(())
@@ -277,7 +277,7 @@ fn modify_checks() {
                 max_rd_atomic: 129,
                 ..a
             },
-            QpType::Rc,
+            qp::Type::Rc,
             false
         ),
         Err(AttrError::Invalid)
@@ -290,18 +290,18 @@ fn modify_checks() {
                 max_dest_rd_atomic: 255,
                 ..a
             },
-            QpType::Rc,
+            qp::Type::Rc,
             false
         ),
         Ok(())
     );
     let to = AttrMask::TIMEOUT;
     assert_eq!(
-        check_modify(to, &ModifyAttr { timeout: 31, ..a }, QpType::Rc, false),
+        check_modify(to, &ModifyAttr { timeout: 31, ..a }, qp::Type::Rc, false),
         Ok(())
     );
     assert_eq!(
-        check_modify(to, &ModifyAttr { timeout: 32, ..a }, QpType::Rc, false),
+        check_modify(to, &ModifyAttr { timeout: 32, ..a }, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
     let cap = AttrMask::CAP;
@@ -313,10 +313,10 @@ fn modify_checks() {
         ..a
     };
     assert_eq!(
-        check_modify(cap, &big, QpType::Rc, false),
+        check_modify(cap, &big, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
-    assert_eq!(check_modify(cap, &big, QpType::Rc, true), Ok(()));
+    assert_eq!(check_modify(cap, &big, qp::Type::Rc, true), Ok(()));
 
     let alt = AttrMask::ALT_PATH;
     let mut with_alt = ModifyAttr {
@@ -324,47 +324,47 @@ fn modify_checks() {
         alt_port_num: 1,
         ..a
     };
-    assert_eq!(check_modify(alt, &with_alt, QpType::Rc, false), Ok(()));
+    assert_eq!(check_modify(alt, &with_alt, qp::Type::Rc, false), Ok(()));
     with_alt.alt_timeout = 32;
     assert_eq!(
-        check_modify(alt, &with_alt, QpType::Rc, false),
+        check_modify(alt, &with_alt, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
     assert_eq!(
-        check_modify(alt, &a, QpType::Rc, false),
+        check_modify(alt, &a, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
     assert_eq!(
-        check_modify(AttrMask::AV, &a, QpType::Rc, false),
+        check_modify(AttrMask::AV, &a, qp::Type::Rc, false),
         Err(AttrError::Invalid)
     );
 }
 
 #[test]
 fn state_machine_and_storage() {
-    let mut q = QpAttrs::new(QpType::Rc, 0);
+    let mut q = QpAttrs::new(qp::Type::Rc, 0);
     assert_eq!(q.path_mtu, 1);
     assert_eq!(q.mtu_bytes(), Some(256));
     let (m, a) = init_rc();
-    assert_eq!(q.modify(m, &a, QpType::Rc), Ok(Some(QpState::Init)));
+    assert_eq!(q.modify(m, &a, qp::Type::Rc), Ok(Some(qp::State::Init)));
     assert_eq!(q.port_num, 1);
     assert_eq!(q.access_flags, access::REMOTE_WRITE | access::LOCAL_WRITE);
 
     // INIT -> RTS is not a transition.
     let mut rts = ModifyAttr::zeroed();
-    rts.qp_state = QpState::Rts.as_raw();
+    rts.qp_state = qp::State::Rts.as_raw();
     assert_eq!(
-        q.modify(AttrMask::STATE, &rts, QpType::Rc),
+        q.modify(AttrMask::STATE, &rts, qp::Type::Rc),
         Err(AttrError::Invalid)
     );
     // RTR without its required attributes.
     let (m, a) = rc_rtr();
     assert_eq!(
-        q.modify(m & !AttrMask::DEST_QPN, &a, QpType::Rc),
+        q.modify(m & !AttrMask::DEST_QPN, &a, qp::Type::Rc),
         Err(AttrError::Invalid)
     );
-    assert_eq!(q.state, QpState::Init);
-    assert_eq!(q.modify(m, &a, QpType::Rc), Ok(Some(QpState::Rtr)));
+    assert_eq!(q.state, qp::State::Init);
+    assert_eq!(q.modify(m, &a, qp::Type::Rc), Ok(Some(qp::State::Rtr)));
     assert_eq!(q.rq_psn, 5);
     assert_eq!(q.max_dest_rd_atomic, 4);
     assert_eq!(q.dest_qp_num, 0x11);
@@ -372,7 +372,7 @@ fn state_machine_and_storage() {
     assert!(q.pri_av.is_some());
 
     let mut r = ModifyAttr::zeroed();
-    r.qp_state = QpState::Rts.as_raw();
+    r.qp_state = qp::State::Rts.as_raw();
     r.sq_psn = 0xff_abcdef;
     r.timeout = 14;
     r.retry_cnt = 7;
@@ -384,27 +384,27 @@ fn state_machine_and_storage() {
         | AttrMask::RETRY_CNT
         | AttrMask::RNR_RETRY
         | AttrMask::MAX_QP_RD_ATOMIC;
-    assert_eq!(q.modify(rm, &r, QpType::Rc), Ok(Some(QpState::Rts)));
+    assert_eq!(q.modify(rm, &r, qp::Type::Rc), Ok(Some(qp::State::Rts)));
     assert_eq!(q.sq_psn, 0xabcdef);
     assert_eq!(q.max_rd_atomic, 4);
     assert_eq!(q.timeout_ns(), Some(4096 << 14));
 
     let mut sqd = ModifyAttr::zeroed();
-    sqd.qp_state = QpState::Sqd.as_raw();
+    sqd.qp_state = qp::State::Sqd.as_raw();
     assert_eq!(
-        q.modify(AttrMask::STATE, &sqd, QpType::Rc),
-        Ok(Some(QpState::Sqd))
+        q.modify(AttrMask::STATE, &sqd, qp::Type::Rc),
+        Ok(Some(qp::State::Sqd))
     );
     assert!(q.sq_draining);
     // Draining: back to RTS refused, to ERR allowed.
     assert_eq!(
-        q.modify(AttrMask::STATE, &rts, QpType::Rc),
+        q.modify(AttrMask::STATE, &rts, qp::Type::Rc),
         Err(AttrError::Invalid)
     );
     q.sq_draining = false;
     assert_eq!(
-        q.modify(AttrMask::STATE, &rts, QpType::Rc),
-        Ok(Some(QpState::Rts))
+        q.modify(AttrMask::STATE, &rts, qp::Type::Rc),
+        Ok(Some(qp::State::Rts))
     );
 
     // Attributes without STATE are stored with no transition rule.
@@ -412,20 +412,20 @@ fn state_machine_and_storage() {
         qkey: 0x1234,
         ..ModifyAttr::zeroed()
     };
-    assert_eq!(q.modify(AttrMask::QKEY, &qk, QpType::Rc), Ok(None));
+    assert_eq!(q.modify(AttrMask::QKEY, &qk, qp::Type::Rc), Ok(None));
     assert_eq!(q.qkey, 0x1234);
 
     let mut err = ModifyAttr::zeroed();
-    err.qp_state = QpState::Err.as_raw();
+    err.qp_state = qp::State::Err.as_raw();
     assert_eq!(
-        q.modify(AttrMask::STATE, &err, QpType::Rc),
-        Ok(Some(QpState::Err))
+        q.modify(AttrMask::STATE, &err, qp::Type::Rc),
+        Ok(Some(qp::State::Err))
     );
     let mut reset = ModifyAttr::zeroed();
-    reset.qp_state = QpState::Reset.as_raw();
+    reset.qp_state = qp::State::Reset.as_raw();
     assert_eq!(
-        q.modify(AttrMask::STATE, &reset, QpType::Rc),
-        Ok(Some(QpState::Reset))
+        q.modify(AttrMask::STATE, &reset, qp::Type::Rc),
+        Ok(Some(qp::State::Reset))
     );
     // Reset keeps the stored attributes.
     assert_eq!(q.qkey, 0x1234);
@@ -435,7 +435,7 @@ fn state_machine_and_storage() {
         ..ModifyAttr::zeroed()
     };
     assert_eq!(
-        q.modify(AttrMask::STATE, &bogus, QpType::Rc),
+        q.modify(AttrMask::STATE, &bogus, qp::Type::Rc),
         Err(AttrError::Invalid)
     );
 }
@@ -443,16 +443,16 @@ fn state_machine_and_storage() {
 #[test]
 fn cur_state_assertion_follows_c() {
     // C trusts the asserted current state for the transition check.
-    let mut q = QpAttrs::new(QpType::Ud, 0);
+    let mut q = QpAttrs::new(qp::Type::Ud, 0);
     let mut a = ModifyAttr::zeroed();
-    a.cur_qp_state = QpState::Rts.as_raw();
-    a.qp_state = QpState::Rts.as_raw();
+    a.cur_qp_state = qp::State::Rts.as_raw();
+    a.qp_state = qp::State::Rts.as_raw();
     let m = AttrMask::STATE | AttrMask::CUR_STATE;
-    assert_eq!(q.modify(m, &a, QpType::Ud), Ok(Some(QpState::Rts)));
+    assert_eq!(q.modify(m, &a, qp::Type::Ud), Ok(Some(qp::State::Rts)));
     // But not from states a QP cannot be in unknowingly.
-    let mut q = QpAttrs::new(QpType::Ud, 0);
-    a.cur_qp_state = QpState::Init.as_raw();
-    assert_eq!(q.modify(m, &a, QpType::Ud), Err(AttrError::Invalid));
+    let mut q = QpAttrs::new(qp::Type::Ud, 0);
+    a.cur_qp_state = qp::State::Init.as_raw();
+    assert_eq!(q.modify(m, &a, qp::Type::Ud), Err(AttrError::Invalid));
 }
 
 #[test]
@@ -468,6 +468,6 @@ fn rd_atomic_rounding() {
 
 #[test]
 fn gsi_knows_its_port() {
-    assert_eq!(QpAttrs::new(QpType::Gsi, 1).port_num, 1);
-    assert_eq!(QpAttrs::new(QpType::Ud, 1).port_num, 0);
+    assert_eq!(QpAttrs::new(qp::Type::Gsi, 1).port_num, 1);
+    assert_eq!(QpAttrs::new(qp::Type::Ud, 1).port_num, 0);
 }

@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! End-to-end check of the three state machines: an RC requester and
-//! completer (req_logic, comp_logic) talk to a responder (resp_logic,
-//! resp_run) over a network that drops, duplicates and delays packets.
+//! completer (req_rules, comp_machine) talk to a responder (resp_rules,
+//! resp_machine) over a network that drops, duplicates and delays packets.
 //! Every message must complete once, in order, with the right data, and
 //! every atomic must execute exactly once.
 
-use super::comp_logic::{self, CompState, CopyFault, Head, Response, Sq};
+use super::comp_machine::{self, CopyFault, Head, Response, Sq};
 use super::headers::{AtmEth, Reth};
 use super::mr_logic::Access;
 use super::opcode::Mask;
 use super::psn::{psn_add, PSN_MASK};
-use super::qp_state::QpType;
-use super::req_logic::{
-    begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, ReqState, Step,
-    WqeInfo,
+use super::qp;
+use super::req_rules::{
+    self, begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, Step, WqeInfo,
 };
-use super::resp_logic::{Request, RespQp, RespState};
-use super::resp_run;
+use super::resp_machine;
+use super::resp_rules::{self, Request, RespQp};
 use super::test_model::{Out, RespModel};
 use super::test_rng::Rng;
 use super::uapi::{access, SendFlags, WcOpcode, WcStatus, WrOpcode};
@@ -104,8 +103,8 @@ impl Sq for SqModel {
 
 struct Sender {
     qp: ReqQp,
-    req: ReqState,
-    comp: CompState,
+    req: req_rules::State,
+    comp: comp_machine::State,
     sq: SqModel,
     wqe_index: usize,
 }
@@ -197,7 +196,7 @@ impl Sender {
 }
 
 struct Receiver {
-    st: RespState,
+    st: resp_rules::State,
     qp: RespQp,
     io: RespModel,
 }
@@ -236,7 +235,7 @@ struct Expect {
     counter0: u64,
 }
 
-fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: QpType) -> (Vec<SWqe>, Expect) {
+fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: qp::Type) -> (Vec<SWqe>, Expect) {
     let mut wqes = Vec::new();
     let mut ex = Expect {
         recvs: Vec::new(),
@@ -249,7 +248,7 @@ fn build(rng: &mut Rng, n: usize, io: &mut RespModel, qp_type: QpType) -> (Vec<S
         .get(&KEY_A)
         .map_or(0, |m| u64::from_ne_bytes(m.data[..8].try_into().unwrap()));
     for i in 0..n {
-        let kind = rng.below(if qp_type == QpType::Rc { 6 } else { 4 });
+        let kind = rng.below(if qp_type == qp::Type::Rc { 6 } else { 4 });
         let len = if rng.chance(20) {
             rng.below(3)
         } else {
@@ -314,11 +313,11 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
     io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
     io.mr(KEY_R, BASE_R, 8192, Access::REMOTE);
     io.mr(KEY_A, BASE_A, 64, Access::REMOTE);
-    let (wqes, ex) = build(&mut rng, n, &mut io, QpType::Rc);
+    let (wqes, ex) = build(&mut rng, n, &mut io, qp::Type::Rc);
     let mut rx = Receiver {
-        st: RespState::new(start_psn, 4),
+        st: resp_rules::State::new(start_psn, 4),
         qp: RespQp {
-            qp_type: QpType::Rc,
+            qp_type: qp::Type::Rc,
             mtu: MTU,
             access: access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC,
             srq: false,
@@ -328,13 +327,13 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
     };
     let mut tx = Sender {
         qp: ReqQp {
-            qp_type: QpType::Rc,
+            qp_type: qp::Type::Rc,
             path_mtu: MTU,
             port_mtu: 4096,
             max_rd_atomic: 4,
         },
-        req: ReqState::new(start_psn, 4),
-        comp: CompState::new(start_psn, 7, 7),
+        req: req_rules::State::new(start_psn, 4),
+        comp: comp_machine::State::new(start_psn, 7, 7),
         sq: SqModel {
             wqes,
             ..SqModel::default()
@@ -396,7 +395,7 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         }
         let ncqe = rx.io.cqes.len();
         for _ in 0..10_000 {
-            let o = resp_run::run(&mut rx.st, &rx.qp, &mut rx.io);
+            let o = resp_machine::run(&mut rx.st, &rx.qp, &mut rx.io);
             assert!(!o.qp_error, "seed {seed}: responder failed");
             if !o.progress {
                 break;
@@ -427,7 +426,7 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         moved |= net.carry(out, &mut tx.sq.inbox);
         let mut idle = !moved;
         for _ in 0..10_000 {
-            let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             if trace() {
                 std::println!(
                     "{tick} COMP {o:?} comp.psn={} op={:?} req.psn={} consumer={} retry={}",
@@ -460,7 +459,7 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
             if trace() {
                 std::println!("{tick} TIMEOUT");
             }
-            let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             assert!(!o.qp_error, "seed {seed}: retries exhausted");
         }
     }
@@ -579,12 +578,12 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
     let start_psn = PSN_MASK - rng.below(100);
     let mut io = RespModel::default();
     io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
-    let (wqes, ex) = build(&mut rng, n, &mut io, QpType::Uc);
+    let (wqes, ex) = build(&mut rng, n, &mut io, qp::Type::Uc);
     io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
     let mut rx = Receiver {
-        st: RespState::new(start_psn, 0),
+        st: resp_rules::State::new(start_psn, 0),
         qp: RespQp {
-            qp_type: QpType::Uc,
+            qp_type: qp::Type::Uc,
             mtu: MTU,
             access: access::REMOTE_WRITE,
             srq: false,
@@ -594,13 +593,13 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
     };
     let mut tx = Sender {
         qp: ReqQp {
-            qp_type: QpType::Uc,
+            qp_type: qp::Type::Uc,
             path_mtu: MTU,
             port_mtu: 4096,
             max_rd_atomic: 0,
         },
-        req: ReqState::new(start_psn, 0),
-        comp: CompState::new(start_psn, 7, 7),
+        req: req_rules::State::new(start_psn, 0),
+        comp: comp_machine::State::new(start_psn, 7, 7),
         sq: SqModel {
             wqes,
             ..SqModel::default()
@@ -637,7 +636,7 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
         }
         let ncqe = rx.io.cqes.len();
         for _ in 0..10_000 {
-            let o = resp_run::run(&mut rx.st, &rx.qp, &mut rx.io);
+            let o = resp_machine::run(&mut rx.st, &rx.qp, &mut rx.io);
             assert!(!o.qp_error, "seed {seed}: UC responder failed");
             if !o.progress {
                 break;
@@ -654,7 +653,7 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
                 );
             }
         }
-        let o = comp_logic::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+        let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
         assert!(!o.qp_error && !o.progress);
     }
     assert!(tx

@@ -5,11 +5,11 @@
 
 use super::events::Event;
 use super::mr_logic::{Access, AtomicOp, InvalidateError};
-use super::resp_logic::{Request, Target, GRH_LEN};
-use super::resp_run::{
+use super::resp_machine::{
     AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
+use super::resp_rules::{Request, Target, GRH_LEN};
 use std::collections::{BTreeMap, VecDeque};
 use std::vec::Vec;
 

@@ -10,7 +10,7 @@
 //! fragments than that falls back to the copy.
 
 use super::conv::to_usize;
-use super::qp_state::QpType;
+use super::qp;
 
 /// Smallest payload sent as fragments. Below it a copy is cheaper than the
 /// page references and the trailer fragment: the bench's 4 KiB and 64 KiB
@@ -29,8 +29,8 @@ pub(crate) const MAX_PAYLOAD_FRAGS: usize = 16;
 /// after the skb has left. UC and UD complete as the packet is handed to
 /// the IP layer, while the skb may still wait in a qdisc and the user could
 /// already be writing the buffer again.
-pub(crate) fn wants_frags(qp_type: QpType, payload_len: usize) -> bool {
-    qp_type == QpType::Rc && payload_len >= MIN_FRAG_PAYLOAD
+pub(crate) fn wants_frags(qp_type: qp::Type, payload_len: usize) -> bool {
+    qp_type == qp::Type::Rc && payload_len >= MIN_FRAG_PAYLOAD
 }
 
 /// One fragment: a page handle, the offset in the page and the length.
@@ -142,12 +142,12 @@ mod tests {
 
     #[test]
     fn rc_only_and_not_small() {
-        assert!(wants_frags(QpType::Rc, 4096));
-        assert!(wants_frags(QpType::Rc, MIN_FRAG_PAYLOAD));
-        assert!(!wants_frags(QpType::Rc, MIN_FRAG_PAYLOAD - 1));
-        assert!(!wants_frags(QpType::Uc, 4096));
-        assert!(!wants_frags(QpType::Ud, 4096));
-        assert!(!wants_frags(QpType::Gsi, 4096));
+        assert!(wants_frags(qp::Type::Rc, 4096));
+        assert!(wants_frags(qp::Type::Rc, MIN_FRAG_PAYLOAD));
+        assert!(!wants_frags(qp::Type::Rc, MIN_FRAG_PAYLOAD - 1));
+        assert!(!wants_frags(qp::Type::Uc, 4096));
+        assert!(!wants_frags(qp::Type::Ud, 4096));
+        assert!(!wants_frags(qp::Type::Gsi, 4096));
     }
 
     #[test]

@@ -24,7 +24,7 @@
 //! of object (the task and timer helpers give all tasks one `rxe_task` and
 //! all timers one `rxe_timer`).
 //!
-//! QP engines (this file, `comp.rs`, `req.rs`, `resp.rs`):
+//! QP engines (this file, `completer.rs`, `requester.rs`, `responder.rs`):
 //!
 //! - `rxe_qp_comp` (`Shared::comp`: the completer's CQE batch and ODP
 //!   retry state, held for a whole completer step) -> `rxe_qp_comp_pkts`
@@ -133,15 +133,16 @@ use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
 use crate::rxe::proto::params::pacing::INLINE_STEPS;
+use crate::rxe::proto::qp::AttrMask;
+pub(crate) use crate::rxe::proto::qp::{State, Type};
 use crate::rxe::proto::qp_attr::{
     self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
 };
-use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::ucontext::Ucontext;
-use crate::rxe::{comp, req};
+use crate::rxe::{completer, requester};
 use crate::rxe::{cq, srq};
 
 /// SGEs a WQE has at most.
@@ -196,8 +197,8 @@ pub(crate) struct Rq {
     sges: KVec<Sge>,
 }
 
-/// State and attributes, changed by modify_qp and the datapath.
-pub(crate) struct State {
+/// Status and attributes, changed by modify_qp and the datapath.
+pub(crate) struct Status {
     /// Cleared by destroy: nothing may start on the QP afterwards.
     pub(crate) valid: bool,
     pub(crate) attrs: QpAttrs,
@@ -219,7 +220,7 @@ pub(crate) struct Shared {
     pub(crate) qpn: u32,
     /// The index in the device's QP pool (the QPN, except for GSI).
     pub(crate) index: u32,
-    pub(crate) qp_type: QpType,
+    pub(crate) qp_type: Type,
     /// Identity of the QP's PD, for AH and MR checks.
     pub(crate) pd: usize,
     /// The rings are shared with user space.
@@ -232,7 +233,7 @@ pub(crate) struct Shared {
     pub(crate) sq_caps: SqCaps,
     pub(crate) rq_caps: RqCaps,
     #[pin]
-    pub(crate) state: SpinLockIrq<State>,
+    pub(crate) state: SpinLockIrq<Status>,
     #[pin]
     pub(crate) sq: SpinLockIrq<Sq>,
     /// `None` with an SRQ.
@@ -246,19 +247,19 @@ pub(crate) struct Shared {
     /// device is released, which drops this reference.
     pub(crate) dev: DeviceRef,
     /// The engines' transmit socket and skb count.
-    pub(crate) flow: TxFlow<req::ReqWake>,
+    pub(crate) flow: TxFlow<requester::ReqWake>,
 
-    // The datapath engines' locks (rxe/req.rs, rxe/comp.rs, rxe/resp.rs;
+    // The datapath engines' locks (rxe/requester.rs, rxe/completer.rs, rxe/responder.rs;
     // their order is in the module doc): the requester and the completer
     // share `req` (one protocol state), the responder has `resp`.
     #[pin]
-    pub(crate) req: SpinLockBh<req::State>,
+    pub(crate) req: SpinLockBh<requester::State>,
     /// The completer's CQE batch and ODP retries, held for a whole
     /// completer step, outside `req`.
     #[pin]
-    pub(crate) comp: SpinLockBh<comp::State>,
+    pub(crate) comp: SpinLockBh<completer::State>,
     #[pin]
-    pub(crate) resp: SpinLockBh<crate::rxe::resp::State>,
+    pub(crate) resp: SpinLockBh<crate::rxe::responder::State>,
     /// Acknowledgements and read responses waiting for the completer.
     #[pin]
     pub(crate) comp_pkts: SpinLockBh<Fifo<RxPacket>>,
@@ -311,7 +312,7 @@ impl_has_timer! {
 
 impl Shared {
     /// Whether the QP is live and in `state`.
-    pub(crate) fn is_in(&self, state: QpState) -> bool {
+    pub(crate) fn is_in(&self, state: State) -> bool {
         let s = self.state.lock();
         s.valid && s.attrs.state == state
     }
@@ -433,7 +434,7 @@ impl Shared {
         self.rnr_timer.cancel(self);
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
-        req::reset(self);
+        requester::reset(self);
         self.send_task.enable();
         self.resp_task.enable();
     }
@@ -474,8 +475,8 @@ impl Shared {
                 }
             }
         };
-        half(&self.want_comp, comp::step);
-        half(&self.want_req, req::step);
+        half(&self.want_comp, completer::step);
+        half(&self.want_req, requester::step);
         if defer {
             Progress::Defer
         } else if more {
@@ -490,7 +491,7 @@ impl Shared {
     pub(crate) fn finish_sq_drain(&self) {
         let drained = {
             let mut s = self.state.lock();
-            let done = s.valid && s.attrs.state == QpState::Sqd && s.attrs.sq_draining;
+            let done = s.valid && s.attrs.state == State::Sqd && s.attrs.sq_draining;
             if done {
                 s.attrs.sq_draining = false;
             }
@@ -550,7 +551,7 @@ pub(crate) struct QueryResult {
     pub(crate) attrs: QpAttrs,
     pub(crate) cap: Caps,
     pub(crate) sig_all: bool,
-    pub(crate) qp_type: QpType,
+    pub(crate) qp_type: Type,
 }
 
 /// Undoes the parts of a create that are done when a later one fails.
@@ -616,7 +617,7 @@ impl Qp {
             (None, _) => None,
             (Some(_), None) => return Err(EINVAL),
         };
-        let is_gsi_request = args.init.qp_type == QpType::Gsi.as_raw();
+        let is_gsi_request = args.init.qp_type == Type::Gsi.as_raw();
         let gsi_claimed = is_gsi_request && state.claim_gsi_qp();
         let mut undo = Undo {
             state,
@@ -633,11 +634,7 @@ impl Qp {
         let slot = state.take_slot(ObjKind::Qp)?;
         let index = state.qps.reserve(GFP_KERNEL)?;
         undo.index = Some(index);
-        let qpn = if qp_type == QpType::Gsi {
-            GSI_QPN
-        } else {
-            index
-        };
+        let qpn = if qp_type == Type::Gsi { GSI_QPN } else { index };
 
         let cap = args.init.cap;
         let sq_geo = uapi::sq_geometry(
@@ -682,11 +679,11 @@ impl Qp {
         }
 
         let is_user = user.is_some();
-        let resp_state = crate::rxe::resp::State::new()?;
+        let resp_state = crate::rxe::responder::State::new()?;
         let comp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
-        let req_state = req::State::new(sq_queue.capacity())?;
+        let req_state = requester::State::new(sq_queue.capacity())?;
         let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
-        let flow = TxFlow::new(req::ReqWake::new()?)?;
+        let flow = TxFlow::new(requester::ReqWake::new()?)?;
         let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
@@ -703,7 +700,7 @@ impl Qp {
             }),
             None => None,
         };
-        let st = State {
+        let st = Status {
             valid: true,
             attrs: QpAttrs::new(qp_type, args.init.port_num),
             src_port: av::src_port_for_qpn(qpn),
@@ -729,7 +726,7 @@ impl Qp {
                 dev: dev_ref,
                 flow,
                 req <- new_spinlock_bh!(req_state, "rxe_qp_req"),
-                comp <- new_spinlock_bh!(comp::State::new(), "rxe_qp_comp"),
+                comp <- new_spinlock_bh!(completer::State::new(), "rxe_qp_comp"),
                 resp <- new_spinlock_bh!(resp_state, "rxe_qp_resp"),
                 comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
                 resp_pkts <- new_spinlock_bh!(resp_fifo, "rxe_qp_resp_pkts"),
@@ -747,7 +744,7 @@ impl Qp {
         let mmaps = undo.published;
         undo.dismiss();
         state.qps.set(index, shared.clone());
-        if qp_type == QpType::Gsi {
+        if qp_type == Type::Gsi {
             state.set_gsi_qp_index(index);
         }
         let caps = Caps {
@@ -790,12 +787,12 @@ impl Qp {
             }
             (new_state, st.attrs)
         };
-        req::modified(sh, mask);
+        requester::modified(sh, mask);
         sh.resp_modified(mask, &attrs);
         match new_state {
-            Some(QpState::Reset) => sh.reset(),
-            Some(QpState::Sqd) => sh.kick_requester(),
-            Some(QpState::Err) => sh.on_error(),
+            Some(State::Reset) => sh.reset(),
+            Some(State::Sqd) => sh.kick_requester(),
+            Some(State::Err) => sh.on_error(),
             _ => {}
         }
         Ok(())
@@ -836,7 +833,7 @@ impl Qp {
         sh.link.revoke();
         let state = dev.state();
         state.qps.remove(sh.index);
-        if sh.qp_type == QpType::Gsi && state.gsi_qp_index() == Some(sh.index) {
+        if sh.qp_type == Type::Gsi && state.gsi_qp_index() == Some(sh.index) {
             state.set_gsi_qp_index(0);
         }
         sh.on_destroy();

@@ -6,12 +6,11 @@
 
 use kernel::prelude::*;
 
-use super::{Qp, Rq, Shared, Sq};
+use super::{Qp, Rq, Shared, Sq, State};
 use crate::rxe::ah::Ah;
 use crate::rxe::kernel::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::post::{self as p, PostError};
-use crate::rxe::proto::qp_state::QpState;
 
 fn post_errno(e: PostError) -> Error {
     match e {
@@ -84,7 +83,7 @@ impl Qp {
         let sh = &self.shared;
         {
             let st = sh.state.lock();
-            if !st.valid || (st.attrs.state.as_raw() < QpState::Rts.as_raw()) {
+            if !st.valid || (st.attrs.state.as_raw() < State::Rts.as_raw()) {
                 return Err((EINVAL, 0));
             }
         }
@@ -117,7 +116,7 @@ impl Qp {
         let sh = &*self.shared;
         {
             let st = sh.state.lock();
-            if !st.valid || st.attrs.state == QpState::Reset {
+            if !st.valid || st.attrs.state == State::Reset {
                 return Err((EINVAL, 0));
             }
         }
@@ -136,7 +135,7 @@ impl Qp {
             }
             res
         };
-        if sh.is_in(QpState::Err) {
+        if sh.is_in(State::Err) {
             self.shared.kick_responder();
         }
         res

@@ -11,7 +11,7 @@
 //! as the raw 32 bits that sit in memory.
 
 use super::params::{limits, MAX_MSG_SZ};
-use super::qp_state::QpType;
+use super::qp;
 
 mod completion;
 mod geometry;

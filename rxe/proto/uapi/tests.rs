@@ -243,12 +243,12 @@ fn wr_opcode_masks_match_c_table() {
         (WrOpcode::MaskedAtomicCmpAndSwp, [0, 0, 0, 0]),
         (WrOpcode::MaskedAtomicFetchAndAdd, [0, 0, 0, 0]),
     ];
-    let types = [QpType::Gsi, QpType::Rc, QpType::Uc, QpType::Ud];
+    let types = [qp::Type::Gsi, qp::Type::Rc, qp::Type::Uc, qp::Type::Ud];
     for (op, masks) in rows {
         for (t, m) in types.iter().zip(masks) {
             assert_eq!(op.mask(*t).0, *m, "{op:?} on {t:?}");
         }
-        for t in QpType::ALL {
+        for t in qp::Type::ALL {
             if !types.contains(&t) {
                 assert!(op.mask(t).is_empty(), "{op:?} on {t:?}");
             }
@@ -304,13 +304,13 @@ impl SendImage {
 }
 
 const RC: SqLimits = SqLimits {
-    qp_type: QpType::Rc,
+    qp_type: qp::Type::Rc,
     max_sge: 4,
     max_inline: 64,
     kernel: false,
 };
 const UD: SqLimits = SqLimits {
-    qp_type: QpType::Ud,
+    qp_type: qp::Type::Ud,
     max_sge: 4,
     max_inline: 64,
     kernel: false,
@@ -420,7 +420,7 @@ fn rejects_bad_opcodes() {
         );
     }
     let gsi = SqLimits {
-        qp_type: QpType::Gsi,
+        qp_type: qp::Type::Gsi,
         ..UD
     };
     let img = SendImage::new(256, WrOpcode::SendWithInv.as_raw(), 0);
@@ -554,7 +554,7 @@ fn local_ops_and_flush() {
         .u32(send_wr::MW_RKEY, 5)
         .u32(send_wr::MW_ACCESS, access::REMOTE_READ);
     let uc = SqLimits {
-        qp_type: QpType::Uc,
+        qp_type: qp::Type::Uc,
         ..RC
     };
     let w = SendWqe::from_bytes(&img.buf, &uc).unwrap();
@@ -603,7 +603,7 @@ fn reg_mr_only_from_kernel_rings() {
         .u64(send_wr::REG_LENGTH, 1 << 20)
         // Garbage in the DMA part is not read for a local operation.
         .dma_len(12345);
-    for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
+    for qp_type in [qp::Type::Rc, qp::Type::Uc, qp::Type::Ud, qp::Type::Gsi] {
         let user = SqLimits { qp_type, ..RC };
         assert_eq!(
             SendWqe::from_bytes(&img.buf, &user),
@@ -626,7 +626,7 @@ fn reg_mr_only_from_kernel_rings() {
     assert_eq!((w.payload, w.mask), (Payload::None, WrMask::LOCAL_OP));
     assert!(w.send_flags.has(SendFlags::SIGNALED));
     // The opcode table still rules on kernel rings: RC only.
-    for qp_type in [QpType::Uc, QpType::Ud, QpType::Gsi] {
+    for qp_type in [qp::Type::Uc, qp::Type::Ud, qp::Type::Gsi] {
         assert_eq!(
             SendWqe::from_bytes(&img.buf, &SqLimits { qp_type, ..kernel }),
             Err(WqeError::BadOpcode(0x20))
@@ -978,12 +978,12 @@ fn check_recv(w: &RecvWqe, buf: &[u8], max_sge: u32) {
 fn fuzz_wqe_parsers() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let types = [
-        QpType::Rc,
-        QpType::Uc,
-        QpType::Ud,
-        QpType::Gsi,
-        QpType::Smi,
-        QpType::XrcIni,
+        qp::Type::Rc,
+        qp::Type::Uc,
+        qp::Type::Ud,
+        qp::Type::Gsi,
+        qp::Type::Smi,
+        qp::Type::XrcIni,
     ];
     let mut accepted = [0usize; 2];
     let mut buf = vec![0u8; 1100];

@@ -4,7 +4,7 @@
 //! them from CQEs.
 
 use super::layout::to_usize;
-use super::QpType;
+use super::qp;
 
 /// `enum ib_wr_opcode` values user space and rxe use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,8 +40,8 @@ impl WrOpcode {
 
     /// `rxe_wr_opcode_info[opcode].mask[qp_type]`: what the requester does with
     /// this opcode on this QP type; empty when rxe does not support the pair.
-    pub(crate) const fn mask(self, qp_type: QpType) -> WrMask {
-        use QpType::{Gsi, Rc, Uc, Ud};
+    pub(crate) const fn mask(self, qp_type: qp::Type) -> WrMask {
+        use qp::Type::{Gsi, Rc, Uc, Ud};
         use WrOpcode as O;
         let inline_write = WrMask(WrMask::INLINE.0 | WrMask::WRITE.0);
         let inline_send = WrMask(WrMask::INLINE.0 | WrMask::SEND.0);

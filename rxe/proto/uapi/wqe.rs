@@ -12,7 +12,7 @@ use super::layout::{put, ShortBuffer};
 #[cfg(test)]
 use super::verbs::WqeState;
 use super::verbs::{NetworkType, SendFlags, WcStatus, WrMask, WrOpcode};
-use super::{limits, QpType, MAX_MSG_SZ};
+use super::{limits, qp, MAX_MSG_SZ};
 
 /// Why a WQE read from a shared queue was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,7 +239,7 @@ pub(crate) enum Payload {
 /// Per-queue limits a send WQE is checked against (the QP's `rxe_sq`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SqLimits {
-    pub(crate) qp_type: QpType,
+    pub(crate) qp_type: qp::Type,
     pub(crate) max_sge: u32,
     pub(crate) max_inline: u32,
     /// The ring belongs to a kernel user: the driver wrote every WQE in it

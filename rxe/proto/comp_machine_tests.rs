@@ -5,7 +5,7 @@
 use super::*;
 use crate::proto::opcode::ALL;
 use crate::proto::psn::{psn_sub, PSN_MASK};
-use crate::proto::qp_state::QpType;
+use crate::proto::qp;
 use crate::proto::test_rng::Rng;
 use std::collections::VecDeque;
 use std::vec;
@@ -91,7 +91,7 @@ fn rsp(opcode: Opcode, psn: u32) -> Response {
 }
 
 fn head(wr: WrOpcode, len: u32, first: u32, last: u32, state: WqeState) -> Head {
-    let info = WqeInfo::new(wr, QpType::Rc, SendFlags(0), len, 0);
+    let info = WqeInfo::new(wr, qp::Type::Rc, SendFlags(0), len, 0);
     let mut progress = Progress::posted(len, 0);
     progress.state = state;
     progress.first_psn = first;
@@ -105,17 +105,17 @@ fn head(wr: WrOpcode, len: u32, first: u32, last: u32, state: WqeState) -> Head 
 }
 
 struct Fixture {
-    comp: CompState,
-    req: ReqState,
+    comp: State,
+    req: req_rules::State,
     sq: Model,
 }
 
 impl Fixture {
     fn new(comp_psn: u32, req_psn: u32) -> Fixture {
-        let mut req = ReqState::new(req_psn, 4);
+        let mut req = req_rules::State::new(req_psn, 4);
         req.rd_atomic = 2;
         Fixture {
-            comp: CompState::new(comp_psn, 3, 2),
+            comp: State::new(comp_psn, 3, 2),
             req,
             sq: Model::default(),
         }
@@ -729,7 +729,7 @@ fn fully_acknowledged_heads_retire_without_a_response() {
 
 #[test]
 fn state_setters() {
-    let mut c = CompState::new(0x0123_4567, 5, 6);
+    let mut c = State::new(0x0123_4567, 5, 6);
     assert_eq!(c.psn, 0x23_4567);
     c.set_sq_psn(PSN_MASK + 3);
     assert_eq!(c.psn, 2);
@@ -745,9 +745,9 @@ fn state_setters() {
     c.reset();
     assert_eq!(
         c,
-        CompState {
+        State {
             psn: 2,
-            ..CompState::new(0, 1, 7)
+            ..State::new(0, 1, 7)
         }
     );
 }
@@ -774,7 +774,7 @@ fn send_completions() {
         (WrOpcode::AtomicWrite, WcOpcode::AtomicWrite, 0),
     ];
     for (wr, op, flags) in all {
-        let info = WqeInfo::new(wr, QpType::Rc, SendFlags(0), 1234, 0);
+        let info = WqeInfo::new(wr, qp::Type::Rc, SendFlags(0), 1234, 0);
         assert_eq!(
             send_cqe(&info, WcStatus::Success),
             SendCqe {

@@ -23,15 +23,15 @@ use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
 use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
-use crate::rxe::proto::comp_logic::{self as cl, CompState, Head};
+use crate::rxe::proto::comp_machine::{self as cl, Head};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
-use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
-use crate::rxe::proto::req_logic::{self as rl, Gates, ReqQp, ReqState, Step, Wait, WqeInfo};
+use crate::rxe::proto::qp::AttrMask;
+use crate::rxe::proto::req_rules::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
 use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{
     self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams,
@@ -91,7 +91,7 @@ pub(crate) struct Shadow {
 
 impl Shadow {
     const EMPTY: Shadow = Shadow {
-        info: WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 0, 0),
+        info: WqeInfo::new(WrOpcode::Send, qp::Type::Rc, SendFlags(0), 0, 0),
         progress: rl::Progress::posted(0, 0),
     };
 }
@@ -210,8 +210,8 @@ impl Track {
 
 /// Per-QP state of the requester and completer, behind `Shared::req`.
 pub(crate) struct State {
-    pub(crate) req: ReqState,
-    pub(crate) comp: CompState,
+    pub(crate) req: rl::State,
+    pub(crate) comp: cl::State,
     pub(crate) sq: Track,
     /// Faults of ODP pages for the packet being built.
     odp_retry: Retry,
@@ -227,8 +227,8 @@ impl State {
         let mut buf = KVec::new();
         buf.extend_with(uapi::send_wqe::LEN + limits_area(), 0u8, GFP_KERNEL)?;
         Ok(Self {
-            req: ReqState::new(0, 0),
-            comp: CompState::new(0, 0, 0),
+            req: rl::State::new(0, 0),
+            comp: cl::State::new(0, 0, 0),
             sq: Track {
                 off: 0,
                 touched: 0,
@@ -303,7 +303,7 @@ fn parse_wqe(qp: &Shared, slot: &[u8], wqe: &mut SendWqe) -> Result<(), uapi::Wq
 
 /// The QP facts one requester run works with.
 struct Snap {
-    state: QpState,
+    state: qp::State,
     rq: ReqQp,
     dest_qpn: u32,
     qkey: u32,
@@ -356,14 +356,14 @@ pub(crate) fn qp_error(qp: &Arc<Shared>) {
         if !s.valid {
             return;
         }
-        s.attrs.state = QpState::Err;
+        s.attrs.state = qp::State::Err;
     }
     qp.on_error();
 }
 
 /// Arms the retransmit timer if the QP has a local ACK timeout.
 pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) {
-    if qp.qp_type != QpType::Rc {
+    if qp.qp_type != qp::Type::Rc {
         return;
     }
     let Some(ns) = local_ack_timeout_ns(timeout) else {
@@ -804,7 +804,7 @@ fn run_wqe<'a>(
                         progress: sh.progress,
                     };
                     let retire =
-                        end && (qp.qp_type != QpType::Rc || cl::fully_acked(&st.comp, &head));
+                        end && (qp.qp_type != qp::Type::Rc || cl::fully_acked(&st.comp, &head));
                     (Outcome::Sent { retire }, Some(tx))
                 }
                 // Nothing committed: the same packet is planned again.
@@ -829,15 +829,15 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         return TaskProgress::Done;
     };
     match snap.state {
-        QpState::Rts => {}
-        QpState::Sqd => {
+        qp::State::Rts => {}
+        qp::State::Sqd => {
             // Nothing new starts; the drain ends once all sent is completed.
             if qp.req.lock().sq.off == 0 {
                 qp.finish_sq_drain();
             }
             return TaskProgress::Done;
         }
-        QpState::Err => {
+        qp::State::Err => {
             qp.kick_completer();
             return TaskProgress::Done;
         }
@@ -847,7 +847,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     if let Some(tx) = tx {
         // Losses are recovered by retries on RC; UC and UD lose the message.
         let _ = net::send(tx, &qp.flow);
-        if qp.qp_type == QpType::Rc {
+        if qp.qp_type == qp::Type::Rc {
             arm_retransmit(qp, snap.timeout, true);
         }
     }

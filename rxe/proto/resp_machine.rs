@@ -11,7 +11,7 @@
 //!   read reply; the engine calls it again while `progress`, and moves the
 //!   QP to ERR on `qp_error`
 //! - [`recv_cqe`]`(state, request, status, received) -> RecvCqe`
-//! - the types [`Io`] uses: [`Target`] (from resp_logic), [`ReadResponse`],
+//! - the types [`Io`] uses: [`Target`] (from resp_rules), [`ReadResponse`],
 //!   [`ReadSource`], [`Ack`], [`RecvCqe`] and the error types
 //!
 //! # Where this differs from rdma_rxe
@@ -34,10 +34,10 @@ use super::mr_logic::{AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
 use super::params::pacing::MAX_COALESCED_PSNS;
 use super::psn::{psn_add, psn_before, psn_sub};
-use super::qp_state::QpType;
-use super::resp_logic::{
-    check_length, check_rdma_len, check_request, rdma_target, Check, OwedAck, Request, Res,
-    ResKind, ResState, RespError, RespQp, RespState, Target, GRH_LEN,
+use super::qp;
+use super::resp_rules::{
+    self, check_length, check_rdma_len, check_request, rdma_target, Check, OwedAck, Request, Res,
+    ResKind, ResState, RespError, RespQp, Target, GRH_LEN,
 };
 use super::uapi::{wc_flags, WcOpcode, WcStatus};
 use super::wire::{NakCode, Syndrome};
@@ -221,7 +221,12 @@ pub(crate) struct Outcome {
 }
 
 /// The receive completion of a message (`do_complete()`).
-pub(crate) fn recv_cqe(st: &RespState, pkt: &Request, status: WcStatus, received: u32) -> RecvCqe {
+pub(crate) fn recv_cqe(
+    st: &resp_rules::State,
+    pkt: &Request,
+    status: WcStatus,
+    received: u32,
+) -> RecvCqe {
     let mut c = RecvCqe {
         status,
         opcode: WcOpcode::Send,
@@ -290,7 +295,7 @@ struct ResUndo {
 
 /// One run of the responder.
 struct Run<'a, I: Io> {
-    st: &'a mut RespState,
+    st: &'a mut resp_rules::State,
     qp: &'a RespQp,
     io: &'a mut I,
     /// `qp->resp.aeth_syndrome`, `status` and `goto_error`: per request.
@@ -302,7 +307,7 @@ struct Run<'a, I: Io> {
 }
 
 /// Runs the responder once over the request at the head of the queue.
-pub(crate) fn run(st: &mut RespState, qp: &RespQp, io: &mut impl Io) -> Outcome {
+pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
     let mut r = Run {
         st,
         qp,
@@ -457,7 +462,7 @@ impl<I: Io> Run<'_, I> {
 
     fn check_length(&mut self, p: &Request) -> St {
         // UD: the payload and the network header must fit the buffer (C9-92).
-        if matches!(self.qp.qp_type, QpType::Ud | QpType::Gsi)
+        if matches!(self.qp.qp_type, qp::Type::Ud | qp::Type::Gsi)
             && u64::from(p.payload) + u64::from(GRH_LEN) > u64::from(self.recv_len)
         {
             return St::Err(RespError::Length);
@@ -489,7 +494,7 @@ impl<I: Io> Run<'_, I> {
 
     fn execute(&mut self, p: &Request) -> St {
         if p.has(Mask::SEND) {
-            let grh = matches!(self.qp.qp_type, QpType::Ud | QpType::Gsi);
+            let grh = matches!(self.qp.qp_type, qp::Type::Ud | qp::Type::Gsi);
             match self.io.recv_data(grh) {
                 Ok(()) => {}
                 Err(_) if self.io.absent() => return St::Fault,
@@ -550,7 +555,7 @@ impl<I: Io> Run<'_, I> {
         self.status = WcStatus::Success;
         if p.has(Mask::COMP) {
             St::Complete
-        } else if self.qp.qp_type == QpType::Rc {
+        } else if self.qp.qp_type == qp::Type::Rc {
             St::Acknowledge
         } else {
             St::Cleanup
@@ -571,7 +576,7 @@ impl<I: Io> Run<'_, I> {
         if self.io.qp_in_error() {
             return St::Cleanup;
         }
-        if self.qp.qp_type == QpType::Rc {
+        if self.qp.qp_type == qp::Type::Rc {
             St::Acknowledge
         } else {
             St::Cleanup
@@ -785,7 +790,7 @@ impl<I: Io> Run<'_, I> {
     }
 
     fn acknowledge(&mut self, p: &Request) -> St {
-        if self.qp.qp_type != QpType::Rc {
+        if self.qp.qp_type != qp::Type::Rc {
             return St::Cleanup;
         }
         // A held ACK goes once the requests behind it span
@@ -888,7 +893,7 @@ impl<I: Io> Run<'_, I> {
     }
 
     fn error(&mut self, e: RespError, p: &Request) -> St {
-        let rc = self.qp.qp_type == QpType::Rc;
+        let rc = self.qp.qp_type == qp::Type::Rc;
         match e {
             RespError::PsnOutOfSeq => {
                 let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
@@ -972,5 +977,5 @@ impl<I: Io> Run<'_, I> {
 }
 
 #[cfg(test)]
-#[path = "resp_run_tests.rs"]
+#[path = "resp_machine_tests.rs"]
 mod tests;

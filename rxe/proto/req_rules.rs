@@ -12,7 +12,7 @@
 //! # API
 //!
 //! - [`next_opcode`]`(qp_type, wr, prev, resid, path_mtu) -> Result<Opcode, OpcodeError>`
-//! - [`ReqState`]`::new(sq_psn, max_rd_atomic)`, `.reset()`, `.set_sq_psn(psn)`,
+//! - [`State`]`::new(sq_psn, max_rd_atomic)`, `.reset()`, `.set_sq_psn(psn)`,
 //!   `.set_max_rd_atomic(n)`, `.rnr_timer_fired()`, `.take_again() -> bool`
 //! - [`ReqQp`] `{ qp_type, path_mtu, port_mtu, max_rd_atomic }`, `.mtu()`
 //! - [`WqeInfo`]`::new(opcode, qp_type, send_flags, length, retry_iova)`,
@@ -31,7 +31,7 @@
 //! # The engine's loop (one call of `rxe_requester`)
 //!
 //! 1. QP in ERR: the WQE at `wqe_index` (if any) fails with
-//!    `IB_WC_WR_FLUSH_ERR` via [`fail`]; RESET: [`ReqState::reset`] and stop.
+//!    `IB_WC_WR_FLUSH_ERR` via [`fail`]; RESET: [`State::reset`] and stop.
 //! 2. `need_retry && !wait_for_rnr_timer`: [`begin_retry`], [`retry_wqe`] over
 //!    the queue, clear `need_retry`.
 //! 3. No WQE at `wqe_index` (or, in SQD, one not yet started): stop.
@@ -47,12 +47,12 @@
 //!
 //! The retransmit timeout is `wire::local_ack_timeout_ns(attr.timeout)`; the
 //! engine arms it after each packet when it is not pending, and the
-//! completer asks for it to be pushed back (`comp_logic::Outcome`).
+//! completer asks for it to be pushed back (`comp_machine::Outcome`).
 
 use super::opcode::{Mask, Opcode};
 use super::params::pacing::{INFLIGHT_SKBS_PER_QP_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 use super::psn::{psn_add, psn_after, psn_distance, PSN_HALF};
-use super::qp_state::QpType;
+use super::qp;
 use super::uapi::{SendFlags, SendWqe, WcStatus, WqeState, WrMask, WrOpcode, WrParams};
 
 /// Why [`next_opcode`] has no packet opcode for a work request.
@@ -111,7 +111,7 @@ fn message_opcodes(rc: bool, k: Kind) -> Option<[Opcode; 4]> {
 /// `resid` is what is left of the WQE; the packet is the last when it fits
 /// in `path_mtu` (the QP's MTU even on UD, where it does not matter).
 pub(crate) fn next_opcode(
-    qp_type: QpType,
+    qp_type: qp::Type,
     wr: WrOpcode,
     prev: Option<Opcode>,
     resid: u32,
@@ -119,8 +119,8 @@ pub(crate) fn next_opcode(
 ) -> Result<Opcode, OpcodeError> {
     let fits = resid <= path_mtu;
     match qp_type {
-        QpType::Rc | QpType::Uc => {
-            let rc = qp_type == QpType::Rc;
+        qp::Type::Rc | qp::Type::Uc => {
+            let rc = qp_type == qp::Type::Rc;
             if let Some(k) = kind(wr) {
                 let ops = message_opcodes(rc, k).ok_or(OpcodeError::Unsupported)?;
                 let [first, middle, last, only] = ops;
@@ -144,7 +144,7 @@ pub(crate) fn next_opcode(
                 _ => Err(OpcodeError::Unsupported),
             }
         }
-        QpType::Ud | QpType::Gsi => match wr {
+        qp::Type::Ud | qp::Type::Gsi => match wr {
             WrOpcode::Send => Ok(Opcode::UdSendOnly),
             WrOpcode::SendWithImm => Ok(Opcode::UdSendOnlyImm),
             _ => Err(OpcodeError::Unsupported),
@@ -169,9 +169,9 @@ pub(crate) const fn wqe_packets(len: u32, mtu: u32) -> u32 {
 
 /// `qp->req`: the requester's per-QP state. The completer clears
 /// `wait_psn`/`wait_fence`/`need_rd_atomic`, returns rd_atomic credits and
-/// sets `need_retry`/`wait_for_rnr_timer` (see `comp_logic`).
+/// sets `need_retry`/`wait_for_rnr_timer` (see `comp_machine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ReqState {
+pub(crate) struct State {
     /// PSN of the next packet.
     pub(crate) psn: u32,
     /// Opcode of the last packet sent; `None` is C's -1.
@@ -192,9 +192,9 @@ pub(crate) struct ReqState {
     pub(crate) again: bool,
 }
 
-impl ReqState {
-    pub(crate) const fn new(sq_psn: u32, max_rd_atomic: u32) -> ReqState {
-        ReqState {
+impl State {
+    pub(crate) const fn new(sq_psn: u32, max_rd_atomic: u32) -> State {
+        State {
             psn: psn_add(sq_psn, 0),
             opcode: None,
             rd_atomic: max_rd_atomic,
@@ -258,7 +258,7 @@ pub(crate) const fn round_rd_atomic(n: u32) -> u32 {
 /// The QP facts the requester decides with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ReqQp {
-    pub(crate) qp_type: QpType,
+    pub(crate) qp_type: qp::Type,
     /// `qp->mtu`: the path MTU in bytes.
     pub(crate) path_mtu: u32,
     /// The port's active MTU in bytes (what UD and GSI packets are limited to).
@@ -271,7 +271,7 @@ impl ReqQp {
     /// `get_mtu()`: the payload limit of one packet.
     pub(crate) const fn mtu(&self) -> u32 {
         match self.qp_type {
-            QpType::Rc | QpType::Uc => self.path_mtu,
+            qp::Type::Rc | qp::Type::Uc => self.path_mtu,
             _ => self.port_mtu,
         }
     }
@@ -296,7 +296,7 @@ pub(crate) struct WqeInfo {
 impl WqeInfo {
     pub(crate) const fn new(
         opcode: WrOpcode,
-        qp_type: QpType,
+        qp_type: qp::Type,
         flags: SendFlags,
         length: u32,
         retry_iova: u64,
@@ -311,7 +311,7 @@ impl WqeInfo {
     }
 
     /// The facts of a validated send WQE.
-    pub(crate) fn from_wqe(wqe: &SendWqe, qp_type: QpType) -> WqeInfo {
+    pub(crate) fn from_wqe(wqe: &SendWqe, qp_type: qp::Type) -> WqeInfo {
         let retry_iova = match wqe.wr {
             WrParams::Atomic { remote_addr, .. }
             | WrParams::Rdma { remote_addr, .. }
@@ -417,7 +417,7 @@ pub(crate) struct Gates {
 
 /// `rxe_wqe_is_fenced()`: LOCAL_INV waits for every earlier WQE; a FENCE
 /// flag waits while any initiator-depth credit is out.
-pub(crate) fn is_fenced(req: &ReqState, qp: &ReqQp, info: &WqeInfo, prior_done: bool) -> bool {
+pub(crate) fn is_fenced(req: &State, qp: &ReqQp, info: &WqeInfo, prior_done: bool) -> bool {
     if info.opcode == WrOpcode::LocalInv {
         return !prior_done;
     }
@@ -425,12 +425,12 @@ pub(crate) fn is_fenced(req: &ReqState, qp: &ReqQp, info: &WqeInfo, prior_done: 
 }
 
 /// The RC window: more than [`MAX_UNACKED_PSNS`] PSNs past `comp_psn`.
-pub(crate) fn window_full(qp_type: QpType, req_psn: u32, comp_psn: u32) -> bool {
-    qp_type == QpType::Rc && psn_after(req_psn, psn_add(comp_psn, MAX_UNACKED_PSNS))
+pub(crate) fn window_full(qp_type: qp::Type, req_psn: u32, comp_psn: u32) -> bool {
+    qp_type == qp::Type::Rc && psn_after(req_psn, psn_add(comp_psn, MAX_UNACKED_PSNS))
 }
 
 /// `check_init_depth()`: take a credit once per WQE.
-fn take_rd_atomic(req: &mut ReqState, progress: &mut Progress) -> bool {
+fn take_rd_atomic(req: &mut State, progress: &mut Progress) -> bool {
     if progress.has_rd_atomic {
         return true;
     }
@@ -448,8 +448,8 @@ fn take_rd_atomic(req: &mut ReqState, progress: &mut Progress) -> bool {
 /// Whether this packet asks for an ACK: RC and GSI on the last packet of a
 /// message and after more than [`MAX_PKT_PER_ACK`] packets without one;
 /// never on UC and UD. Counts packets in `req.noack_pkts`.
-pub(crate) fn ack_req(req: &mut ReqState, qp_type: QpType, end: bool) -> bool {
-    if qp_type == QpType::Ud || qp_type == QpType::Uc {
+pub(crate) fn ack_req(req: &mut State, qp_type: qp::Type, end: bool) -> bool {
+    if qp_type == qp::Type::Ud || qp_type == qp::Type::Uc {
         return false;
     }
     let ack = end || {
@@ -481,7 +481,7 @@ pub(crate) const fn pad_for(len: u32) -> u8 {
 /// initiator-depth credit for reads and atomics, and counts the packet for
 /// AckReq when it returns [`Step::Send`].
 pub(crate) fn plan(
-    req: &mut ReqState,
+    req: &mut State,
     qp: &ReqQp,
     info: &WqeInfo,
     progress: &mut Progress,
@@ -530,7 +530,7 @@ pub(crate) fn plan(
         0
     };
     if payload > mtu {
-        if qp.qp_type == QpType::Ud {
+        if qp.qp_type == qp::Type::Ud {
             return Step::SkipUd;
         }
         // GSI included: rxe sends the first MTU of an oversized GSI message.
@@ -553,12 +553,7 @@ pub(crate) fn plan(
 /// `update_wqe_psn` + `update_state`). Returns `true` when the packet ended
 /// the WQE, i.e. `wqe_index` moves on. The engine also arms the retransmit
 /// timer when the QP has a timeout and it is not pending.
-pub(crate) fn commit(
-    req: &mut ReqState,
-    qp: &ReqQp,
-    progress: &mut Progress,
-    pkt: &Packet,
-) -> bool {
+pub(crate) fn commit(req: &mut State, qp: &ReqQp, progress: &mut Progress, pkt: &Packet) -> bool {
     let mask = pkt.opcode.mask();
     if mask.intersects(Mask::WRITE_OR_SEND.union(Mask::ATOMIC_WRITE)) {
         progress.resid = progress.resid.saturating_sub(pkt.payload);
@@ -567,7 +562,7 @@ pub(crate) fn commit(
     }
     let end = mask.contains(Mask::END);
     progress.state = match (end, qp.qp_type) {
-        (true, QpType::Rc) => WqeState::Pending,
+        (true, qp::Type::Rc) => WqeState::Pending,
         (true, _) => WqeState::Done,
         (false, _) => WqeState::Processing,
     };
@@ -608,7 +603,7 @@ pub(crate) fn fail(progress: &mut Progress, status: WcStatus) {
 }
 
 /// [`Step::SkipUd`]: the message consumes one PSN and succeeds unsent.
-pub(crate) fn skip_oversized_ud(req: &mut ReqState, progress: &mut Progress) {
+pub(crate) fn skip_oversized_ud(req: &mut State, progress: &mut Progress) {
     progress.first_psn = req.psn;
     progress.last_psn = req.psn;
     req.psn = psn_add(req.psn, 1);
@@ -629,7 +624,13 @@ pub(crate) struct Rewind {
 /// `retry_first_write_send()` in closed form: skips `n` packets of a
 /// `length`-byte message at `path_mtu`. Past the end of the message C keeps
 /// computing opcodes with nothing left, which gives the ONLY opcode.
-pub(crate) fn rewind(qp_type: QpType, wr: WrOpcode, length: u32, path_mtu: u32, n: u32) -> Rewind {
+pub(crate) fn rewind(
+    qp_type: qp::Type,
+    wr: WrOpcode,
+    length: u32,
+    path_mtu: u32,
+    n: u32,
+) -> Rewind {
     if n == 0 {
         return Rewind {
             resid: length,
@@ -665,7 +666,7 @@ pub(crate) fn rewind(qp_type: QpType, wr: WrOpcode, length: u32, path_mtu: u32, 
 
 /// Starts a retry (`req_retry()`): resend from `comp_psn`; the engine sets
 /// `wqe_index` to the SQ consumer and walks the WQEs with [`retry_wqe`].
-pub(crate) fn begin_retry(req: &mut ReqState, comp_psn: u32) {
+pub(crate) fn begin_retry(req: &mut State, comp_psn: u32) {
     req.psn = comp_psn;
     req.opcode = None;
 }
@@ -679,7 +680,7 @@ pub(crate) fn begin_retry(req: &mut ReqState, comp_psn: u32) {
 /// that was sent whole and acknowledged whole stays pending (the requester
 /// skips it) and the next WQE counts as first.
 pub(crate) fn retry_wqe(
-    req: &mut ReqState,
+    req: &mut State,
     qp: &ReqQp,
     info: &WqeInfo,
     progress: &mut Progress,
@@ -725,5 +726,5 @@ pub(crate) fn retry_wqe(
 }
 
 #[cfg(test)]
-#[path = "req_logic_tests.rs"]
+#[path = "req_rules_tests.rs"]
 mod tests;

@@ -15,7 +15,7 @@ pub(crate) struct UnknownValue(pub(crate) u32);
 /// `enum ib_qp_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
-pub(crate) enum QpState {
+pub(crate) enum State {
     Reset = 0,
     Init = 1,
     Rtr = 2,
@@ -25,17 +25,17 @@ pub(crate) enum QpState {
     Err = 6,
 }
 
-impl QpState {
+impl State {
     /// Every state, in C enum order.
     #[allow(dead_code)] // The whole C value set, used or not.
-    pub(crate) const ALL: [QpState; 7] = [
-        QpState::Reset,
-        QpState::Init,
-        QpState::Rtr,
-        QpState::Rts,
-        QpState::Sqd,
-        QpState::Sqe,
-        QpState::Err,
+    pub(crate) const ALL: [State; 7] = [
+        State::Reset,
+        State::Init,
+        State::Rtr,
+        State::Rts,
+        State::Sqd,
+        State::Sqe,
+        State::Err,
     ];
 
     /// The C value.
@@ -44,18 +44,18 @@ impl QpState {
     }
 }
 
-impl TryFrom<u32> for QpState {
+impl TryFrom<u32> for State {
     type Error = UnknownValue;
 
     fn try_from(v: u32) -> Result<Self, UnknownValue> {
         Ok(match v {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            6 => QpState::Err,
+            0 => State::Reset,
+            1 => State::Init,
+            2 => State::Rtr,
+            3 => State::Rts,
+            4 => State::Sqd,
+            5 => State::Sqe,
+            6 => State::Err,
             _ => return Err(UnknownValue(v)),
         })
     }
@@ -63,10 +63,10 @@ impl TryFrom<u32> for QpState {
 
 /// `enum ib_qp_type`, the types below `IB_QPT_MAX` that the core table covers.
 ///
-/// rxe itself creates only `Gsi`, `Rc`, `Uc` and `Ud`; see [`QpType::rxe_supported`].
+/// rxe itself creates only `Gsi`, `Rc`, `Uc` and `Ud`; see [`Type::rxe_supported`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
-pub(crate) enum QpType {
+pub(crate) enum Type {
     Smi = 0,
     Gsi = 1,
     Rc = 2,
@@ -82,20 +82,20 @@ pub(crate) enum QpType {
 /// `IB_QPT_MAX`: the per-type arrays of the core table have this many slots.
 pub(crate) const QPT_MAX: usize = 11;
 
-impl QpType {
+impl Type {
     /// Every type, in C enum order.
     #[allow(dead_code)] // The whole C value set, used or not.
-    pub(crate) const ALL: [QpType; 10] = [
-        QpType::Smi,
-        QpType::Gsi,
-        QpType::Rc,
-        QpType::Uc,
-        QpType::Ud,
-        QpType::RawIpv6,
-        QpType::RawEthertype,
-        QpType::RawPacket,
-        QpType::XrcIni,
-        QpType::XrcTgt,
+    pub(crate) const ALL: [Type; 10] = [
+        Type::Smi,
+        Type::Gsi,
+        Type::Rc,
+        Type::Uc,
+        Type::Ud,
+        Type::RawIpv6,
+        Type::RawEthertype,
+        Type::RawPacket,
+        Type::XrcIni,
+        Type::XrcTgt,
     ];
 
     /// The C value.
@@ -105,30 +105,30 @@ impl QpType {
 
     /// The types `rxe_qp_chk_init()` accepts; anything else is `EOPNOTSUPP`.
     pub(crate) const fn rxe_supported(self) -> bool {
-        matches!(self, QpType::Gsi | QpType::Rc | QpType::Uc | QpType::Ud)
+        matches!(self, Type::Gsi | Type::Rc | Type::Uc | Type::Ud)
     }
 
     /// UD and GSI send WQEs carry a destination (`wr.ud`) instead of RDMA fields.
     pub(crate) const fn is_datagram(self) -> bool {
-        matches!(self, QpType::Ud | QpType::Gsi)
+        matches!(self, Type::Ud | Type::Gsi)
     }
 }
 
-impl TryFrom<u32> for QpType {
+impl TryFrom<u32> for Type {
     type Error = UnknownValue;
 
     fn try_from(v: u32) -> Result<Self, UnknownValue> {
         Ok(match v {
-            0 => QpType::Smi,
-            1 => QpType::Gsi,
-            2 => QpType::Rc,
-            3 => QpType::Uc,
-            4 => QpType::Ud,
-            5 => QpType::RawIpv6,
-            6 => QpType::RawEthertype,
-            8 => QpType::RawPacket,
-            9 => QpType::XrcIni,
-            10 => QpType::XrcTgt,
+            0 => Type::Smi,
+            1 => Type::Gsi,
+            2 => Type::Rc,
+            3 => Type::Uc,
+            4 => Type::Ud,
+            5 => Type::RawIpv6,
+            6 => Type::RawEthertype,
+            8 => Type::RawPacket,
+            9 => Type::XrcIni,
+            10 => Type::XrcTgt,
             _ => return Err(UnknownValue(v)),
         })
     }
@@ -231,13 +231,13 @@ impl PerType {
     const NONE: PerType = PerType([0; QPT_MAX]);
 
     /// Sets the entry of `t`; evaluated at compile time only, so the index is checked by the compiler.
-    const fn with(mut self, t: QpType, m: AttrMask) -> PerType {
+    const fn with(mut self, t: Type, m: AttrMask) -> PerType {
         self.0[t as usize] = m.0;
         self
     }
 
     /// The same mask for every listed type.
-    const fn all(types: &[QpType], m: AttrMask) -> PerType {
+    const fn all(types: &[Type], m: AttrMask) -> PerType {
         let mut p = PerType::NONE;
         let mut i = 0;
         while i < types.len() {
@@ -247,7 +247,7 @@ impl PerType {
         p
     }
 
-    fn get(&self, t: QpType) -> AttrMask {
+    fn get(&self, t: Type) -> AttrMask {
         AttrMask(self.0.get(t as usize).copied().unwrap_or(0))
     }
 }
@@ -316,13 +316,13 @@ mod m {
 }
 
 // Short names keep the table rows on one line each.
-use QpState as S;
-use QpType as T;
+use State as S;
+use Type as T;
 
 /// The connected types share most rows of the table.
-const CONNECTED: [QpType; 4] = [T::Rc, T::Uc, T::XrcIni, T::XrcTgt];
+const CONNECTED: [Type; 4] = [T::Rc, T::Uc, T::XrcIni, T::XrcTgt];
 /// Every type the `EN_SQD_ASYNC_NOTIFY` row lists.
-const SQD_NOTIFY_TYPES: [QpType; 7] = [T::Ud, T::Uc, T::Rc, T::XrcIni, T::XrcTgt, T::Smi, T::Gsi];
+const SQD_NOTIFY_TYPES: [Type; 7] = [T::Ud, T::Uc, T::Rc, T::XrcIni, T::XrcTgt, T::Smi, T::Gsi];
 
 /// The RTR->RTS, RTS->RTS and SQD->RTS optional masks differ only in details.
 const fn to_rts_opt(with_raw_rate: bool) -> PerType {
@@ -445,7 +445,7 @@ const fn build_table() -> [[Transition; 7]; 7] {
 
 static TABLE: [[Transition; 7]; 7] = build_table();
 
-fn transition(cur: QpState, next: QpState) -> Transition {
+fn transition(cur: State, next: State) -> Transition {
     TABLE
         .get(cur as usize)
         .and_then(|row| row.get(next as usize))
@@ -455,32 +455,29 @@ fn transition(cur: QpState, next: QpState) -> Transition {
 
 /// Whether the transition `cur -> next` is allowed at all, whatever the mask.
 #[cfg(test)] // Only the host tests use it.
-pub(crate) fn transition_exists(cur: QpState, next: QpState) -> bool {
+pub(crate) fn transition_exists(cur: State, next: State) -> bool {
     transition(cur, next).valid
 }
 
 /// The attributes a `cur -> next` modify must set for `qp_type`.
 #[cfg(test)] // Only the host tests use it.
-pub(crate) fn required_attrs(cur: QpState, next: QpState, qp_type: QpType) -> AttrMask {
+pub(crate) fn required_attrs(cur: State, next: State, qp_type: Type) -> AttrMask {
     transition(cur, next).req.get(qp_type)
 }
 
 /// The attributes a `cur -> next` modify may set for `qp_type`, besides the required ones and `STATE`.
 #[cfg(test)] // Only the host tests use it.
-pub(crate) fn optional_attrs(cur: QpState, next: QpState, qp_type: QpType) -> AttrMask {
+pub(crate) fn optional_attrs(cur: State, next: State, qp_type: Type) -> AttrMask {
     transition(cur, next).opt.get(qp_type)
 }
 
 /// `ib_modify_qp_is_ok()`: whether moving a `qp_type` QP from `cur` to `next`
 /// with `mask` set is a legal modify.
-pub(crate) fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: AttrMask) -> bool {
+pub(crate) fn modify_is_ok(cur: State, next: State, qp_type: Type, mask: AttrMask) -> bool {
     // A caller may only assert the current state of a QP that can be in a
     // state it does not know about (the async error paths).
     if mask.intersects(AttrMask::CUR_STATE)
-        && !matches!(
-            cur,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        )
+        && !matches!(cur, State::Rtr | State::Rts | State::Sqd | State::Sqe)
     {
         return false;
     }
@@ -601,7 +598,7 @@ mod tests {
     /// masks [`c_probe_masks`] generates, in (cur, next, type) order.
     const C_RESULTS_HASH: u64 = 0xe811_e162_a0d7_60de;
 
-    fn c_entry(cur: QpState, next: QpState, t: QpType) -> (u32, u32) {
+    fn c_entry(cur: State, next: State, t: Type) -> (u32, u32) {
         C_ENTRIES
             .iter()
             .find(|e| e.0 == cur.as_raw() && e.1 == next.as_raw() && e.2 == t.as_raw())
@@ -609,11 +606,8 @@ mod tests {
     }
 
     /// The C function, transcribed over the dumped numbers rather than over our table.
-    fn reference(cur: QpState, next: QpState, t: QpType, mask: u32) -> bool {
-        let cur_ok = matches!(
-            cur,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        );
+    fn reference(cur: State, next: State, t: Type, mask: u32) -> bool {
+        let cur_ok = matches!(cur, State::Rtr | State::Rts | State::Sqd | State::Sqe);
         if mask & AttrMask::CUR_STATE.0 != 0 && !cur_ok {
             return false;
         }
@@ -651,14 +645,14 @@ mod tests {
 
     #[test]
     fn table_matches_c_dump() {
-        for cur in QpState::ALL {
-            for next in QpState::ALL {
+        for cur in State::ALL {
+            for next in State::ALL {
                 assert_eq!(
                     transition_exists(cur, next),
                     C_VALID.contains(&(cur.as_raw(), next.as_raw())),
                     "{cur:?} -> {next:?}"
                 );
-                for t in QpType::ALL {
+                for t in Type::ALL {
                     let (req, opt) = c_entry(cur, next, t);
                     assert_eq!(
                         required_attrs(cur, next, t).bits(),
@@ -679,9 +673,9 @@ mod tests {
     fn results_match_compiled_c_function() {
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for cur in QpState::ALL {
-            for next in QpState::ALL {
-                for t in QpType::ALL {
+        for cur in State::ALL {
+            for next in State::ALL {
+                for t in Type::ALL {
                     let (req, opt) = c_entry(cur, next, t);
                     for k in 0..256 {
                         let mask = c_probe_masks(&mut rng, req, opt, k);
@@ -702,9 +696,9 @@ mod tests {
 
     #[test]
     fn every_single_extra_bit_is_judged_like_c() {
-        for cur in QpState::ALL {
-            for next in QpState::ALL {
-                for t in QpType::ALL {
+        for cur in State::ALL {
+            for next in State::ALL {
+                for t in Type::ALL {
                     let (req, opt) = c_entry(cur, next, t);
                     let base = req | AttrMask::STATE.0;
                     for bit in 0..32 {
@@ -770,18 +764,18 @@ mod tests {
 
     #[test]
     fn raw_conversions_round_trip() {
-        for s in QpState::ALL {
-            assert_eq!(QpState::try_from(s.as_raw()), Ok(s));
+        for s in State::ALL {
+            assert_eq!(State::try_from(s.as_raw()), Ok(s));
         }
-        assert_eq!(QpState::try_from(7), Err(UnknownValue(7)));
-        for t in QpType::ALL {
-            assert_eq!(QpType::try_from(t.as_raw()), Ok(t));
+        assert_eq!(State::try_from(7), Err(UnknownValue(7)));
+        for t in Type::ALL {
+            assert_eq!(Type::try_from(t.as_raw()), Ok(t));
             assert!((t.as_raw() as usize) < QPT_MAX);
         }
-        assert_eq!(QpType::try_from(7), Err(UnknownValue(7)));
-        assert_eq!(QpType::try_from(11), Err(UnknownValue(11)));
-        assert_eq!(QpType::try_from(0xff), Err(UnknownValue(0xff)));
-        let supported: usize = QpType::ALL.iter().filter(|t| t.rxe_supported()).count();
+        assert_eq!(Type::try_from(7), Err(UnknownValue(7)));
+        assert_eq!(Type::try_from(11), Err(UnknownValue(11)));
+        assert_eq!(Type::try_from(0xff), Err(UnknownValue(0xff)));
+        let supported: usize = Type::ALL.iter().filter(|t| t.rxe_supported()).count();
         assert_eq!(supported, 4);
         assert_eq!(AttrMask::STANDARD_BITS.bits(), 0x1f_ffff);
         assert_eq!(AttrMask::RATE_LIMIT.bits(), 0x200_0000);

@@ -11,7 +11,7 @@
 //!
 //! # API
 //!
-//! - [`CompState`]`::new(sq_psn, retry_cnt, rnr_retry)`, `.set_sq_psn(psn)`,
+//! - [`State`]`::new(sq_psn, retry_cnt, rnr_retry)`, `.set_sq_psn(psn)`,
 //!   `.set_retry_cnt(n)`, `.set_rnr_retry(n)`, `.timer_fired()`, `.reset()`
 //! - [`Response`] `{ opcode, psn, syndrome }`: one received ACK-side packet
 //! - [`Head`] `{ info: WqeInfo, progress: Progress }`: the WQE at the SQ consumer
@@ -44,12 +44,12 @@
 //! - a sent write/send-like WQE whose PSNs are all acknowledged retires at
 //!   the next run (C waits for a later response, and a timeout meanwhile
 //!   makes `req_retry()` resend it as a bogus packet; see
-//!   `req_logic::Step::Skip`).
+//!   `req_rules::Step::Skip`).
 
 use super::events::Event;
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_after, psn_before, psn_diff};
-use super::req_logic::{Progress, ReqState, WqeInfo};
+use super::req_rules::{self, Progress, WqeInfo};
 use super::uapi::{wc_flags, SendFlags, WcOpcode, WcStatus, WqeState, WrMask, WrOpcode};
 use super::wire::{NakCode, Syndrome, RNR_RETRY_INFINITE};
 
@@ -61,7 +61,7 @@ const INFINITE: u8 = RNR_RETRY_INFINITE;
 
 /// `qp->comp`: the completer's per-QP state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CompState {
+pub(crate) struct State {
     /// The oldest PSN not yet acknowledged.
     pub(crate) psn: u32,
     /// Opcode of the last read response of an unfinished read (FIRST or
@@ -79,9 +79,9 @@ pub(crate) struct CompState {
     pub(crate) attr_rnr_retry: u8,
 }
 
-impl CompState {
-    pub(crate) const fn new(sq_psn: u32, retry_cnt: u8, rnr_retry: u8) -> CompState {
-        CompState {
+impl State {
+    pub(crate) const fn new(sq_psn: u32, retry_cnt: u8, rnr_retry: u8) -> State {
+        State {
             psn: psn_add(sq_psn, 0),
             opcode: None,
             timeout: false,
@@ -190,7 +190,7 @@ pub(crate) struct Outcome {
     /// task looping even when `progress` is false.
     pub(crate) again: bool,
     /// Arm the RNR NAK timer for this 5-bit timer code (`wire::rnr_timer_us`);
-    /// when it fires, call `ReqState::rnr_timer_fired` and run the requester.
+    /// when it fires, call `req_rules::State::rnr_timer_fired` and run the requester.
     pub(crate) rnr_timer: Option<u8>,
     /// Packets are outstanding: restart the retransmit timer, if the QP is
     /// RC, has a timeout and is at least RTS (`reset_retry_timer()`).
@@ -224,7 +224,7 @@ enum St {
 /// case is a bad response.
 const BAD_RESPONSE: WcStatus = WcStatus::BadRespErr;
 
-fn get_wqe(comp: &CompState, head: Option<&Head>, pkt: Option<&Response>) -> St {
+fn get_wqe(comp: &State, head: Option<&Head>, pkt: Option<&Response>) -> St {
     let Some(h) = head else {
         return if pkt.is_some() { St::Done } else { St::Exit };
     };
@@ -257,7 +257,7 @@ fn get_wqe(comp: &CompState, head: Option<&Head>, pkt: Option<&Response>) -> St 
 /// zero-length packet that shifts every later PSN by one (the responder
 /// then splices two messages). An ACK for its last PSN can arrive while a
 /// retry is still resending its tail, which is how `comp.psn` gets there.
-pub(crate) fn fully_acked(comp: &CompState, h: &Head) -> bool {
+pub(crate) fn fully_acked(comp: &State, h: &Head) -> bool {
     h.progress.state == WqeState::Pending
         && !h.info.mask.intersects(WrMask::ATOMIC_OR_READ)
         && psn_after(comp.psn, h.progress.last_psn)
@@ -270,7 +270,7 @@ fn read_in_progress(op: Option<Opcode>) -> bool {
     )
 }
 
-fn check_psn(comp: &mut CompState, h: &Head, pkt: &Response) -> St {
+fn check_psn(comp: &mut State, h: &Head, pkt: &Response) -> St {
     let read_or_atomic = h.info.mask.intersects(WrMask::ATOMIC_OR_READ);
     if psn_after(pkt.psn, h.progress.last_psn) {
         // The response is for a later WQE: this one was implicitly acked
@@ -320,8 +320,8 @@ fn is_ack(syndrome: u8) -> bool {
 }
 
 fn check_ack(
-    comp: &mut CompState,
-    req: &mut ReqState,
+    comp: &mut State,
+    req: &mut req_rules::State,
     h: &Head,
     pkt: &Response,
     sq: &mut impl Sq,
@@ -423,7 +423,7 @@ fn check_ack(
 }
 
 /// `do_complete()`: retire the head and let a fenced requester go on.
-fn retire(req: &mut ReqState, sq: &mut impl Sq, status: WcStatus) {
+fn retire(req: &mut req_rules::State, sq: &mut impl Sq, status: WcStatus) {
     sq.retire(status);
     if req.wait_fence {
         req.wait_fence = false;
@@ -433,7 +433,7 @@ fn retire(req: &mut ReqState, sq: &mut impl Sq, status: WcStatus) {
 
 /// Runs the completer once (`rxe_completer()` minus the ERR/RESET flush):
 /// handles at most one response packet, retiring every WQE it settles.
-pub(crate) fn run(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq) -> Outcome {
+pub(crate) fn run(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq) -> Outcome {
     req.again = false;
     comp.timeout_retry = core::mem::take(&mut comp.timeout);
     let mut out = Outcome::default();
@@ -445,7 +445,7 @@ pub(crate) fn run(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq) ->
     out
 }
 
-fn drive(comp: &mut CompState, req: &mut ReqState, sq: &mut impl Sq, out: &mut Outcome) {
+fn drive(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq, out: &mut Outcome) {
     let pkt = sq.next_response();
     if pkt.is_some() {
         comp.timeout_retry = false;
@@ -620,5 +620,5 @@ pub(crate) fn must_post(sig_all: bool, flags: SendFlags, status: WcStatus) -> bo
 }
 
 #[cfg(test)]
-#[path = "comp_logic_tests.rs"]
+#[path = "comp_machine_tests.rs"]
 mod tests;

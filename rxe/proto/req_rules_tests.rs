@@ -16,7 +16,7 @@ fn all_wr() -> impl Iterator<Item = WrOpcode> {
     (0..=0x20u32).filter_map(|v| WrOpcode::try_from(v).ok())
 }
 
-const TYPES: [QpType; 4] = [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi];
+const TYPES: [qp::Type; 4] = [qp::Type::Rc, qp::Type::Uc, qp::Type::Ud, qp::Type::Gsi];
 
 /// `next_opcode_rc()` with the C numbers: `prev` is `req.opcode` (-1 for none).
 fn c_rc(wr: u32, prev: i32, fits: bool) -> i32 {
@@ -72,12 +72,12 @@ fn c_uc(wr: u32, prev: i32, fits: bool) -> i32 {
     }
 }
 
-fn c_next_opcode(qp_type: QpType, wr: u32, prev: i32, resid: u32, mtu: u32) -> i32 {
+fn c_next_opcode(qp_type: qp::Type, wr: u32, prev: i32, resid: u32, mtu: u32) -> i32 {
     let fits = resid <= mtu;
     match qp_type {
-        QpType::Rc => c_rc(wr, prev, fits),
-        QpType::Uc => c_uc(wr, prev, fits),
-        QpType::Ud | QpType::Gsi => match wr {
+        qp::Type::Rc => c_rc(wr, prev, fits),
+        qp::Type::Uc => c_uc(wr, prev, fits),
+        qp::Type::Ud | qp::Type::Gsi => match wr {
             2 => 0x64,
             3 => 0x65,
             _ => EINVAL,
@@ -96,7 +96,7 @@ fn next_opcode_matches_c_for_every_input() {
         .chain(ALL.iter().copied().map(Some))
         .collect();
     let mut checked = 0;
-    for qp_type in QpType::ALL {
+    for qp_type in qp::Type::ALL {
         for wr in all_wr() {
             for &prev in &prevs {
                 for (resid, mtu) in [(0, 256), (256, 256), (257, 256), (4096, 1024), (1, 4096)] {
@@ -110,7 +110,7 @@ fn next_opcode_matches_c_for_every_input() {
                         ),
                         // C hands REG_MR/LOCAL_INV back as numbers on RC; they never reach it.
                         Err(OpcodeError::Local) => assert!(
-                            c == EINVAL || (qp_type == QpType::Rc && c == wr.as_raw() as i32),
+                            c == EINVAL || (qp_type == qp::Type::Rc && c == wr.as_raw() as i32),
                             "{qp_type:?} {wr:?}"
                         ),
                         Err(OpcodeError::Unsupported) => {
@@ -161,14 +161,14 @@ fn rd_atomic_rounding() {
 
 fn rc(mtu: u32) -> ReqQp {
     ReqQp {
-        qp_type: QpType::Rc,
+        qp_type: qp::Type::Rc,
         path_mtu: mtu,
         port_mtu: 4096,
         max_rd_atomic: 4,
     }
 }
 
-fn info(qp_type: QpType, wr: WrOpcode, flags: u32, length: u32) -> WqeInfo {
+fn info(qp_type: qp::Type, wr: WrOpcode, flags: u32, length: u32) -> WqeInfo {
     WqeInfo::new(wr, qp_type, SendFlags(flags), length, 0x1000)
 }
 
@@ -182,7 +182,7 @@ fn gates(comp_psn: u32) -> Gates {
 
 /// Sends a whole WQE, returning its packets; the completer side is ideal
 /// (comp_psn follows req_psn) so the window never closes.
-fn send_all(req: &mut ReqState, qp: &ReqQp, info: &WqeInfo, p: &mut Progress) -> Vec<Packet> {
+fn send_all(req: &mut State, qp: &ReqQp, info: &WqeInfo, p: &mut Progress) -> Vec<Packet> {
     let mut out = Vec::new();
     loop {
         let g = gates(req.psn);
@@ -202,100 +202,118 @@ fn send_all(req: &mut ReqState, qp: &ReqQp, info: &WqeInfo, p: &mut Progress) ->
 #[test]
 fn message_walks() {
     use Opcode::*;
-    let cases: &[(QpType, WrOpcode, u32, u32, &[Opcode])] = &[
-        (QpType::Rc, WrOpcode::Send, 0, 256, &[RcSendOnly]),
-        (QpType::Rc, WrOpcode::Send, 256, 256, &[RcSendOnly]),
+    let cases: &[(qp::Type, WrOpcode, u32, u32, &[Opcode])] = &[
+        (qp::Type::Rc, WrOpcode::Send, 0, 256, &[RcSendOnly]),
+        (qp::Type::Rc, WrOpcode::Send, 256, 256, &[RcSendOnly]),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::Send,
             257,
             256,
             &[RcSendFirst, RcSendLast],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::SendWithImm,
             1000,
             256,
             &[RcSendFirst, RcSendMiddle, RcSendMiddle, RcSendLastImm],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::SendWithInv,
             512,
             256,
             &[RcSendFirst, RcSendLastInv],
         ),
-        (QpType::Rc, WrOpcode::SendWithInv, 5, 256, &[RcSendOnlyInv]),
         (
-            QpType::Rc,
+            qp::Type::Rc,
+            WrOpcode::SendWithInv,
+            5,
+            256,
+            &[RcSendOnlyInv],
+        ),
+        (
+            qp::Type::Rc,
             WrOpcode::RdmaWrite,
             2048,
             1024,
             &[RcWriteFirst, RcWriteLast],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::RdmaWriteWithImm,
             0,
             1024,
             &[RcWriteOnlyImm],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::RdmaWriteWithImm,
             3000,
             1024,
             &[RcWriteFirst, RcWriteMiddle, RcWriteLastImm],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::RdmaRead,
             10_000,
             1024,
             &[RcReadRequest],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::AtomicCmpAndSwp,
             8,
             1024,
             &[RcCompareSwap],
         ),
         (
-            QpType::Rc,
+            qp::Type::Rc,
             WrOpcode::AtomicFetchAndAdd,
             8,
             1024,
             &[RcFetchAdd],
         ),
-        (QpType::Rc, WrOpcode::AtomicWrite, 8, 1024, &[RcAtomicWrite]),
-        (QpType::Rc, WrOpcode::Flush, 4096, 1024, &[RcFlush]),
         (
-            QpType::Uc,
+            qp::Type::Rc,
+            WrOpcode::AtomicWrite,
+            8,
+            1024,
+            &[RcAtomicWrite],
+        ),
+        (qp::Type::Rc, WrOpcode::Flush, 4096, 1024, &[RcFlush]),
+        (
+            qp::Type::Uc,
             WrOpcode::Send,
             700,
             256,
             &[UcSendFirst, UcSendMiddle, UcSendLast],
         ),
-        (QpType::Uc, WrOpcode::SendWithImm, 10, 256, &[UcSendOnlyImm]),
         (
-            QpType::Uc,
+            qp::Type::Uc,
+            WrOpcode::SendWithImm,
+            10,
+            256,
+            &[UcSendOnlyImm],
+        ),
+        (
+            qp::Type::Uc,
             WrOpcode::RdmaWrite,
             512,
             256,
             &[UcWriteFirst, UcWriteLast],
         ),
         (
-            QpType::Uc,
+            qp::Type::Uc,
             WrOpcode::RdmaWriteWithImm,
             513,
             256,
             &[UcWriteFirst, UcWriteMiddle, UcWriteLastImm],
         ),
-        (QpType::Ud, WrOpcode::Send, 4096, 256, &[UdSendOnly]),
+        (qp::Type::Ud, WrOpcode::Send, 4096, 256, &[UdSendOnly]),
         (
-            QpType::Gsi,
+            qp::Type::Gsi,
             WrOpcode::SendWithImm,
             256,
             256,
@@ -311,7 +329,7 @@ fn message_walks() {
         };
         let i = info(qp_type, wr, 0, len);
         let start = PSN_MASK - 1;
-        let mut req = ReqState::new(start, 4);
+        let mut req = State::new(start, 4);
         let mut p = Progress::posted(len, 0x1000);
         let pkts = send_all(&mut req, &qp, &i, &mut p);
         let ops: Vec<Opcode> = pkts.iter().map(|k| k.opcode).collect();
@@ -327,7 +345,7 @@ fn message_walks() {
             pkts.len() as u32
         };
         assert_eq!(req.psn, psn_add(start, psns), "{wr:?}");
-        if qp_type != QpType::Ud && qp_type != QpType::Gsi {
+        if qp_type != qp::Type::Ud && qp_type != qp::Type::Gsi {
             assert_eq!(p.last_psn, psn_add(start, psns - 1));
         }
         let payload: u32 = pkts.iter().map(|k| k.payload).sum();
@@ -336,7 +354,7 @@ fn message_walks() {
             | WrOpcode::Flush
             | WrOpcode::AtomicCmpAndSwp
             | WrOpcode::AtomicFetchAndAdd => 0,
-            _ if qp_type == QpType::Gsi || qp_type == QpType::Ud => len.min(4096),
+            _ if qp_type == qp::Type::Gsi || qp_type == qp::Type::Ud => len.min(4096),
             _ => len,
         };
         assert_eq!(payload, sent);
@@ -346,7 +364,7 @@ fn message_walks() {
         }
         assert_eq!(
             p.state,
-            if qp_type == QpType::Rc {
+            if qp_type == qp::Type::Rc {
                 WqeState::Pending
             } else {
                 WqeState::Done
@@ -363,12 +381,12 @@ fn message_walks() {
 fn commit_resid_and_last_psn_quirks() {
     let qp = rc(1024);
     // A flush sends no payload and empties resid.
-    let mut req = ReqState::new(10, 4);
+    let mut req = State::new(10, 4);
     let mut p = Progress::posted(5000, 0);
     send_all(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::Flush, 0, 5000),
+        &info(qp::Type::Rc, WrOpcode::Flush, 0, 5000),
         &mut p,
     );
     assert_eq!((p.resid, p.first_psn, p.last_psn, req.psn), (0, 10, 10, 11));
@@ -378,7 +396,7 @@ fn commit_resid_and_last_psn_quirks() {
     send_all(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::AtomicFetchAndAdd, 0, 3000),
+        &info(qp::Type::Rc, WrOpcode::AtomicFetchAndAdd, 0, 3000),
         &mut p,
     );
     assert_eq!(
@@ -390,7 +408,7 @@ fn commit_resid_and_last_psn_quirks() {
     send_all(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::RdmaRead, 0, 0),
+        &info(qp::Type::Rc, WrOpcode::RdmaRead, 0, 0),
         &mut p,
     );
     assert_eq!((p.first_psn, p.last_psn, req.psn), (12, 12, 13));
@@ -399,7 +417,7 @@ fn commit_resid_and_last_psn_quirks() {
     let pkts = send_all(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::AtomicWrite, 0, 8),
+        &info(qp::Type::Rc, WrOpcode::AtomicWrite, 0, 8),
         &mut p,
     );
     assert_eq!(
@@ -412,13 +430,13 @@ fn commit_resid_and_last_psn_quirks() {
 fn ack_request_rules() {
     // RC: every END packet, and the 66th consecutive packet without one.
     let qp = rc(256);
-    let mut req = ReqState::new(0, 4);
+    let mut req = State::new(0, 4);
     let len = 256 * 200;
     let mut p = Progress::posted(len, 0);
     let pkts = send_all(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::RdmaWrite, 0, len),
+        &info(qp::Type::Rc, WrOpcode::RdmaWrite, 0, len),
         &mut p,
     );
     let acked: Vec<usize> = pkts
@@ -430,20 +448,20 @@ fn ack_request_rules() {
     assert_eq!(acked, vec![65, 131, 197, 199]);
     assert_eq!(req.noack_pkts, 0);
     // UC and UD never ask and never count; GSI asks on every END packet.
-    for qp_type in [QpType::Uc, QpType::Ud] {
-        let mut req = ReqState::new(0, 0);
+    for qp_type in [qp::Type::Uc, qp::Type::Ud] {
+        let mut req = State::new(0, 0);
         for n in 0..200 {
             assert!(!ack_req(&mut req, qp_type, n % 3 == 0));
         }
         assert_eq!(req.noack_pkts, 0);
     }
-    let mut req = ReqState::new(0, 0);
+    let mut req = State::new(0, 0);
     req.noack_pkts = 7;
-    assert!(ack_req(&mut req, QpType::Gsi, true));
+    assert!(ack_req(&mut req, qp::Type::Gsi, true));
     assert_eq!(req.noack_pkts, 0);
-    let mut req = ReqState::new(0, 0);
+    let mut req = State::new(0, 0);
     let seen: Vec<bool> = (0..70)
-        .map(|_| ack_req(&mut req, QpType::Gsi, false))
+        .map(|_| ack_req(&mut req, qp::Type::Gsi, false))
         .collect();
     assert_eq!(seen.iter().position(|&a| a), Some(65));
 }
@@ -467,10 +485,10 @@ fn solicited_rules() {
 #[test]
 fn fence_rules() {
     let qp = rc(1024);
-    let mut req = ReqState::new(0, 4);
-    let fenced = info(QpType::Rc, WrOpcode::Send, SendFlags::FENCE, 8);
-    let plain = info(QpType::Rc, WrOpcode::Send, 0, 8);
-    let inv = info(QpType::Rc, WrOpcode::LocalInv, 0, 0);
+    let mut req = State::new(0, 4);
+    let fenced = info(qp::Type::Rc, WrOpcode::Send, SendFlags::FENCE, 8);
+    let plain = info(qp::Type::Rc, WrOpcode::Send, 0, 8);
+    let inv = info(qp::Type::Rc, WrOpcode::LocalInv, 0, 0);
     assert!(!is_fenced(&req, &qp, &fenced, false));
     req.rd_atomic = 3;
     assert!(is_fenced(&req, &qp, &fenced, true));
@@ -493,10 +511,10 @@ fn fence_rules() {
 #[test]
 fn local_ops() {
     let qp = rc(1024);
-    let mut req = ReqState::new(0, 4);
+    let mut req = State::new(0, 4);
     for wr in [WrOpcode::LocalInv, WrOpcode::BindMw, WrOpcode::RegMr] {
         let mut p = Progress::posted(0, 0);
-        let i = info(QpType::Rc, wr, 0, 0);
+        let i = info(qp::Type::Rc, wr, 0, 0);
         assert_eq!(plan(&mut req, &qp, &i, &mut p, &gates(0)), Step::Local);
         finish_local(&mut p);
         assert_eq!((p.state, p.status), (WqeState::Done, WcStatus::Success));
@@ -507,7 +525,7 @@ fn local_ops() {
     assert_eq!(local_op_error(WrOpcode::RegMr), WcStatus::LocQpOpErr);
     // BIND_MW is local on UC too; LOCAL_INV is not supported there.
     let uc = ReqQp {
-        qp_type: QpType::Uc,
+        qp_type: qp::Type::Uc,
         ..qp
     };
     let mut p = Progress::posted(0, 0);
@@ -515,7 +533,7 @@ fn local_ops() {
         plan(
             &mut req,
             &uc,
-            &info(QpType::Uc, WrOpcode::BindMw, 0, 0),
+            &info(qp::Type::Uc, WrOpcode::BindMw, 0, 0),
             &mut p,
             &gates(0)
         ),
@@ -525,7 +543,7 @@ fn local_ops() {
         plan(
             &mut req,
             &uc,
-            &info(QpType::Uc, WrOpcode::LocalInv, 0, 0),
+            &info(qp::Type::Uc, WrOpcode::LocalInv, 0, 0),
             &mut p,
             &gates(0)
         ),
@@ -539,11 +557,11 @@ fn local_ops() {
 #[test]
 fn unsupported_opcodes_fail() {
     for (qp_type, wr) in [
-        (QpType::Rc, WrOpcode::RdmaReadWithInv),
-        (QpType::Uc, WrOpcode::SendWithInv),
-        (QpType::Ud, WrOpcode::SendWithInv),
-        (QpType::Ud, WrOpcode::RdmaWrite),
-        (QpType::Uc, WrOpcode::RdmaRead),
+        (qp::Type::Rc, WrOpcode::RdmaReadWithInv),
+        (qp::Type::Uc, WrOpcode::SendWithInv),
+        (qp::Type::Ud, WrOpcode::SendWithInv),
+        (qp::Type::Ud, WrOpcode::RdmaWrite),
+        (qp::Type::Uc, WrOpcode::RdmaRead),
     ] {
         let qp = ReqQp {
             qp_type,
@@ -551,7 +569,7 @@ fn unsupported_opcodes_fail() {
             port_mtu: 1024,
             max_rd_atomic: 4,
         };
-        let mut req = ReqState::new(0, 4);
+        let mut req = State::new(0, 4);
         let mut p = Progress::posted(8, 0);
         let step = plan(&mut req, &qp, &info(qp_type, wr, 0, 8), &mut p, &gates(0));
         assert_eq!(step, Step::Fail(WcStatus::LocQpOpErr), "{qp_type:?} {wr:?}");
@@ -562,19 +580,19 @@ fn unsupported_opcodes_fail() {
 #[test]
 fn psn_window_across_wrap() {
     for comp in [0, 100, PSN_MASK - 50, PSN_MASK] {
-        assert!(!window_full(QpType::Rc, comp, comp));
-        assert!(!window_full(QpType::Rc, psn_add(comp, 128), comp));
-        assert!(window_full(QpType::Rc, psn_add(comp, 129), comp));
-        assert!(!window_full(QpType::Uc, psn_add(comp, 129), comp));
-        assert!(!window_full(QpType::Rc, psn_sub(comp, 5), comp));
+        assert!(!window_full(qp::Type::Rc, comp, comp));
+        assert!(!window_full(qp::Type::Rc, psn_add(comp, 128), comp));
+        assert!(window_full(qp::Type::Rc, psn_add(comp, 129), comp));
+        assert!(!window_full(qp::Type::Uc, psn_add(comp, 129), comp));
+        assert!(!window_full(qp::Type::Rc, psn_sub(comp, 5), comp));
     }
     let qp = rc(256);
-    let mut req = ReqState::new(psn_add(PSN_MASK, 129), 4);
+    let mut req = State::new(psn_add(PSN_MASK, 129), 4);
     let mut p = Progress::posted(8, 0);
     let step = plan(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::Send, 0, 8),
+        &info(qp::Type::Rc, WrOpcode::Send, 0, 8),
         &mut p,
         &gates(PSN_MASK),
     );
@@ -583,7 +601,7 @@ fn psn_window_across_wrap() {
     let step = plan(
         &mut req,
         &qp,
-        &info(QpType::Rc, WrOpcode::Send, 0, 8),
+        &info(qp::Type::Rc, WrOpcode::Send, 0, 8),
         &mut p,
         &gates(0),
     );
@@ -593,9 +611,9 @@ fn psn_window_across_wrap() {
 #[test]
 fn skb_limit() {
     let qp = rc(256);
-    let mut req = ReqState::new(0, 4);
+    let mut req = State::new(0, 4);
     let mut p = Progress::posted(8, 0);
-    let i = info(QpType::Rc, WrOpcode::Send, 0, 8);
+    let i = info(qp::Type::Rc, WrOpcode::Send, 0, 8);
     let g = Gates {
         prior_done: true,
         comp_psn: 0,
@@ -615,8 +633,8 @@ fn rd_atomic_credits() {
         max_rd_atomic: 2,
         ..rc(256)
     };
-    let mut req = ReqState::new(0, 2);
-    let read = info(QpType::Rc, WrOpcode::RdmaRead, 0, 1000);
+    let mut req = State::new(0, 2);
+    let read = info(qp::Type::Rc, WrOpcode::RdmaRead, 0, 1000);
     let mut ps = [Progress::posted(1000, 0); 3];
     for p in ps.iter_mut().take(2) {
         assert!(matches!(
@@ -648,7 +666,7 @@ fn rd_atomic_credits() {
         plan(
             &mut req,
             &qp,
-            &info(QpType::Rc, WrOpcode::Send, 0, 8),
+            &info(qp::Type::Rc, WrOpcode::Send, 0, 8),
             &mut p,
             &gates(0)
         ),
@@ -661,7 +679,7 @@ fn rd_atomic_credits() {
             plan(
                 &mut req,
                 &qp,
-                &info(QpType::Rc, wr, 0, 8),
+                &info(qp::Type::Rc, wr, 0, 8),
                 &mut p,
                 &gates(0)
             ),
@@ -674,13 +692,13 @@ fn rd_atomic_credits() {
 fn oversized_datagrams() {
     // UD: skipped, one PSN, success.
     let qp = ReqQp {
-        qp_type: QpType::Ud,
+        qp_type: qp::Type::Ud,
         path_mtu: 256,
         port_mtu: 1024,
         max_rd_atomic: 0,
     };
-    let mut req = ReqState::new(PSN_MASK, 0);
-    let i = info(QpType::Ud, WrOpcode::Send, 0, 1025);
+    let mut req = State::new(PSN_MASK, 0);
+    let i = info(qp::Type::Ud, WrOpcode::Send, 0, 1025);
     let mut p = Progress::posted(1025, 0);
     assert_eq!(plan(&mut req, &qp, &i, &mut p, &gates(0)), Step::SkipUd);
     skip_oversized_ud(&mut req, &mut p);
@@ -694,20 +712,20 @@ fn oversized_datagrams() {
     let pkts = send_all(
         &mut req,
         &qp,
-        &info(QpType::Ud, WrOpcode::Send, 0, 1024),
+        &info(qp::Type::Ud, WrOpcode::Send, 0, 1024),
         &mut p,
     );
     assert_eq!(pkts[0].payload, 1024);
     // GSI: truncated to one MTU, as C does.
     let gsi = ReqQp {
-        qp_type: QpType::Gsi,
+        qp_type: qp::Type::Gsi,
         ..qp
     };
     let mut p = Progress::posted(3000, 0);
     let pkts = send_all(
         &mut req,
         &gsi,
-        &info(QpType::Gsi, WrOpcode::Send, 0, 3000),
+        &info(qp::Type::Gsi, WrOpcode::Send, 0, 3000),
         &mut p,
     );
     assert_eq!(
@@ -719,7 +737,7 @@ fn oversized_datagrams() {
 
 #[test]
 fn state_helpers() {
-    let mut req = ReqState::new(0x1ff_ffff, 8);
+    let mut req = State::new(0x1ff_ffff, 8);
     assert_eq!(req.psn, PSN_MASK);
     req.opcode = Some(Opcode::RcSendFirst);
     req.noack_pkts = 5;
@@ -731,10 +749,10 @@ fn state_helpers() {
     req.reset();
     assert_eq!(
         req,
-        ReqState {
+        State {
             psn: PSN_MASK,
             rd_atomic: 3,
-            ..ReqState::new(0, 0)
+            ..State::new(0, 0)
         }
     );
     req.set_sq_psn(0x0100_0005);
@@ -750,7 +768,7 @@ fn state_helpers() {
 }
 
 /// `retry_first_write_send()` as C runs it, one packet at a time.
-fn c_rewind(qp_type: QpType, wr: WrOpcode, length: u32, mtu: u32, n: u32) -> (u32, i32) {
+fn c_rewind(qp_type: qp::Type, wr: WrOpcode, length: u32, mtu: u32, n: u32) -> (u32, i32) {
     let mut resid = length;
     let mut opcode = -1;
     for _ in 0..n {
@@ -770,7 +788,7 @@ fn rewind_matches_c_loop() {
         WrOpcode::RdmaWrite,
         WrOpcode::RdmaWriteWithImm,
     ];
-    for qp_type in [QpType::Rc, QpType::Uc] {
+    for qp_type in [qp::Type::Rc, qp::Type::Uc] {
         for wr in wrs {
             for length in [0, 1, 255, 256, 257, 512, 1000, 4096] {
                 for mtu in [256, 1024] {
@@ -786,9 +804,9 @@ fn rewind_matches_c_loop() {
         }
     }
     // Large messages in closed form, no loop.
-    let r = rewind(QpType::Rc, WrOpcode::RdmaWrite, 1 << 31, 256, 1 << 23);
+    let r = rewind(qp::Type::Rc, WrOpcode::RdmaWrite, 1 << 31, 256, 1 << 23);
     assert_eq!((r.resid, r.opcode), (0, Some(Opcode::RcWriteLast)));
-    let r = rewind(QpType::Rc, WrOpcode::RdmaWrite, u32::MAX, 256, PSN_MASK);
+    let r = rewind(qp::Type::Rc, WrOpcode::RdmaWrite, u32::MAX, 256, PSN_MASK);
     assert_eq!(r.resid, u32::MAX - PSN_MASK * 256);
     assert_eq!(r.opcode, Some(Opcode::RcWriteMiddle));
 }
@@ -796,12 +814,12 @@ fn rewind_matches_c_loop() {
 #[test]
 fn retry_walk() {
     let qp = rc(1024);
-    let mut req = ReqState::new(100, 4);
+    let mut req = State::new(100, 4);
     // WQE 0: a 4-packet write, first 2 packets acked; WQE 1: done local op;
     // WQE 2: a read with 1 response received; WQE 3: pending send; WQE 4: posted.
     let write = WqeInfo::new(
         WrOpcode::RdmaWrite,
-        QpType::Rc,
+        qp::Type::Rc,
         SendFlags(0),
         4000,
         0x10_000,
@@ -816,12 +834,18 @@ fn retry_walk() {
         status: WcStatus::Success,
     };
     send_all(&mut req, &qp, &write, &mut Progress::posted(4000, 0x10_000));
-    let local = WqeInfo::new(WrOpcode::LocalInv, QpType::Rc, SendFlags(0), 0, 0);
+    let local = WqeInfo::new(WrOpcode::LocalInv, qp::Type::Rc, SendFlags(0), 0, 0);
     let mut pl = Progress {
         state: WqeState::Done,
         ..Progress::posted(0, 0)
     };
-    let read = WqeInfo::new(WrOpcode::RdmaRead, QpType::Rc, SendFlags(0), 3000, 0x20_000);
+    let read = WqeInfo::new(
+        WrOpcode::RdmaRead,
+        qp::Type::Rc,
+        SendFlags(0),
+        3000,
+        0x20_000,
+    );
     let mut pr = Progress {
         state: WqeState::Pending,
         first_psn: 104,
@@ -831,7 +855,7 @@ fn retry_walk() {
         has_rd_atomic: true,
         status: WcStatus::Success,
     };
-    let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 10, 0);
+    let send = WqeInfo::new(WrOpcode::Send, qp::Type::Rc, SendFlags(0), 10, 0);
     let mut ps = Progress {
         state: WqeState::Pending,
         first_psn: 107,
@@ -875,7 +899,7 @@ fn retry_walk() {
     );
 
     // A read at the head resumes after the responses already received.
-    let mut req = ReqState::new(0, 4);
+    let mut req = State::new(0, 4);
     let mut pr = Progress {
         state: WqeState::Pending,
         first_psn: PSN_MASK - 1,
@@ -914,8 +938,8 @@ fn retry_walk() {
 #[test]
 fn retry_never_reruns_a_done_reg_mr() {
     let qp = rc(1024);
-    let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 64, 0);
-    let reg = WqeInfo::new(WrOpcode::RegMr, QpType::Rc, SendFlags(0), 0, 0);
+    let send = WqeInfo::new(WrOpcode::Send, qp::Type::Rc, SendFlags(0), 64, 0);
+    let reg = WqeInfo::new(WrOpcode::RegMr, qp::Type::Rc, SendFlags(0), 0, 0);
     assert!(reg.mask.intersects(WrMask::LOCAL_OP));
     let sent = |psn| Progress {
         state: WqeState::Pending,
@@ -937,7 +961,7 @@ fn retry_never_reruns_a_done_reg_mr() {
         ),
         (send, sent(11)),
     ];
-    let mut req = ReqState::new(12, 4);
+    let mut req = State::new(12, 4);
     begin_retry(&mut req, 10);
     let mut first = true;
     for (info, p) in chain.iter_mut() {
@@ -954,12 +978,12 @@ fn retry_skips_a_fully_acknowledged_first_wqe() {
     let qp = rc(1024);
     let write = WqeInfo::new(
         WrOpcode::RdmaWrite,
-        QpType::Rc,
+        qp::Type::Rc,
         SendFlags(0),
         5000,
         0x10_000,
     );
-    let send = WqeInfo::new(WrOpcode::Send, QpType::Rc, SendFlags(0), 3000, 0);
+    let send = WqeInfo::new(WrOpcode::Send, qp::Type::Rc, SendFlags(0), 3000, 0);
     let mut pw = Progress {
         state: WqeState::Pending,
         first_psn: 25,
@@ -978,7 +1002,7 @@ fn retry_skips_a_fully_acknowledged_first_wqe() {
         has_rd_atomic: false,
         status: WcStatus::Success,
     };
-    let mut req = ReqState::new(33, 4);
+    let mut req = State::new(33, 4);
     begin_retry(&mut req, 30);
     let mut first = true;
     assert!(retry_wqe(&mut req, &qp, &write, &mut pw, &mut first, 30));
@@ -992,10 +1016,10 @@ fn retry_skips_a_fully_acknowledged_first_wqe() {
     };
     assert_eq!((pkt.opcode, pkt.psn), (Opcode::RcSendFirst, 30));
     // C would resend it as a zero-length WRITE_ONLY at PSN 30 instead.
-    let r = rewind(QpType::Rc, WrOpcode::RdmaWrite, 5000, 1024, 5);
+    let r = rewind(qp::Type::Rc, WrOpcode::RdmaWrite, 5000, 1024, 5);
     assert_eq!((r.resid, r.opcode), (0, Some(Opcode::RcWriteLast)));
     assert_eq!(
-        next_opcode(QpType::Rc, WrOpcode::RdmaWrite, r.opcode, 0, 1024),
+        next_opcode(qp::Type::Rc, WrOpcode::RdmaWrite, r.opcode, 0, 1024),
         Ok(Opcode::RcWriteOnly)
     );
 }
@@ -1017,13 +1041,13 @@ fn from_wqe_reads_the_retry_address() {
     put32(&mut slot, send_wqe::DMA + 12, 1);
     put32(&mut slot, send_wqe::DATA + 8, 8);
     let sq = SqLimits {
-        qp_type: QpType::Rc,
+        qp_type: qp::Type::Rc,
         max_sge: 4,
         max_inline: 0,
         kernel: false,
     };
     let wqe = SendWqe::from_bytes(&slot, &sq).unwrap();
-    let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
+    let i = WqeInfo::from_wqe(&wqe, qp::Type::Rc);
     assert_eq!(
         (i.retry_iova, i.length, i.mask),
         (0xabcd, 8, WrMask::ATOMIC)
@@ -1036,13 +1060,13 @@ fn from_wqe_reads_the_retry_address() {
 fn atomic_write_and_flush_target_their_remote_address() {
     use crate::proto::uapi::{dma, send_wqe, send_wr, SqLimits};
     let sq = SqLimits {
-        qp_type: QpType::Rc,
+        qp_type: qp::Type::Rc,
         max_sge: 4,
         max_inline: 0,
         kernel: false,
     };
     let qp = ReqQp {
-        qp_type: QpType::Rc,
+        qp_type: qp::Type::Rc,
         path_mtu: 1024,
         port_mtu: 1024,
         max_rd_atomic: 1,
@@ -1066,9 +1090,9 @@ fn atomic_write_and_flush_target_their_remote_address() {
     put(&mut aw, send_wqe::DATA, b"cccccccc");
     let wqe = SendWqe::from_bytes(&aw, &sq).unwrap();
     assert_eq!(wqe.wr.remote_key(), 0x4321);
-    let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
+    let i = WqeInfo::from_wqe(&wqe, qp::Type::Rc);
     assert_eq!(i.retry_iova, 0x7f00_1000);
-    let mut req = ReqState::new(0, 1);
+    let mut req = State::new(0, 1);
     let mut p = Progress::posted(i.length, i.retry_iova);
     let pkts = send_all(&mut req, &qp, &i, &mut p);
     assert_eq!(pkts.len(), 1);
@@ -1096,8 +1120,8 @@ fn atomic_write_and_flush_target_their_remote_address() {
     put(&mut fl, send_wqe::DMA + dma::LENGTH, &64u32.to_ne_bytes());
     let wqe = SendWqe::from_bytes(&fl, &sq).unwrap();
     assert_eq!(wqe.wr.remote_key(), 0x5678);
-    let i = WqeInfo::from_wqe(&wqe, QpType::Rc);
-    let mut req = ReqState::new(0, 1);
+    let i = WqeInfo::from_wqe(&wqe, qp::Type::Rc);
+    let mut req = State::new(0, 1);
     let mut p = Progress::posted(i.length, i.retry_iova);
     let pkts = send_all(&mut req, &qp, &i, &mut p);
     assert_eq!(
@@ -1127,7 +1151,7 @@ fn fuzz_plan_commit() {
             rng.u32()
         };
         let i = WqeInfo::new(wr, qp_type, SendFlags(rng.below(32)), length, rng.next());
-        let mut req = ReqState::new(rng.u32(), rng.below(5));
+        let mut req = State::new(rng.u32(), rng.below(5));
         req.opcode = if rng.bool() {
             None
         } else {
@@ -1160,13 +1184,13 @@ fn fuzz_plan_commit() {
                 assert_eq!(req.psn, before.psn);
                 match w {
                     Wait::Fence => assert!(req.wait_fence),
-                    Wait::Psn => assert!(req.wait_psn && qp_type == QpType::Rc),
+                    Wait::Psn => assert!(req.wait_psn && qp_type == qp::Type::Rc),
                     Wait::RdAtomic => assert!(req.need_rd_atomic && req.rd_atomic == 0),
                     Wait::Skb => assert!(g.inflight > INFLIGHT_SKBS_PER_QP_HIGH),
                 }
             }
             Step::Local => assert!(i.mask.intersects(WrMask::LOCAL_OP)),
-            Step::SkipUd => assert_eq!(qp_type, QpType::Ud),
+            Step::SkipUd => assert_eq!(qp_type, qp::Type::Ud),
             Step::Skip => assert!(matches!(p.state, WqeState::Pending | WqeState::Done)),
             Step::Fail(s) => assert_eq!(s, WcStatus::LocQpOpErr),
         }

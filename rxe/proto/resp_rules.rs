@@ -5,23 +5,23 @@
 //! the responder resources, the ACK/NAK to send, error classes, and the
 //! receive completion a message produces.
 //!
-//! The whole `rxe_receiver()` state machine runs in `resp_run` on top of
+//! The whole `rxe_receiver()` state machine runs in `resp_machine` on top of
 //! these pieces; the engine implements its `Io` trait, the primitives that
 //! touch queues, memory regions and the wire.
 //!
 //! # API
 //!
-//! - [`RespState`]`::new(rq_psn, max_dest_rd_atomic)`, `.set_rq_psn(psn)`,
+//! - [`State`]`::new(rq_psn, max_dest_rd_atomic)`, `.set_rq_psn(psn)`,
 //!   `.set_max_dest_rd_atomic(n)`, `.reset()`: `qp->resp` plus the responder
 //!   resources. About 9 KiB: keep it inside the QP, not on the stack.
 //! - [`RespQp`] `{ qp_type, mtu, access, srq, min_rnr_timer }`
 //! - [`Request`]`::from_packet(&PacketInfo, pkt) -> Option<Request>`
 //! - [`check_request`]`(state, qp, &Request) -> Check`: the classification
 //!   of a request before it takes resources (`check_psn` .. `check_op_valid`)
-//! - the pure steps `resp_run` strings together: [`check_length`],
-//!   [`rdma_target`], [`check_rdma_len`], [`RespState::prepare_res`],
-//!   [`RespState::find_res`]
-//! - in `resp_run`: trait `Io`, `run(state, qp, io) -> Outcome`, `recv_cqe`
+//! - the pure steps `resp_machine` strings together: [`check_length`],
+//!   [`rdma_target`], [`check_rdma_len`], [`State::prepare_res`],
+//!   [`State::find_res`]
+//! - in `resp_machine`: trait `Io`, `run(state, qp, io) -> Outcome`, `recv_cqe`
 //!
 //! Before `run`, as `rxe_receiver()` does: when the QP is in ERR or RESET
 //! (or going away) the engine drops every queued request, and in ERR
@@ -32,7 +32,7 @@ use super::headers::{AtmEth, Feth, PacketInfo, Reth, FLUSH_GLOBAL, FLUSH_PERSIST
 use super::mr_logic::Access;
 use super::opcode::{Mask, Opcode, Transport};
 use super::psn::{psn_add, psn_before, psn_diff};
-use super::qp_state::QpType;
+use super::qp;
 use super::uapi::access;
 
 /// The most responder resources a QP has (`max_dest_rd_atomic` is at most
@@ -112,7 +112,7 @@ impl Request {
 /// The QP facts the responder decides with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RespQp {
-    pub(crate) qp_type: QpType,
+    pub(crate) qp_type: qp::Type,
     /// `qp->mtu`: the path MTU in bytes.
     pub(crate) mtu: u32,
     /// `qp_access_flags` (`ib_access_flags` bits).
@@ -168,7 +168,7 @@ pub(crate) struct Res {
     pub(crate) flush_level: u8,
 }
 
-/// An ACK the responder holds back ([`RespState::ack_owed`]).
+/// An ACK the responder holds back ([`State::ack_owed`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OwedAck {
     /// The PSN and MSN the ACK carries: those of the newest request.
@@ -180,7 +180,7 @@ pub(crate) struct OwedAck {
 
 /// `qp->resp`: the responder's per-QP state.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct RespState {
+pub(crate) struct State {
     /// The next expected PSN.
     pub(crate) psn: u32,
     /// One past the PSN of the last executed request; duplicates of sends
@@ -211,10 +211,10 @@ pub(crate) struct RespState {
     pub(crate) ack_owed: Option<OwedAck>,
 }
 
-impl RespState {
+impl State {
     #[cfg(test)] // Only the host tests use it.
-    pub(crate) fn new(rq_psn: u32, max_dest_rd_atomic: u32) -> RespState {
-        let mut s = RespState {
+    pub(crate) fn new(rq_psn: u32, max_dest_rd_atomic: u32) -> State {
+        let mut s = State {
             psn: psn_add(rq_psn, 0),
             ack_psn: 0,
             msn: 0,
@@ -378,12 +378,12 @@ pub(crate) enum Check {
 /// is before it takes resources. Updates `sent_psn_nak` and `drop_msg` as C
 /// does. Packets of another transport than the QP's, and non-requests, are
 /// dropped (rxe_recv never delivers them).
-pub(crate) fn check_request(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Check {
+pub(crate) fn check_request(st: &mut State, qp: &RespQp, pkt: &Request) -> Check {
     // rxe_recv only hands a QP requests of its own transport; be as strict.
     let transport = match qp.qp_type {
-        QpType::Rc => Transport::Rc,
-        QpType::Uc => Transport::Uc,
-        QpType::Ud | QpType::Gsi => Transport::Ud,
+        qp::Type::Rc => Transport::Rc,
+        qp::Type::Uc => Transport::Uc,
+        qp::Type::Ud | qp::Type::Gsi => Transport::Ud,
         _ => return Check::Drop,
     };
     if pkt.opcode.transport() != transport || !pkt.has(Mask::REQ) {
@@ -391,7 +391,7 @@ pub(crate) fn check_request(st: &mut RespState, qp: &RespQp, pkt: &Request) -> C
     }
     let diff = psn_diff(pkt.psn, st.psn);
     match qp.qp_type {
-        QpType::Rc => {
+        qp::Type::Rc => {
             if diff > 0 {
                 if st.sent_psn_nak {
                     return Check::Drop;
@@ -404,7 +404,7 @@ pub(crate) fn check_request(st: &mut RespState, qp: &RespQp, pkt: &Request) -> C
             }
             st.sent_psn_nak = false;
         }
-        QpType::Uc if st.drop_msg || diff != 0 => {
+        qp::Type::Uc if st.drop_msg || diff != 0 => {
             // Out of sequence, or dropping: resynchronise on a first packet.
             if !pkt.has(Mask::START) {
                 st.drop_msg = true;
@@ -420,7 +420,7 @@ pub(crate) fn check_request(st: &mut RespState, qp: &RespQp, pkt: &Request) -> C
     check_op_valid(st, qp, pkt)
 }
 
-fn check_op_seq(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Result<(), Check> {
+fn check_op_seq(st: &mut State, qp: &RespQp, pkt: &Request) -> Result<(), Check> {
     use Opcode::*;
     // Per transport: the opcodes that open a send or write, those that
     // continue one, and the error for a message cut short.
@@ -431,14 +431,14 @@ fn check_op_seq(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Result<(), Ch
         &[Opcode],
         RespError,
     ) = match qp.qp_type {
-        QpType::Rc => (
+        qp::Type::Rc => (
             [RcSendFirst, RcSendMiddle],
             &[RcSendMiddle, RcSendLast, RcSendLastImm, RcSendLastInv],
             [RcWriteFirst, RcWriteMiddle],
             &[RcWriteMiddle, RcWriteLast, RcWriteLastImm],
             RespError::MissingOpcodeLastC,
         ),
-        QpType::Uc => (
+        qp::Type::Uc => (
             [UcSendFirst, UcSendMiddle],
             &[UcSendMiddle, UcSendLast, UcSendLastImm],
             [UcWriteFirst, UcWriteMiddle],
@@ -457,7 +457,7 @@ fn check_op_seq(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Result<(), Ch
         Some(allowed) if allowed.contains(&op) => Ok(()),
         Some(_) => Err(Check::Error(lost)),
         None if send_cont.contains(&op) || write_cont.contains(&op) => {
-            if qp.qp_type == QpType::Uc {
+            if qp.qp_type == qp::Type::Uc {
                 st.drop_msg = true;
                 Err(Check::Drop)
             } else {
@@ -488,10 +488,10 @@ fn qp_allows(qp: &RespQp, pkt: &Request) -> bool {
     true
 }
 
-fn check_op_valid(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Check {
+fn check_op_valid(st: &mut State, qp: &RespQp, pkt: &Request) -> Check {
     match qp.qp_type {
-        QpType::Rc if !qp_allows(qp, pkt) => Check::Error(RespError::UnsupportedOpcode),
-        QpType::Uc if pkt.has(Mask::WRITE) && qp.access & access::REMOTE_WRITE == 0 => {
+        qp::Type::Rc if !qp_allows(qp, pkt) => Check::Error(RespError::UnsupportedOpcode),
+        qp::Type::Uc if pkt.has(Mask::WRITE) && qp.access & access::REMOTE_WRITE == 0 => {
             st.drop_msg = true;
             Check::Drop
         }
@@ -502,7 +502,7 @@ fn check_op_valid(st: &mut RespState, qp: &RespQp, pkt: &Request) -> Check {
 /// `rxe_resp_check_length()` minus the UD buffer check: payload sizes
 /// against the MTU, and the RETH length limit.
 pub(crate) fn check_length(qp: &RespQp, pkt: &Request) -> Result<(), RespError> {
-    if pkt.has(Mask::PAYLOAD) && matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+    if pkt.has(Mask::PAYLOAD) && matches!(qp.qp_type, qp::Type::Rc | qp::Type::Uc) {
         let (start, end) = (pkt.has(Mask::START), pkt.has(Mask::END));
         let bad = if start && end {
             pkt.payload > qp.mtu
@@ -537,7 +537,7 @@ pub(crate) struct Target {
 /// The first half of `check_rkey()`: takes the target from the RETH or
 /// AtomicETH (middle and last write packets use the stored one). `None`
 /// for a zero-length read or write, which names no memory (C9-88).
-pub(crate) fn rdma_target(st: &mut RespState, pkt: &Request) -> Option<Target> {
+pub(crate) fn rdma_target(st: &mut State, pkt: &Request) -> Option<Target> {
     let mut acc = Access::NONE;
     let mut check_range = true;
     if pkt.has(Mask::READ_OR_WRITE.union(Mask::ATOMIC_WRITE)) {
@@ -577,7 +577,7 @@ pub(crate) fn rdma_target(st: &mut RespState, pkt: &Request) -> Option<Target> {
 
 /// The second half of `check_rkey()`: payload length rules of writes and
 /// atomic writes against the remaining transfer.
-pub(crate) fn check_rdma_len(st: &RespState, qp: &RespQp, pkt: &Request) -> Result<(), RespError> {
+pub(crate) fn check_rdma_len(st: &State, qp: &RespQp, pkt: &Request) -> Result<(), RespError> {
     let resid = st.resid;
     let ok = if pkt.has(Mask::ATOMIC_WRITE) {
         resid == 8 && pkt.payload == 8 && pkt.pad == 0
@@ -598,5 +598,5 @@ pub(crate) fn check_rdma_len(st: &RespState, qp: &RespQp, pkt: &Request) -> Resu
 }
 
 #[cfg(test)]
-#[path = "resp_logic_tests.rs"]
+#[path = "resp_rules_tests.rs"]
 mod tests;

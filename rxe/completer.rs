@@ -12,22 +12,21 @@ use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::task::Progress;
 use crate::rxe::kernel::timer::Jiffies;
 use crate::rxe::mr::{PdId, PendingFault};
-use crate::rxe::proto::comp_logic::{self as cl, CopyFault, Head, Response};
+use crate::rxe::proto::comp_machine::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::psn::psn_after;
-use crate::rxe::proto::qp_state::{QpState, QpType};
-use crate::rxe::proto::req_logic::{self as rl, WqeInfo};
+use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
 use crate::rxe::proto::wire::rnr_timer_us;
-use crate::rxe::qp::Shared;
+use crate::rxe::qp::{self, Shared};
 use crate::rxe::recv::RxPacket;
-use crate::rxe::req::{self, Track};
+use crate::rxe::requester::{self, Track};
 
 /// Per-QP state of the engine, behind `Shared::comp`, which the completer
 /// holds for a whole step (outside the engines' lock `Shared::req`). The
-/// completer's protocol state sits with the requester's (see `req::State`);
+/// completer's protocol state sits with the requester's (see `requester::State`);
 /// here is only the batch of send completions a step collects under the
 /// engines' lock and posts after releasing it. It lives with the QP so that
 /// no step builds (and the compiler moves) a batch on the stack.
@@ -106,7 +105,7 @@ impl Cqes {
 /// Retires the head WQE: its CQE (if due) goes to `cqes`, the consumer
 /// index moves on.
 fn retire_head(qp: &Shared, track: &mut Track, info: &WqeInfo, status: WcStatus, cqes: &mut Cqes) {
-    let Some(wr_id) = req::head_wr_id(qp) else {
+    let Some(wr_id) = requester::head_wr_id(qp) else {
         return;
     };
     if cl::must_post(qp.sig_all, info.flags, status) {
@@ -298,12 +297,12 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         let s = qp.state.lock();
         (s.attrs.state, s.valid, s.attrs.timeout)
     };
-    if !valid || state == QpState::Reset {
+    if !valid || state == qp::State::Reset {
         qp.comp_pkts.lock().clear();
         return Progress::Done;
     }
     let mut comp = qp.comp.lock();
-    if state == QpState::Err {
+    if state == qp::State::Err {
         comp.odp_pending = None;
         return flush(qp, &mut comp.cqes, true);
     }
@@ -355,7 +354,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         // it resent for nothing. The requester arms it again when it sends;
         // it moves the PSN under this lock before it arms, so no timer it
         // armed for a packet not yet acknowledged is cancelled here.
-        if qp.qp_type == QpType::Rc && !psn_after(st.req.psn, st.comp.psn) {
+        if qp.qp_type == qp::Type::Rc && !psn_after(st.req.psn, st.comp.psn) {
             qp.retrans_timer.cancel(qp);
         }
         out
@@ -366,18 +365,18 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         let us = rnr_timer_us(code).unwrap_or(0);
         qp.rnr_timer.arm_in(qp, Jiffies::at_least_usecs(us));
     }
-    if out.rearm_retransmit && qp.qp_type == QpType::Rc {
-        req::arm_retransmit(qp, timeout, false);
+    if out.rearm_retransmit && qp.qp_type == qp::Type::Rc {
+        requester::arm_retransmit(qp, timeout, false);
     }
     if out.qp_error {
-        req::qp_error(qp);
+        requester::qp_error(qp);
         return Progress::More;
     }
     if out.again {
         qp.kick_requester();
     }
     // An SQD drain may have just completed.
-    if state == QpState::Sqd {
+    if state == qp::State::Sqd {
         qp.kick_requester();
     }
     if out.progress || out.again {

@@ -5,8 +5,8 @@
 //! flushes), answers RC requests with ACKs, NAKs, read responses and atomic
 //! ACKs, and posts receive completions.
 //!
-//! The decisions are `proto::resp_run` (rdma_rxe's `rxe_receiver()` state
-//! machine); this file gives it the kernel side through [`resp_run::Io`].
+//! The decisions are `proto::resp_machine` (rdma_rxe's `rxe_receiver()` state
+//! machine); this file gives it the kernel side through [`resp_machine::Io`].
 //! The task holds `Shared::resp` while it runs one request; under it it
 //! takes the RQ, SRQ and CQ locks, never another engine's. Receive
 //! completions go into the CQ under it, in order, but the CQ's handler (and
@@ -33,13 +33,13 @@ use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
+use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::QpAttrs;
-use crate::rxe::proto::qp_state::{AttrMask, QpState, QpType};
-use crate::rxe::proto::resp_logic::{Request, Res, RespQp, RespState, Target, MAX_RESOURCES};
-use crate::rxe::proto::resp_run::{
+use crate::rxe::proto::resp_machine::{
     self, AccessFault, Ack, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
+use crate::rxe::proto::resp_rules::{self, Request, Res, RespQp, Target, MAX_RESOURCES};
 use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
@@ -100,7 +100,7 @@ impl WqeHold {
 
 /// Per-QP state of the responder, behind `Shared::resp`.
 pub(crate) struct State {
-    rs: KBox<RespState>,
+    rs: KBox<resp_rules::State>,
     /// The request being worked on: taken off `resp_pkts`, kept while a
     /// read reply spans several runs.
     head: Option<RxPacket>,
@@ -118,8 +118,10 @@ pub(crate) struct State {
 /// The responder state (9 KiB, mostly the read/atomic resources), built in
 /// place on the heap: as a value it would not fit on a 16 KiB kernel stack
 /// beside the verbs call that creates the QP.
-fn resp_state_init() -> impl Init<RespState, Error> {
-    kernel::try_init!(RespState {
+fn resp_state_init() -> impl Init<resp_rules::State, Error> {
+    // `try_init!` takes a bare type name.
+    use resp_rules::State as Rules;
+    kernel::try_init!(Rules {
         psn: 0,
         ack_psn: 0,
         msn: 0,
@@ -185,7 +187,7 @@ impl Shared {
     /// state lock held.
     pub(crate) fn resp_modified(&self, mask: AttrMask, attrs: &QpAttrs) {
         let mut st = self.resp.lock();
-        if attrs.state == QpState::Reset && mask.contains(AttrMask::STATE) {
+        if attrs.state == qp::State::Reset && mask.contains(AttrMask::STATE) {
             st.rs.reset();
             st.forget();
             st.last_wqe_reported = false;
@@ -203,7 +205,7 @@ impl Shared {
         if mask.contains(AttrMask::RQ_PSN) {
             st.rs.set_rq_psn(attrs.rq_psn);
         }
-        if attrs.state != QpState::Err {
+        if attrs.state != qp::State::Err {
             st.last_wqe_reported = false;
         }
     }
@@ -212,9 +214,9 @@ impl Shared {
     fn resp_enter_error(self: &Arc<Self>) {
         let changed = {
             let mut s = self.state.lock();
-            let c = s.valid && s.attrs.state != QpState::Err;
+            let c = s.valid && s.attrs.state != qp::State::Err;
             if c {
-                s.attrs.state = QpState::Err;
+                s.attrs.state = qp::State::Err;
             }
             c
         };
@@ -430,7 +432,7 @@ impl Io<'_> {
     }
 }
 
-impl resp_run::Io for Io<'_> {
+impl resp_machine::Io for Io<'_> {
     fn peek(&mut self) -> Option<Request> {
         loop {
             if self.head.is_none() {
@@ -458,7 +460,7 @@ impl resp_run::Io for Io<'_> {
     }
 
     fn qp_in_error(&mut self) -> bool {
-        self.sh.is_in(QpState::Err)
+        self.sh.is_in(qp::State::Err)
     }
 
     fn take_recv(&mut self) -> Result<u32, RecvError> {
@@ -682,7 +684,7 @@ impl resp_run::Io for Io<'_> {
         let mut pages = None;
         if let Some(mr) = mr
             .as_ref()
-            .filter(|_| tx_frags::wants_frags(QpType::Rc, to_usize(r.len)))
+            .filter(|_| tx_frags::wants_frags(qp::Type::Rc, to_usize(r.len)))
         {
             let mut p = PayloadPages::new();
             if mr
@@ -790,8 +792,8 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             let s = this.state.lock();
             (s.valid, s.attrs.state, facts(this, &s.attrs, s.src_port))
         };
-        if !valid || matches!(state, QpState::Err | QpState::Reset) {
-            let notify = valid && state == QpState::Err;
+        if !valid || matches!(state, qp::State::Err | qp::State::Reset) {
+            let notify = valid && state == qp::State::Err;
             this.resp_drain_pkts();
             let mut due = Due::NONE;
             let flushed = {
@@ -833,7 +835,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 fault: None,
                 odp_give_up: *odp_give_up,
             };
-            let out = resp_run::run(rs, &f.qp, &mut io);
+            let out = resp_machine::run(rs, &f.qp, &mut io);
             let (due, pending, srq_limit) = (io.due, io.fault, io.srq_limit);
             let fault = match (out.fault, may_sleep) {
                 (false, _) => {

@@ -31,7 +31,7 @@ fn pad_of(n: u32) -> u8 {
     (n.wrapping_neg() & 3) as u8
 }
 
-fn qp(qp_type: QpType) -> RespQp {
+fn qp(qp_type: qp::Type) -> RespQp {
     RespQp {
         qp_type,
         mtu: 1024,
@@ -52,9 +52,9 @@ enum CSeq {
 }
 
 /// `check_op_seq()` with C's numbers.
-fn c_op_seq(qp_type: QpType, prev: i32, op: u8) -> CSeq {
+fn c_op_seq(qp_type: qp::Type, prev: i32, op: u8) -> CSeq {
     match qp_type {
-        QpType::Rc => match prev {
+        qp::Type::Rc => match prev {
             0 | 1 => {
                 if [1, 2, 3, 0x16].contains(&op) {
                     CSeq::Ok
@@ -77,7 +77,7 @@ fn c_op_seq(qp_type: QpType, prev: i32, op: u8) -> CSeq {
                 }
             }
         },
-        QpType::Uc => match prev {
+        qp::Type::Uc => match prev {
             0x20 | 0x21 => {
                 if [0x21, 0x22, 0x23].contains(&op) {
                     CSeq::Ok
@@ -109,10 +109,10 @@ fn op_sequence_matches_c_for_every_pair() {
     let prevs: Vec<Option<Opcode>> = core::iter::once(None)
         .chain(ALL.iter().copied().map(Some))
         .collect();
-    for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
+    for qp_type in [qp::Type::Rc, qp::Type::Uc, qp::Type::Ud, qp::Type::Gsi] {
         for &prev in &prevs {
             for &op in ALL {
-                let mut st = RespState::new(0, 4);
+                let mut st = State::new(0, 4);
                 st.opcode = prev;
                 let want = c_op_seq(qp_type, prev.map_or(-1, |o| i32::from(o.bits())), op.bits());
                 let got = match check_op_seq(&mut st, &qp(qp_type), &req(op, 0, 0)) {
@@ -134,8 +134,8 @@ fn op_sequence_matches_c_for_every_pair() {
 
 #[test]
 fn rc_psn_checks() {
-    let q = qp(QpType::Rc);
-    let mut st = RespState::new(PSN_MASK, 4);
+    let q = qp(qp::Type::Rc);
+    let mut st = State::new(PSN_MASK, 4);
     // Ahead: one NAK, then silence until the expected PSN shows up.
     assert_eq!(
         check_request(&mut st, &q, &req(Opcode::RcSendOnly, 1, 0)),
@@ -170,8 +170,8 @@ fn rc_psn_checks() {
 
 #[test]
 fn uc_resynchronises_on_first_packets() {
-    let q = qp(QpType::Uc);
-    let mut st = RespState::new(10, 0);
+    let q = qp(qp::Type::Uc);
+    let mut st = State::new(10, 0);
     // A gap in the middle of a message drops until the next first packet.
     assert_eq!(
         check_request(&mut st, &q, &req(Opcode::UcSendMiddle, 12, 1024)),
@@ -204,9 +204,9 @@ fn uc_resynchronises_on_first_packets() {
     );
     assert!(st.drop_msg);
     // UD never checks the sequence.
-    let mut st = RespState::new(0, 0);
+    let mut st = State::new(0, 0);
     assert_eq!(
-        check_request(&mut st, &qp(QpType::Ud), &req(Opcode::UdSendOnly, 77, 5)),
+        check_request(&mut st, &qp(qp::Type::Ud), &req(Opcode::UdSendOnly, 77, 5)),
         Check::Valid
     );
 }
@@ -245,9 +245,9 @@ fn rc_access_rights() {
     for (acc, r, ok) in cases {
         let q = RespQp {
             access: *acc,
-            ..qp(QpType::Rc)
+            ..qp(qp::Type::Rc)
         };
-        let mut st = RespState::new(0, 4);
+        let mut st = State::new(0, 4);
         let want = if *ok {
             Check::Valid
         } else {
@@ -265,7 +265,7 @@ fn rc_access_rights() {
 #[test]
 fn payload_lengths() {
     use Opcode::*;
-    let q = qp(QpType::Rc);
+    let q = qp(qp::Type::Rc);
     let cases = [
         (RcSendOnly, 0, true),
         (RcSendOnly, 1024, true),
@@ -286,7 +286,7 @@ fn payload_lengths() {
         assert_eq!(check_length(&q, &req(op, 0, n)).is_ok(), ok, "{op:?} {n}");
     }
     // UD payloads are not held to the path MTU here.
-    assert!(check_length(&qp(QpType::Ud), &req(Opcode::UdSendOnly, 0, 4096)).is_ok());
+    assert!(check_length(&qp(qp::Type::Ud), &req(Opcode::UdSendOnly, 0, 4096)).is_ok());
     let big = |len| Request {
         reth: Some(Reth {
             va: 0,
@@ -305,7 +305,7 @@ fn payload_lengths() {
 #[test]
 fn rdma_targets() {
     use Opcode::*;
-    let mut st = RespState::new(0, 4);
+    let mut st = State::new(0, 4);
     let reth = |op, len| Request {
         reth: Some(Reth {
             va: 0x1000,
@@ -395,8 +395,8 @@ fn rdma_targets() {
 #[test]
 fn write_length_rules() {
     use Opcode::*;
-    let q = qp(QpType::Rc);
-    let mut st = RespState::new(0, 4);
+    let q = qp(qp::Type::Rc);
+    let mut st = State::new(0, 4);
     // (resid, opcode, payload, pad, ok)
     let cases = [
         (4096, RcWriteFirst, 1024, 0, true),
@@ -428,7 +428,7 @@ fn write_length_rules() {
 
 #[test]
 fn resources_ring() {
-    let mut st = RespState::new(0, 2);
+    let mut st = State::new(0, 2);
     let r = |psn, len| Request {
         reth: Some(Reth {
             va: 0,
@@ -461,7 +461,7 @@ fn resources_ring() {
     let d = st.prepare_res(ResKind::Read, &r(10, 0), 1024).unwrap();
     assert_eq!(st.res[d].last_psn, 10);
     // No resources at all.
-    let mut none = RespState::new(0, 0);
+    let mut none = State::new(0, 0);
     assert_eq!(
         none.prepare_res(ResKind::Flush, &req(Opcode::RcFlush, 0, 0), 1024),
         None
@@ -524,7 +524,7 @@ fn request_from_packet() {
 #[test]
 fn fuzz_checks() {
     let mut rng = Rng::new(0xfeed);
-    let types = [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi];
+    let types = [qp::Type::Rc, qp::Type::Uc, qp::Type::Ud, qp::Type::Gsi];
     for _ in 0..100_000 {
         let qp_type = rng.pick(&types);
         let q = RespQp {
@@ -534,7 +534,7 @@ fn fuzz_checks() {
             srq: rng.bool(),
             min_rnr_timer: rng.below(32) as u8,
         };
-        let mut st = RespState::new(rng.u32(), rng.below(9));
+        let mut st = State::new(rng.u32(), rng.below(9));
         st.opcode = if rng.bool() {
             None
         } else {
@@ -575,9 +575,9 @@ fn fuzz_checks() {
         let c = check_request(&mut st, &q, &r);
         assert_eq!(st.psn, before.psn);
         match c {
-            Check::Duplicate => assert_eq!(qp_type, QpType::Rc),
+            Check::Duplicate => assert_eq!(qp_type, qp::Type::Rc),
             Check::Error(RespError::PsnOutOfSeq) => {
-                assert!(qp_type == QpType::Rc && st.sent_psn_nak)
+                assert!(qp_type == qp::Type::Rc && st.sent_psn_nak)
             }
             _ => {}
         }

@@ -48,17 +48,17 @@ fn bytes(n: u32, seed: u8) -> Vec<u8> {
 }
 
 struct T {
-    st: RespState,
+    st: resp_rules::State,
     qp: RespQp,
     io: RespModel,
 }
 
 impl T {
-    fn new(qp_type: QpType) -> T {
+    fn new(qp_type: qp::Type) -> T {
         T::with_mr(qp_type, 64 * 1024)
     }
 
-    fn with_mr(qp_type: QpType, mr_len: usize) -> T {
+    fn with_mr(qp_type: qp::Type, mr_len: usize) -> T {
         let qp = RespQp {
             qp_type,
             mtu: 1024,
@@ -77,7 +77,7 @@ impl T {
             Access::REMOTE.union(Access::FLUSH_GLOBAL),
         );
         T {
-            st: RespState::new(100, 4),
+            st: resp_rules::State::new(100, 4),
             qp,
             io,
         }
@@ -121,7 +121,7 @@ fn ack(psn: u32, msn: u32) -> Ack {
 
 #[test]
 fn rc_send_only_and_multi_packet() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.extend([100, 4096]);
     let mut r = rq(Opcode::RcSendOnlyImm, 100, 10);
     r.imm = Some(0xdead_beef);
@@ -169,7 +169,7 @@ fn rc_send_only_and_multi_packet() {
 #[test]
 fn rnr_and_receive_errors() {
     // RC: no receive WQE -> RNR NAK carrying min_rnr_timer and the request's PSN.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     let o = t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
     assert!(!o.qp_error);
     assert_eq!(
@@ -186,25 +186,25 @@ fn rnr_and_receive_errors() {
     assert_eq!(t.st.psn, 100);
     assert!(t.io.reqs.is_empty());
     // UC: dropped, and the rest of the message with it.
-    let mut t = T::new(QpType::Uc);
+    let mut t = T::new(qp::Type::Uc);
     t.send(rq(Opcode::UcSendFirst, 100, 1024), bytes(1024, 0));
     assert!(t.st.drop_msg && t.io.out.is_empty());
     // A receive WQE with too many SGEs: class A, the QP fails, NAK remote operational error.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq_malformed = true;
     let o = t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
     assert!(o.qp_error);
     assert_eq!(t.last_ack().syndrome, 0x63);
     assert!(t.io.cqes.is_empty());
     // A message longer than the buffer: C reports a malformed WQE (-EINVAL).
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(100);
     let o = t.send(rq(Opcode::RcSendOnly, 100, 200), bytes(200, 0));
     assert!(o.qp_error);
     assert_eq!(t.io.cqes[0].0.status, WcStatus::LocQpOpErr);
     assert_eq!(t.last_ack().syndrome, 0x63);
     // CQ overflow errors the QP without an ACK.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(100);
     t.io.cq_full = true;
     let o = t.send(rq(Opcode::RcSendOnly, 100, 10), bytes(10, 0));
@@ -213,7 +213,7 @@ fn rnr_and_receive_errors() {
 
 #[test]
 fn rc_writes() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(0);
     let va = BASE + 0x100;
     t.send(
@@ -256,7 +256,7 @@ fn rc_writes() {
 /// ACK first, so responses keep PSN order.
 #[test]
 fn coalesced_acks() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.coalesce = true;
     let va = BASE + 0x100;
     // Queues a 64-byte WRITE only at `va`.
@@ -362,7 +362,7 @@ fn rc_write_errors() {
         ),
     ];
     for (r, syn) in cases {
-        let mut t = T::new(QpType::Rc);
+        let mut t = T::new(qp::Type::Rc);
         let o = t.send(*r, bytes(r.payload, 0));
         assert!(o.qp_error, "{r:?}");
         assert_eq!(
@@ -378,7 +378,7 @@ fn rc_write_errors() {
         assert_eq!(t.io.held_mr, None);
     }
     // Without remote write rights: invalid request.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.qp.access = access::REMOTE_READ;
     assert!(
         t.send(
@@ -392,7 +392,7 @@ fn rc_write_errors() {
 
 #[test]
 fn rc_reads_and_replays() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     let va = BASE + 0x40;
     t.send(
         with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 2500),
@@ -472,7 +472,7 @@ fn rc_reads_and_replays() {
     );
     assert_eq!(t.st.psn, 104);
     // No responder resources: invalid request.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.st.set_max_dest_rd_atomic(0);
     assert!(
         t.send(with_reth(rq(Opcode::RcReadRequest, 100, 0), va, 10), vec![])
@@ -484,7 +484,7 @@ fn rc_reads_and_replays() {
 #[test]
 fn read_reply_failures() {
     // A failed transmit is an RNR NAK; the reply is forgotten, the PSN stays.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.fail_read = Some(SendFailed::Send);
     t.send(
         with_reth(rq(Opcode::RcReadRequest, 100, 0), BASE, 3000),
@@ -500,7 +500,7 @@ fn read_reply_failures() {
     );
     assert_eq!(t.io.reads().len(), 3);
     // The region went away: remote access error.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.fail_read = Some(SendFailed::Access);
     assert!(
         t.send(
@@ -514,7 +514,7 @@ fn read_reply_failures() {
 
 #[test]
 fn atomics_and_replays() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     let at = |op, psn, swap_add, compare| Request {
         atmeth: Some(AtmEth {
             va: BASE + 8,
@@ -555,7 +555,7 @@ fn atomics_and_replays() {
     assert_eq!(t.last_ack().orig, now);
     assert_eq!(t.io.mrs[&RKEY].data[8..16], 77u64.to_ne_bytes());
     // Misaligned: invalid request; no rights: invalid request.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     let mut r = at(Opcode::RcFetchAdd, 100, 1, 0);
     r.atmeth = Some(AtmEth {
         va: BASE + 4,
@@ -563,14 +563,14 @@ fn atomics_and_replays() {
     });
     assert!(t.send(r, vec![]).qp_error);
     assert_eq!(t.last_ack().syndrome, 0x61);
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.qp.access = access::REMOTE_WRITE;
     assert!(t.send(at(Opcode::RcFetchAdd, 100, 1, 0), vec![]).qp_error);
 }
 
 #[test]
 fn atomic_write_and_flush() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     let aw = with_reth(rq(Opcode::RcAtomicWrite, 100, 8), BASE + 16, 8);
     t.send(aw, 0x1122_3344_5566_7788u64.to_ne_bytes().to_vec());
     assert_eq!(
@@ -624,7 +624,7 @@ fn atomic_write_and_flush() {
         }
     );
     // Atomic write length rules.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     assert!(
         t.send(
             with_reth(rq(Opcode::RcAtomicWrite, 100, 8), BASE, 16),
@@ -636,7 +636,7 @@ fn atomic_write_and_flush() {
 
 #[test]
 fn duplicates_and_sequence_errors() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.extend([64, 64]);
     t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
     t.send(rq(Opcode::RcSendOnly, 101, 8), bytes(8, 0));
@@ -671,13 +671,13 @@ fn duplicates_and_sequence_errors() {
         ]
     );
     // Missing first / last: class C.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     assert!(
         t.send(rq(Opcode::RcSendMiddle, 100, 1024), bytes(1024, 0))
             .qp_error
     );
     assert_eq!(t.last_ack().syndrome, 0x61);
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(4096);
     t.send(rq(Opcode::RcSendFirst, 100, 1024), bytes(1024, 0));
     assert!(t.send(rq(Opcode::RcWriteOnly, 101, 0), vec![]).qp_error);
@@ -693,7 +693,7 @@ fn uc_recovers_from_a_lost_message_tail() {
     // any message with an SRQ): the QP never received again.
     for srq in [false, true] {
         // An RDMA write cut short, then sends.
-        let mut t = T::new(QpType::Uc);
+        let mut t = T::new(qp::Type::Uc);
         t.qp.srq = srq;
         t.io.srq = srq;
         t.io.rq.extend([4096, 4096]);
@@ -712,7 +712,7 @@ fn uc_recovers_from_a_lost_message_tail() {
         );
 
         // A send cut short, then sends.
-        let mut t = T::new(QpType::Uc);
+        let mut t = T::new(qp::Type::Uc);
         t.qp.srq = srq;
         t.io.srq = srq;
         t.io.rq.extend([4096, 4096]);
@@ -730,7 +730,7 @@ fn uc_recovers_from_a_lost_message_tail() {
 #[test]
 fn uc_errors() {
     // D1 (no SRQ): a message cut short is forgotten, its WQE kept and rewound.
-    let mut t = T::new(QpType::Uc);
+    let mut t = T::new(qp::Type::Uc);
     t.io.rq.push_back(4096);
     t.send(rq(Opcode::UcSendFirst, 100, 1024), bytes(1024, 0));
     let o = t.send(rq(Opcode::UcSendOnly, 101, 8), bytes(8, 0));
@@ -738,7 +738,7 @@ fn uc_errors() {
     assert_eq!((t.io.recv_received(), t.st.opcode), (0, None));
     assert!(t.io.cqes.is_empty() && t.io.out.is_empty());
     // E (SRQ): the WQE completes with an error and the message is dropped.
-    let mut t = T::new(QpType::Uc);
+    let mut t = T::new(qp::Type::Uc);
     t.qp.srq = true;
     t.io.srq = true;
     t.io.rq.push_back(4096);
@@ -748,7 +748,7 @@ fn uc_errors() {
     assert_eq!(t.io.cqes[0].0.status, WcStatus::RemInvReqErr);
     // Bad rkey: dropped (no SRQ) or completed in error (SRQ); never acked.
     for srq in [false, true] {
-        let mut t = T::new(QpType::Uc);
+        let mut t = T::new(qp::Type::Uc);
         t.qp.srq = srq;
         t.io.srq = srq;
         t.io.rq.push_back(64);
@@ -766,7 +766,7 @@ fn uc_errors() {
 
 #[test]
 fn ud_receive() {
-    let mut t = T::new(QpType::Ud);
+    let mut t = T::new(qp::Type::Ud);
     t.io.rq.extend([48, 40 + 1024, 100]);
     let mut r = rq(Opcode::UdSendOnly, 7, 8);
     r.src_qp = Some(0x33);
@@ -790,7 +790,7 @@ fn ud_receive() {
 
 #[test]
 fn invalidate_of_a_foreign_key_is_class_c() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(64);
     t.io.foreign_keys.push(0x999);
     let mut r = rq(Opcode::RcSendOnlyInv, 100, 8);
@@ -804,7 +804,7 @@ fn invalidate_of_a_foreign_key_is_class_c() {
 
 #[test]
 fn invalidate_failure_is_class_j() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(64);
     let mut r = rq(Opcode::RcSendOnlyInv, 100, 8);
     r.invalidate = Some(0x999);
@@ -844,7 +844,7 @@ fn class_j_behind_queued_requests_is_acknowledged() {
 
 #[test]
 fn qp_error_meanwhile_skips_the_ack() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.rq.push_back(64);
     t.io.in_error = true;
     t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
@@ -854,7 +854,7 @@ fn qp_error_meanwhile_skips_the_ack() {
 
 #[test]
 fn psn_wraps() {
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.st.set_rq_psn(PSN_MASK - 1);
     t.io.rq.extend([4096; 2]);
     t.send(rq(Opcode::RcSendFirst, PSN_MASK - 1, 1024), bytes(1024, 0));
@@ -868,7 +868,7 @@ fn psn_wraps() {
 
 #[test]
 fn recv_cqe_on_error_is_bare() {
-    let st = RespState::new(0, 0);
+    let st = resp_rules::State::new(0, 0);
     let mut r = rq(Opcode::RcSendOnlyImm, 0, 4);
     r.imm = Some(1);
     r.se = true;
@@ -916,7 +916,7 @@ impl T {
 #[test]
 fn odp_absent_pages_stop_and_resume_requests() {
     // Writes: the faulted packet runs again and lands once.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     let va = BASE + 0x100;
     t.io.absent = 2;
     t.io.push(
@@ -995,7 +995,7 @@ fn odp_absent_pages_stop_and_resume_requests() {
 #[test]
 fn fuzz_run_never_panics() {
     let mut rng = Rng::new(0xdecaf);
-    let types = [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi];
+    let types = [qp::Type::Rc, qp::Type::Uc, qp::Type::Ud, qp::Type::Gsi];
     let mut outs = 0usize;
     for _ in 0..20_000 {
         let qp_type = rng.pick(&types);
@@ -1072,7 +1072,7 @@ fn fuzz_run_never_panics() {
         outs += t.io.out.len();
         assert!(t.st.psn <= PSN_MASK && t.st.msn <= PSN_MASK);
         assert!(t.st.cur.is_none_or(|i| i < t.st.res_count));
-        if qp_type != QpType::Rc {
+        if qp_type != qp::Type::Rc {
             assert!(t.io.out.is_empty(), "{qp_type:?} acked");
         }
         if !o.qp_error && !t.io.reqs.is_empty() {
