@@ -283,10 +283,9 @@ fn coalesced_acks() {
     let order: Vec<(bool, u32)> =
         t.io.out
             .iter()
-            .filter_map(|o| match o {
-                Out::Ack(a) => Some((true, a.psn)),
-                Out::Read(r, _) => Some((false, r.psn)),
-                _ => None,
+            .map(|o| match o {
+                Out::Ack(a) => (true, a.psn),
+                Out::Read(r, _) => (false, r.psn),
             })
             .collect();
     assert_eq!(order, [(true, 104), (false, 105), (true, 106)]);
@@ -820,7 +819,7 @@ fn class_j_behind_queued_requests_is_acknowledged() {
     // A batch: a good SEND, the failing SEND_WITH_INV, another SEND. The
     // good one's ACK may be held, but the failing one's must go before
     // the QP stops, or the requester retries it until RETRY_EXC.
-    let mut t = T::new(QpType::Rc);
+    let mut t = T::new(qp::Type::Rc);
     t.io.coalesce = true;
     for _ in 0..3 {
         t.io.rq.push_back(64);

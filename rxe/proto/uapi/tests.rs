@@ -633,9 +633,9 @@ fn reg_mr_only_from_kernel_rings() {
         );
     }
     // The driver's fields fit the union, after C's `reg` member.
-    assert!(send_wr::REG_IOVA >= send_wr::REG_ACCESS + 4);
-    assert!(send_wr::REG_LENGTH >= send_wr::REG_IOVA + 8);
-    assert!(send_wr::REG_LENGTH + 8 <= send_wr::LEN);
+    const _: () = assert!(send_wr::REG_IOVA >= send_wr::REG_ACCESS + 4);
+    const _: () = assert!(send_wr::REG_LENGTH >= send_wr::REG_IOVA + 8);
+    const _: () = assert!(send_wr::REG_LENGTH + 8 <= send_wr::LEN);
 }
 
 #[test]
