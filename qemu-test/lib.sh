@@ -36,6 +36,13 @@ server_ip() { node_ip 2; }
 server_ip6() { node_ip6 2; }
 client_ip() { node_ip 1; }
 
+# step CMD...: print "nodeN $ CMD", then run it. A script may define its
+# own (demo.sh puts a blank line first); the helpers here call the script's.
+step() {
+	echo "node$NODE_INDEX \$ $*"
+	"$@"
+}
+
 # barrier NAME [TIMEOUT]: wait until all NODE_COUNT nodes reached barrier
 # NAME. The same NAME may be used again: each use is a new barrier, as long
 # as every node passes the same sequence of barriers. Fails the script
@@ -107,6 +114,31 @@ wait_until() {
 		((SECONDS - start < limit)) || return 1
 		sleep 0.1
 	done
+}
+
+# ib_send_bw_pair LABEL [ARG...]: ib_send_bw with ARGs, from node 1 to
+# node 2, the server; each node's output goes to $OUT_DIR/ib_send_bw.txt.
+# The client fails unless the run printed a result, and ends with the line
+# "ib_send_bw LABEL: BW average N MB/sec". Passes the barriers `listening`
+# and `finished`: call it on both nodes once each has its device.
+ib_send_bw_pair() {
+	local label=${1:?ib_send_bw_pair LABEL [ARG...]} port=18515 server bw
+	shift
+	if is_server; then
+		step ib_send_bw -d "$RXE_DEV" -p $port "$@" | tee "$OUT_DIR/ib_send_bw.txt" &
+		server=$!
+		wait_listen $port
+		barrier listening
+		wait "$server"
+	else
+		barrier listening
+		step ib_send_bw -d "$RXE_DEV" -p $port "$@" "$(server_ip)" | tee "$OUT_DIR/ib_send_bw.txt"
+		bw=$(awk '/^ *[0-9]+ +[0-9]+/ { print $4 }' "$OUT_DIR/ib_send_bw.txt" | tail -1)
+		[ -n "$bw" ] || fail "ib_send_bw printed no result"
+		echo
+		echo "ib_send_bw $label: BW average ${bw} MB/sec"
+	fi
+	barrier finished
 }
 
 # same_on_all_nodes NAME WHAT: every node wrote $SHARED_DIR/NAME.node<N>;

@@ -11,14 +11,15 @@ use kernel::{
 };
 
 use crate::rxe::counters::{Counter, Counters};
-use crate::rxe::kernel::ibdev::{self, attr_int, DeviceAttr, Identity, PortAttr, PortEvent};
+use crate::rxe::kernel::ibdev::{self, Identity, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
 use crate::rxe::kernel::random;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
-use crate::rxe::proto::odp_logic;
 use crate::rxe::proto::params as p;
-use crate::rxe::proto::params::{IbMtu, PhysState, PortState};
+use crate::rxe::proto::params::{
+    DeviceReport, IbMtu, PhysState, PortAttr, PortImmutable, PortState,
+};
 use crate::rxe::{ah, mcast, mr, mw, qp};
 
 /// An rxe device: the core's `ib_device` followed by its [`DeviceState`].
@@ -87,7 +88,6 @@ struct Port {
 /// What the driver keeps per device, after the core's `ib_device`.
 #[pin_data]
 pub(crate) struct DeviceState {
-    attr: DeviceAttr,
     sys_image_guid: AtomicU64,
     port: Port,
     counts: Arc<Counts>,
@@ -114,55 +114,6 @@ pub(crate) struct DeviceState {
     pub(crate) mcast: mcast::Groups,
 }
 
-fn device_attr(guid: [u8; 8]) -> DeviceAttr {
-    let a = &p::DEVICE_ATTR;
-    let mut d = DeviceAttr {
-        fw_ver: a.fw_ver,
-        sys_image_guid: u64::from_ne_bytes(guid),
-        max_mr_size: a.max_mr_size,
-        page_size_cap: a.page_size_cap,
-        vendor_id: a.vendor_id,
-        vendor_part_id: a.vendor_part_id,
-        hw_ver: a.hw_ver,
-        max_qp: attr_int(a.max_qp),
-        max_qp_wr: attr_int(a.max_qp_wr),
-        device_cap_flags: a.device_cap_flags,
-        kernel_cap_flags: a.kernel_cap_flags,
-        max_send_sge: attr_int(a.max_send_sge),
-        max_recv_sge: attr_int(a.max_recv_sge),
-        max_sge_rd: attr_int(a.max_sge_rd),
-        max_cq: attr_int(a.max_cq),
-        max_cqe: attr_int(a.max_cqe),
-        max_mr: attr_int(a.max_mr),
-        max_pd: attr_int(a.max_pd),
-        max_qp_rd_atom: attr_int(a.max_qp_rd_atom),
-        max_res_rd_atom: attr_int(a.max_res_rd_atom),
-        max_qp_init_rd_atom: attr_int(a.max_qp_init_rd_atom),
-        atomic_cap: a.atomic_cap as u32,
-        masked_atomic_cap: a.masked_atomic_cap as u32,
-        max_mw: attr_int(a.max_mw),
-        max_mcast_grp: attr_int(a.max_mcast_grp),
-        max_mcast_qp_attach: attr_int(a.max_mcast_qp_attach),
-        max_total_mcast_qp_attach: attr_int(a.max_total_mcast_qp_attach),
-        max_ah: attr_int(a.max_ah),
-        max_srq: attr_int(a.max_srq),
-        max_srq_wr: attr_int(a.max_srq_wr),
-        max_srq_sge: attr_int(a.max_srq_sge),
-        max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
-        max_pkeys: a.max_pkeys,
-        local_ca_ack_delay: a.local_ca_ack_delay,
-        ..Default::default()
-    };
-    // On-demand paging, as the newest rdma_rxe reports it.
-    let odp = odp_logic::CAPS;
-    d.kernel_cap_flags |= p::kernel_cap::ON_DEMAND_PAGING;
-    d.odp_caps.general_caps = odp.general;
-    d.odp_caps.per_transport_caps.rc_odp_caps = odp.rc;
-    d.odp_caps.per_transport_caps.uc_odp_caps = odp.uc;
-    d.odp_caps.per_transport_caps.ud_odp_caps = odp.ud;
-    d
-}
-
 impl DeviceState {
     fn new(guid: [u8; 8], netdev_mtu: u32) -> Result<impl PinInit<Self, Error>> {
         let zero = || AtomicU32::new(0);
@@ -180,7 +131,6 @@ impl DeviceState {
             GFP_KERNEL,
         )?;
         Ok(try_pin_init!(Self {
-            attr: device_attr(guid),
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
             port: Port {
                 active_mtu: AtomicU32::new(IbMtu::from_netdev_mtu(netdev_mtu).as_raw()),
@@ -214,63 +164,51 @@ impl DeviceState {
         })
     }
 
-    pub(crate) fn query_device(
-        &self,
-        _dev: &Device,
-        attr: &mut DeviceAttr,
-        udata: Option<&Udata>,
-    ) -> Result {
+    pub(crate) fn query_device(&self, udata: Option<&Udata>) -> Result<DeviceReport> {
         if udata.is_some_and(|u| u.inlen() != 0 || u.outlen() != 0) {
             return Err(EINVAL);
         }
-        *attr = self.attr;
-        attr.sys_image_guid = self.sys_image_guid.load(Ordering::Relaxed);
-        Ok(())
+        Ok(DeviceReport::new(
+            self.sys_image_guid.load(Ordering::Relaxed),
+        ))
     }
 
     pub(crate) fn set_sys_image_guid(&self, guid_be: u64) {
         self.sys_image_guid.store(guid_be, Ordering::Relaxed);
     }
 
-    pub(crate) fn query_port(&self, dev: &Device, port: u32, attr: &mut PortAttr) -> Result {
+    pub(crate) fn query_port(&self, dev: &Device, port: u32) -> Result<PortAttr> {
         if port != 1 {
             return Err(EINVAL);
         }
         let ndev = dev.netdev().ok_or(ENODEV)?;
         // The netdev's state now, as 7.3's rdma_rxe reports it (6.12 reports
         // the state of the last netdev event).
-        let state = if ndev.is_running_with_carrier() {
-            PortState::Active
-        } else {
-            PortState::Down
-        } as u32;
+        let active = ndev.is_running_with_carrier();
+        // The width/speed the core derives from the netdev's link settings.
+        let (active_speed, active_width) = dev.eth_speed()?;
         let d = &p::PORT_ATTR;
-        *attr = PortAttr {
-            state,
-            max_mtu: d.max_mtu.as_raw(),
-            active_mtu: self.port.active_mtu.load(Ordering::Relaxed),
-            gid_tbl_len: d.gid_tbl_len,
+        Ok(PortAttr {
+            state: if active {
+                PortState::Active
+            } else {
+                PortState::Down
+            },
+            active_mtu: IbMtu::from_raw(self.port.active_mtu.load(Ordering::Relaxed))
+                .unwrap_or(d.active_mtu),
             port_cap_flags: self.port.cap_flags.load(Ordering::Relaxed),
-            max_msg_sz: d.max_msg_sz,
             bad_pkey_cntr: self.port.bad_pkey_cntr.load(Ordering::Relaxed),
             qkey_viol_cntr: self.port.qkey_viol_cntr.load(Ordering::Relaxed),
-            pkey_tbl_len: d.pkey_tbl_len,
-            sm_lid: d.sm_lid,
-            lid: d.lid,
-            lmc: d.lmc,
-            max_vl_num: d.max_vl_num,
-            sm_sl: d.sm_sl,
-            subnet_timeout: d.subnet_timeout,
-            init_type_reply: d.init_type_reply,
-            ..Default::default()
-        };
-        // The width/speed the core derives from the netdev's link settings.
-        let (speed, width) = dev.eth_speed()?;
-        attr.active_speed = speed;
-        attr.active_width = width;
-        attr.phys_state =
-            PhysState::reported(state == PortState::Active as u32, ndev.is_up()) as u8;
-        Ok(())
+            active_width,
+            active_speed,
+            phys_state: PhysState::reported(active, ndev.is_up()),
+            ..*d
+        })
+    }
+
+    /// What the core keeps of port `port`, from its attributes now.
+    pub(crate) fn port_immutable(&self, dev: &Device, port: u32) -> Result<PortImmutable> {
+        Ok(PortImmutable::of(&self.query_port(dev, port)?))
     }
 
     pub(crate) fn query_pkey(&self, _port: u32, index: u16) -> Result<u16> {

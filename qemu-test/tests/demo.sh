@@ -6,6 +6,7 @@
 set -euo pipefail
 . "$REPO/qemu-test/lib.sh"
 
+# lib.sh's step, with a blank line between the steps.
 step() { echo; echo "node$NODE_INDEX \$ $*"; "$@"; }
 
 # The harness already loaded the driver and ran `rdma link add`; show it.
@@ -18,19 +19,4 @@ step ibv_devices
 step ibv_devinfo -d "$RXE_DEV"
 barrier ready
 
-port=18515
-if is_server; then
-	step ib_send_bw -d "$RXE_DEV" -p $port "$@" | tee "$OUT_DIR/ib_send_bw.txt" &
-	server=$!
-	wait_listen $port
-	barrier listening
-	wait "$server"
-else
-	barrier listening
-	step ib_send_bw -d "$RXE_DEV" -p $port "$@" "$(server_ip)" | tee "$OUT_DIR/ib_send_bw.txt"
-	bw=$(awk '/^ *[0-9]+ +[0-9]+/ { print $4 }' "$OUT_DIR/ib_send_bw.txt" | tail -1)
-	[ -n "$bw" ] || fail "ib_send_bw printed no result"
-	echo
-	echo "ib_send_bw ${RXE_DRIVER}: BW average ${bw} MB/sec"
-fi
-barrier finished
+ib_send_bw_pair "$RXE_DRIVER" "$@"

@@ -13,7 +13,6 @@ set -euo pipefail
 
 root=${1:?usage: dkms.sh ROOT}
 krel=$(uname -r)
-step() { echo "node$NODE_INDEX \$ $*"; "$@"; }
 
 ko=$(/usr/sbin/modinfo -b "$root" -k "$krel" -n rdma_rxe_rs) || fail "no rdma_rxe_rs in $root/lib/modules/$krel"
 echo "node$NODE_INDEX: dkms installed $ko"
@@ -32,21 +31,7 @@ done
 step ibv_devinfo -d "$RXE_DEV"
 barrier ready
 
-port=18515
-if is_server; then
-	step ib_send_bw -d "$RXE_DEV" -p $port -n 200 &
-	server=$!
-	wait_listen $port
-	barrier listening
-	wait "$server"
-else
-	barrier listening
-	step ib_send_bw -d "$RXE_DEV" -p $port -n 200 "$(server_ip)" | tee "$OUT_DIR/ib_send_bw.txt"
-	bw=$(awk '/^ *[0-9]+ +[0-9]+/ { print $4 }' "$OUT_DIR/ib_send_bw.txt" | tail -1)
-	[ -n "$bw" ] || fail "ib_send_bw printed no result"
-	echo "ib_send_bw over dkms's rdma_rxe_rs: BW average ${bw} MB/sec"
-fi
-barrier finished
+ib_send_bw_pair "over dkms's rdma_rxe_rs" -n 200
 step rdma link delete "$RXE_DEV"
 step /usr/sbin/modprobe -d "$root" -S "$krel" -r rdma_rxe_rs
 [ ! -d /sys/module/rdma_rxe_rs ] || fail "rdma_rxe_rs did not unload"

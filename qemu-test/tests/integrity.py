@@ -298,6 +298,16 @@ WC_OF = {"w": e.IBV_WC_RDMA_WRITE, "wi": e.IBV_WC_RDMA_WRITE, "r": e.IBV_WC_RDMA
          "s": e.IBV_WC_SEND}
 
 
+def gather(mr, data, sgl):
+    """Lays DATA out in MR along the (offset, length) list SGL; returns the SGEs."""
+    sges, pos = [], 0
+    for o, ln in sgl:
+        rl.put(mr, o, data[pos:pos + ln])
+        pos += ln
+        sges.append(SGE(mr.buf + o, ln, mr.lkey))
+    return sges
+
+
 def client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full):
     S, D = env.mr["S"], env.mr["D"]
     wbuf, wkey = peer["mrs"]["W"]
@@ -314,11 +324,7 @@ def client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full):
         if t in ("w", "wi"):
             data = op_data(seed, k, n)
             sums[k] = sha(data)
-            sges, pos = [], 0
-            for o, ln in op["lsg"]:
-                rl.put(S, o, data[pos:pos + ln])
-                pos += ln
-                sges.append(SGE(S.buf + o, ln, S.lkey))
+            sges = gather(S, data, op["lsg"])
             opcode = e.IBV_WR_RDMA_WRITE if t == "w" else e.IBV_WR_RDMA_WRITE_WITH_IMM
             wr = SendWR(wr_id=k, opcode=opcode, num_sge=len(sges), sg=sges, send_flags=flags)
             if t == "wi":
@@ -332,11 +338,7 @@ def client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full):
         else:
             data = op_data(seed, k, n)
             sums[k] = sha(data)
-            sges, pos = [], 0
-            for o, ln in op["ssg"]:
-                rl.put(S, o, data[pos:pos + ln])
-                pos += ln
-                sges.append(SGE(S.buf + o, ln, S.lkey))
+            sges = gather(S, data, op["ssg"])
             opcode = e.IBV_WR_SEND if op["imm"] is None else e.IBV_WR_SEND_WITH_IMM
             wr = SendWR(wr_id=k, opcode=opcode, num_sge=len(sges), sg=sges, send_flags=flags)
             if op["imm"] is not None:

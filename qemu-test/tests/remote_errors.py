@@ -377,12 +377,7 @@ def client_raw_case(env, ctl, name, pairs):
     extra = rl.poll_none(cq, 0.05)
     if extra:
         probs.append(f"requester completions {[(w.wr_id, rl.status_name(w.status)) for w in extra]}")
-    ctl.send({"client": probs, "first": first})
-    reply = ctl.recv()
-    probs += [f"responder: {p}" for p in reply["server"]]
-    probs += client_fresh_pair(env, ctl, name, pairs[1])
-    close_pairs(pairs)
-    return first, reply["responder"], probs
+    return client_finish(env, ctl, name, pairs, first, probs)
 
 
 def client_case(env, ctl, name):
@@ -454,6 +449,12 @@ def client_case(env, ctl, name):
     if st != want_state:
         probs.append(f"requester QP in {rl.QP_STATE.get(st, st)}, want {rl.QP_STATE[want_state]}")
     first = next((st for wr_id, st in got if wr_id == 1), "none")
+    return client_finish(env, ctl, name, pairs, first, probs)
+
+
+def client_finish(env, ctl, name, pairs, first, probs):
+    """Ends a client case: sends its findings, adds the server's, checks that
+    the second pair still moves data and closes both."""
     ctl.send({"client": probs, "first": first})
     reply = ctl.recv()
     probs += [f"responder: {p}" for p in reply["server"]]

@@ -1,18 +1,126 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! The verbs attribute structs of the RDMA core and their Rust forms in
-//! `proto`: AH attributes, QP caps, modify and query attributes, SRQ
-//! attributes. The entry points in `rxe/ops` convert with these and stay a
-//! few lines each.
+//! `proto`: device and port attributes, AH attributes, QP caps, modify and
+//! query attributes, SRQ attributes. The entry points in `rxe/ops` convert
+//! with these and stay a few lines each.
 
 use kernel::ffi::c_int;
 
 use crate::rxe::proto::av::{ah_attr_from_av, AhAttr, SgidAttr};
 use crate::rxe::proto::cq_srq::SrqAttr;
+use crate::rxe::proto::params::{self as p, DeviceReport, PortAttr, PortImmutable};
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::{Caps, ModifyAttr, QpAttrs};
 use crate::rxe::proto::uapi::GlobalRoute;
 use crate::rxe::sys as b;
+
+/// A count limit of `ib_device_attr` from the driver's `i32` parameters:
+/// `int` in 6.12's struct.
+#[cfg(not(rxe_kernel_7))]
+fn attr_int(v: i32) -> i32 {
+    v
+}
+
+/// A count limit of `ib_device_attr` from the driver's `i32` parameters:
+/// `u32` in 7.x's struct (the limits are never negative).
+#[cfg(rxe_kernel_7)]
+fn attr_int(v: i32) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+/// What query_device returns; the fields rxe does not set are zero.
+impl From<&DeviceReport> for b::ib_device_attr {
+    fn from(r: &DeviceReport) -> Self {
+        let a = &r.attr;
+        let mut d = b::ib_device_attr {
+            fw_ver: a.fw_ver,
+            sys_image_guid: r.sys_image_guid,
+            max_mr_size: a.max_mr_size,
+            page_size_cap: a.page_size_cap,
+            vendor_id: a.vendor_id,
+            vendor_part_id: a.vendor_part_id,
+            hw_ver: a.hw_ver,
+            max_qp: attr_int(a.max_qp),
+            max_qp_wr: attr_int(a.max_qp_wr),
+            device_cap_flags: a.device_cap_flags,
+            kernel_cap_flags: a.kernel_cap_flags,
+            max_send_sge: attr_int(a.max_send_sge),
+            max_recv_sge: attr_int(a.max_recv_sge),
+            max_sge_rd: attr_int(a.max_sge_rd),
+            max_cq: attr_int(a.max_cq),
+            max_cqe: attr_int(a.max_cqe),
+            max_mr: attr_int(a.max_mr),
+            max_pd: attr_int(a.max_pd),
+            max_qp_rd_atom: attr_int(a.max_qp_rd_atom),
+            max_res_rd_atom: attr_int(a.max_res_rd_atom),
+            max_qp_init_rd_atom: attr_int(a.max_qp_init_rd_atom),
+            atomic_cap: a.atomic_cap as u32,
+            masked_atomic_cap: a.masked_atomic_cap as u32,
+            max_mw: attr_int(a.max_mw),
+            max_mcast_grp: attr_int(a.max_mcast_grp),
+            max_mcast_qp_attach: attr_int(a.max_mcast_qp_attach),
+            max_total_mcast_qp_attach: attr_int(a.max_total_mcast_qp_attach),
+            max_ah: attr_int(a.max_ah),
+            max_srq: attr_int(a.max_srq),
+            max_srq_wr: attr_int(a.max_srq_wr),
+            max_srq_sge: attr_int(a.max_srq_sge),
+            max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
+            max_pkeys: a.max_pkeys,
+            local_ca_ack_delay: a.local_ca_ack_delay,
+            ..Default::default()
+        };
+        d.odp_caps.general_caps = r.odp.general;
+        d.odp_caps.per_transport_caps.rc_odp_caps = r.odp.rc;
+        d.odp_caps.per_transport_caps.uc_odp_caps = r.odp.uc;
+        d.odp_caps.per_transport_caps.ud_odp_caps = r.odp.ud;
+        d
+    }
+}
+
+/// What query_port returns; `subnet_prefix` and the fields rxe does not set
+/// are zero.
+impl From<&PortAttr> for b::ib_port_attr {
+    fn from(a: &PortAttr) -> Self {
+        b::ib_port_attr {
+            state: a.state as u32,
+            max_mtu: a.max_mtu.as_raw(),
+            active_mtu: a.active_mtu.as_raw(),
+            gid_tbl_len: a.gid_tbl_len,
+            port_cap_flags: a.port_cap_flags,
+            max_msg_sz: a.max_msg_sz,
+            bad_pkey_cntr: a.bad_pkey_cntr,
+            qkey_viol_cntr: a.qkey_viol_cntr,
+            pkey_tbl_len: a.pkey_tbl_len,
+            sm_lid: a.sm_lid,
+            lid: a.lid,
+            lmc: a.lmc,
+            max_vl_num: a.max_vl_num,
+            sm_sl: a.sm_sl,
+            subnet_timeout: a.subnet_timeout,
+            init_type_reply: a.init_type_reply,
+            active_width: a.active_width,
+            active_speed: a.active_speed,
+            phys_state: a.phys_state as u8,
+            ..Default::default()
+        }
+    }
+}
+
+const _: () = assert!(p::CORE_CAP_FLAGS == b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP);
+const _: () = assert!(p::MAX_MAD_SIZE == b::IB_MGMT_MAD_SIZE);
+
+/// What get_port_immutable returns.
+impl From<&PortImmutable> for b::ib_port_immutable {
+    fn from(i: &PortImmutable) -> Self {
+        b::ib_port_immutable {
+            pkey_tbl_len: c_int::from(i.pkey_tbl_len),
+            gid_tbl_len: i.gid_tbl_len,
+            core_cap_flags: i.core_cap_flags,
+            max_mad_size: i.max_mad_size,
+        }
+    }
+}
 
 /// Reads an `rdma_ah_attr` the core has resolved.
 ///

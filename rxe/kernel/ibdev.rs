@@ -14,23 +14,6 @@ use kernel::{
 use super::netdev::NetDevice;
 use crate::rxe::sys as b;
 
-/// Plain data the RDMA core asks the driver to fill in.
-pub(crate) use b::{ib_device_attr as DeviceAttr, ib_port_attr as PortAttr};
-
-/// A count limit of [`DeviceAttr`] from the driver's `i32` parameters:
-/// `int` in 6.12's `ib_device_attr`.
-#[cfg(not(rxe_kernel_7))]
-pub(crate) fn attr_int(v: i32) -> i32 {
-    v
-}
-
-/// A count limit of [`DeviceAttr`] from the driver's `i32` parameters:
-/// `u32` in 7.x's `ib_device_attr` (the limits are never negative).
-#[cfg(rxe_kernel_7)]
-pub(crate) fn attr_int(v: i32) -> u32 {
-    u32::try_from(v).unwrap_or(0)
-}
-
 /// The driver's state of a device, kept behind the core's `ib_device`, and
 /// the ops table the core calls the device through.
 ///
@@ -117,7 +100,7 @@ impl<S: DeviceData> Device<S> {
         });
         // SAFETY: The device is ours until registered; its fields are plain data.
         unsafe {
-            let ib = &mut *Opaque::raw_get(core::ptr::addr_of!((*raw).ib));
+            let ib = &mut *(*raw).ib.get();
             ib.name_assign_type = b::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
             for (dst, &src) in ib.node_desc.iter_mut().zip(identity.node_desc) {
                 *dst = src as kernel::ffi::c_char;

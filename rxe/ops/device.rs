@@ -7,7 +7,6 @@ use kernel::{error::from_result, ffi::c_int, prelude::*};
 use crate::rxe::device::Device;
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::errno;
-use crate::rxe::kernel::ibdev::{DeviceAttr, PortAttr};
 use crate::rxe::kernel::object::CoreObj;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pd::Pd;
@@ -67,8 +66,7 @@ unsafe extern "C" fn query_device(
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
         let (dev, attr, udata) = unsafe { (dev(ib), &mut *attr, Udata::from_raw(udata)) };
-        dev.state()
-            .query_device(dev, attr as &mut DeviceAttr, udata.as_ref())?;
+        *attr = (&dev.state().query_device(udata.as_ref())?).into();
         Ok(0)
     })
 }
@@ -85,7 +83,7 @@ unsafe extern "C" fn query_port(
     from_result(|| {
         // SAFETY: Core-provided pointers, valid for the call.
         let (dev, attr) = unsafe { (dev(ib), &mut *attr) };
-        dev.state().query_port(dev, port, attr as &mut PortAttr)?;
+        *attr = (&dev.state().query_port(dev, port)?).into();
         Ok(0)
     })
 }
@@ -186,18 +184,9 @@ unsafe extern "C" fn get_port_immutable(
     immutable: *mut b::ib_port_immutable,
 ) -> c_int {
     from_result(|| {
-        if port != 1 {
-            return Err(EINVAL);
-        }
         // SAFETY: Core-provided pointers, valid for the call.
-        let immutable = unsafe { &mut *immutable };
-        let mut attr = b::ib_port_attr::default();
-        // SAFETY: `ib` is our live device; the core's query fills `attr`.
-        kernel::error::to_result(unsafe { b::ib_query_port(ib, port, &mut attr) })?;
-        immutable.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-        immutable.pkey_tbl_len = c_int::from(attr.pkey_tbl_len);
-        immutable.gid_tbl_len = attr.gid_tbl_len;
-        immutable.max_mad_size = b::IB_MGMT_MAD_SIZE;
+        let (dev, immutable) = unsafe { (dev(ib), &mut *immutable) };
+        *immutable = (&dev.state().port_immutable(dev, port)?).into();
         Ok(0)
     })
 }

@@ -7,6 +7,8 @@
 //! `query_device` and `query_port` must return exactly these numbers: user space
 //! (rdma-core, perftest, MPI stacks) sizes its queues from them.
 
+use super::odp_logic;
+
 /// The common default limit of rxe: 2^20.
 pub(crate) const DEFAULT_MAX_VALUE: u32 = 1 << 20;
 
@@ -383,6 +385,32 @@ pub(crate) const DEVICE_ATTR: DeviceAttr = DeviceAttr {
     local_ca_ack_delay: limits::LOCAL_CA_ACK_DELAY,
 };
 
+/// What `query_device` reports: the limits of [`DEVICE_ATTR`] and what is
+/// known only at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceReport {
+    pub(crate) attr: DeviceAttr,
+    /// The system image GUID as the attribute holds it: the EUI-64 bytes in
+    /// wire order, read as a native `u64`.
+    pub(crate) sys_image_guid: u64,
+    /// The on-demand paging capabilities.
+    pub(crate) odp: odp_logic::Caps,
+}
+
+impl DeviceReport {
+    /// The report of a device with system image GUID `sys_image_guid`; it
+    /// offers on-demand paging as the newest rdma_rxe does.
+    pub(crate) const fn new(sys_image_guid: u64) -> Self {
+        let mut attr = DEVICE_ATTR;
+        attr.kernel_cap_flags |= kernel_cap::ON_DEMAND_PAGING;
+        Self {
+            attr,
+            sys_image_guid,
+            odp: odp_logic::CAPS,
+        }
+    }
+}
+
 /// `enum ib_port_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -428,10 +456,8 @@ pub(crate) const SPEED_SDR: u16 = 1;
 pub(crate) const PORT_CM_SUP: u32 = 1 << 16;
 /// `RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`: the core capabilities of the port
 /// (RoCEv2 protocol, MAD, CM, AF_IB addressing, Ethernet AHs).
-#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const CORE_CAP_FLAGS: u32 = 0x0080_0000 | 0x1 | 0x4 | 0x1000 | 0x2000;
 /// `IB_MGMT_MAD_SIZE`: the port immutable `max_mad_size`.
-#[allow(dead_code)] // The whole C value set, used or not.
 pub(crate) const MAX_MAD_SIZE: u32 = 256;
 
 /// The fields of `struct ib_port_attr` rxe sets at device creation.
@@ -485,6 +511,28 @@ pub(crate) const PORT_ATTR: PortAttr = PortAttr {
     active_speed: SPEED_SDR,
     phys_state: PhysState::Polling,
 };
+
+/// `struct ib_port_immutable`: what the core keeps of port 1 for the
+/// device's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PortImmutable {
+    pub(crate) pkey_tbl_len: u16,
+    pub(crate) gid_tbl_len: i32,
+    pub(crate) core_cap_flags: u32,
+    pub(crate) max_mad_size: u32,
+}
+
+impl PortImmutable {
+    /// The immutable data of a port whose attributes `query_port` reported.
+    pub(crate) const fn of(port: &PortAttr) -> Self {
+        Self {
+            pkey_tbl_len: port.pkey_tbl_len,
+            gid_tbl_len: port.gid_tbl_len,
+            core_cap_flags: CORE_CAP_FLAGS,
+            max_mad_size: MAX_MAD_SIZE,
+        }
+    }
+}
 
 /// `RXE_PORT_MAX_MSG_SZ`: the longest message a WQE may describe.
 pub(crate) const MAX_MSG_SZ: u32 = 1 << 31;
@@ -650,6 +698,38 @@ mod tests {
             assert_eq!(ours, want, "{name}");
         }
         assert_eq!(CORE_CAP_FLAGS, 0x0080_3005);
+    }
+
+    /// The run-time report adds the GUID and 7.3's on-demand paging: the
+    /// kernel capability bit and its RC/UD capabilities.
+    #[test]
+    fn device_report_adds_odp() {
+        let r = DeviceReport::new(0x1122_3344_5566_7788);
+        assert_eq!(r.sys_image_guid, 0x1122_3344_5566_7788);
+        assert_eq!(r.attr.kernel_cap_flags, 0x14);
+        let attr = DeviceAttr {
+            kernel_cap_flags: DEVICE_ATTR.kernel_cap_flags,
+            ..r.attr
+        };
+        assert_eq!(attr, DEVICE_ATTR);
+        assert_eq!(
+            (r.odp.general, r.odp.rc, r.odp.uc, r.odp.ud),
+            (1, 0xff, 0, 0x23)
+        );
+    }
+
+    #[test]
+    fn port_immutable_of_port_attr() {
+        let i = PortImmutable::of(&PORT_ATTR);
+        assert_eq!(
+            (
+                i.pkey_tbl_len,
+                i.gid_tbl_len,
+                i.core_cap_flags,
+                i.max_mad_size
+            ),
+            (1, 1024, 0x0080_3005, 256)
+        );
     }
 
     /// (netdev MTU, C result of `rxe_set_mtu()`), from the compiled C helpers:
