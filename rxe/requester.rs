@@ -313,7 +313,7 @@ struct Snap {
 }
 
 fn snapshot(qp: &Shared) -> Option<Snap> {
-    let s = qp.state.lock();
+    let s = qp.status();
     if !s.valid {
         return None;
     }
@@ -352,7 +352,7 @@ pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
 /// Moves the QP to ERR (`rxe_qp_error()`) and lets the engines flush.
 pub(crate) fn qp_error(qp: &Arc<Shared>) {
     {
-        let mut s = qp.state.lock();
+        let mut s = qp.status_mut();
         if !s.valid {
             return;
         }
@@ -381,7 +381,7 @@ pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) 
 
 /// modify_qp changed attributes the engines keep a copy of.
 pub(crate) fn modified(qp: &Arc<Shared>, mask: AttrMask) {
-    let a = qp.state.lock().attrs;
+    let a = qp.status().attrs;
     let mut st = qp.req.lock();
     if mask.intersects(AttrMask::SQ_PSN) {
         st.req.set_sq_psn(a.sq_psn);
@@ -891,7 +891,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
 
 impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
     fn expired(this: Arc<Self>) {
-        if !this.state.lock().valid {
+        if !this.status().valid {
             return;
         }
         this.req.lock().comp.timer_fired();
@@ -901,7 +901,7 @@ impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
 
 impl TimerOwner<{ qp::RNR_TIMER }> for Shared {
     fn expired(this: Arc<Self>) {
-        if !this.state.lock().valid {
+        if !this.status().valid {
             return;
         }
         this.req.lock().req.rnr_timer_fired();
