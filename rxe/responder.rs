@@ -560,7 +560,7 @@ impl resp_machine::Io for Io<'_> {
         };
         let mut r = Ok(());
         if with_grh {
-            r = h.cursor.copy_to_mem(&mem, &h.wqe, p.network_hdr());
+            r = h.cursor.copy_to_mem(&mem, &h.wqe, &p.network_hdr());
         }
         if r.is_ok() {
             r = h.cursor.copy_to_mem(&mem, &h.wqe, p.payload());
