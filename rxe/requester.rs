@@ -519,16 +519,13 @@ fn ref_payload(
     wqe: &SendWqe,
     done: u32,
     len: u32,
-) -> Result<Option<PayloadPages>, WcStatus> {
+    pages: &mut PayloadPages,
+) -> Result<bool, WcStatus> {
     let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
     let mut cur = Cursor::new(wqe.length);
     cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-    let mut pages = PayloadPages::new();
-    match cur.ref_from_mem(&mem, wqe, to_usize(len), &mut pages) {
-        Ok(true) => Ok(Some(pages)),
-        Ok(false) => Ok(None),
-        Err(e) => Err(e.requester_status()),
-    }
+    cur.ref_from_mem(&mem, wqe, to_usize(len), pages)
+        .map_err(|e| e.requester_status())
 }
 
 /// Builds the packet `p` of `wqe`, `done` bytes into its payload.
@@ -543,12 +540,15 @@ fn build<'a>(
     let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
-    let pages = match wqe.payload {
+    // Filled in place: the list of page pieces is too large to move around.
+    let mut pages = PayloadPages::new();
+    let referenced = match wqe.payload {
         Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
-            ref_payload(qp, wqe, done, p.payload)?
+            ref_payload(qp, wqe, done, p.payload, &mut pages)?
         }
-        _ => None,
+        _ => false,
     };
+    let pages = referenced.then_some(&mut pages);
     let mut tx = net::alloc_packet_with(&qp.dev, &av, op, to_usize(p.payload), pages)
         .map_err(|_| WcStatus::LocQpOpErr)?;
     let (dest_qpn, qkey) = match wqe.wr {

@@ -446,7 +446,7 @@ impl Io<'_> {
         psn: u32,
         (aeth, orig): (Aeth, u64),
         len: u32,
-        pages: Option<PayloadPages>,
+        pages: Option<&mut PayloadPages>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
     ) -> Result<(), SendFailed> {
         let dev = self.dev().ok_or(SendFailed::Send)?;
@@ -630,13 +630,17 @@ impl resp_machine::Io for Io<'_> {
     }
 
     fn lookup(&mut self, t: &Target) -> Result<(), AccessFault> {
-        let mr = self
-            .remote_lookup(t.rkey, t.access)
-            .map_err(|_| AccessFault)?;
-        if t.check_range {
-            mr.check_range(t.va, u64::from(t.len))
-                .map_err(|_| AccessFault)?;
-        }
+        let mr = mr::lookup_range(
+            self.sh.dev.state(),
+            t.rkey,
+            KeyKind::Remote {
+                qp: QpId::of(self.sh),
+            },
+            PdId(self.sh.pd),
+            t.access,
+            t.check_range.then_some((t.va, u64::from(t.len))),
+        )
+        .map_err(|_| AccessFault)?;
         self.mr = Some(mr);
         Ok(())
     }
@@ -720,19 +724,17 @@ impl resp_machine::Io for Io<'_> {
             ),
         };
         // Read responses are RC: the payload may go as page fragments.
-        let mut pages = None;
+        let mut p = PayloadPages::new();
+        let mut referenced = false;
         if let Some(mr) = mr
             .as_ref()
             .filter(|_| tx_frags::wants_frags(qp::Type::Rc, to_usize(r.len)))
         {
-            let mut p = PayloadPages::new();
-            if mr
+            referenced = mr
                 .ref_pages(r.va, to_usize(r.len), &mut p)
-                .map_err(|_| SendFailed::Access)?
-            {
-                pages = Some(p);
-            }
+                .map_err(|_| SendFailed::Access)?;
         }
+        let pages = referenced.then_some(&mut p);
         let ack = Syndrome::ACK_UNLIMITED.encode();
         let mut absent = false;
         let sent = self.send_reply(

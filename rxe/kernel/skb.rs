@@ -235,10 +235,10 @@ impl TxSkb {
     /// Appends the pieces of `pages` as fragments, in order, with their page
     /// references. `EINVAL` when the skb runs out of fragment slots (the
     /// pieces not attached are released).
-    pub(crate) fn attach_pages(&mut self, pages: PayloadPages) -> Result {
+    pub(crate) fn attach_pages(&mut self, pages: &mut PayloadPages) -> Result {
         let skb = self.ptr();
         let mut all = true;
-        pages.into_frags(|f| {
+        pages.drain_frags(|f| {
             if all {
                 // SAFETY: We own the skb; the piece is inside its page and
                 // comes with a reference, which the fragment takes over when
