@@ -24,10 +24,10 @@ use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{
     self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN, MULTICAST_QPN,
 };
-use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
 use crate::rxe::proto::opcode::{Mask, Opcode};
