@@ -64,15 +64,18 @@ impl Skb {
         unsafe { self.0.as_ref() }
     }
 
+    /// `skb_headlen()`, read in place (it is on every packet's path).
+    fn headlen(&self) -> usize {
+        let skb = self.raw();
+        to_usize(skb.len.saturating_sub(skb.data_len))
+    }
+
     /// The linear part from `data` on; all of the packet once linearized.
     pub(crate) fn data(&self) -> &[u8] {
         let skb = self.raw();
         // SAFETY: We own the skb; its head holds `skb_headlen` bytes from
         // `data`, which nobody writes while we hold it.
-        unsafe {
-            let len = to_usize(b::rxe_rs_skb_headlen(skb));
-            core::slice::from_raw_parts(skb.data, len)
-        }
+        unsafe { core::slice::from_raw_parts(skb.data, self.headlen()) }
     }
 
     /// From the network header to the end of the linear part: the IP header
@@ -84,7 +87,7 @@ impl Skb {
         // checks the order, and nothing writes while we own the skb.
         unsafe {
             let nh = b::rxe_rs_skb_network_header(skb);
-            let end = skb.data.add(to_usize(b::rxe_rs_skb_headlen(skb)));
+            let end = skb.data.add(self.headlen());
             if nh < skb.head {
                 return &[];
             }
