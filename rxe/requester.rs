@@ -823,7 +823,13 @@ fn run_wqe<'a>(
     (outcome, tx)
 }
 
-/// One step of the requester: at most one packet or local operation.
+/// Packets (or local operations) one requester step handles at most: the
+/// snapshot of the QP's attributes serves them all while its status stays
+/// the same.
+const PACKETS_PER_STEP: u32 = 8;
+
+/// One step of the requester: up to [`PACKETS_PER_STEP`] packets or local
+/// operations.
 pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let Some(snap) = snapshot(qp) else {
         return TaskProgress::Done;
@@ -843,12 +849,31 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         }
         _ => return TaskProgress::Done,
     }
-    let (outcome, tx) = run_once(qp, &snap);
-    if let Some(tx) = tx {
-        // Losses are recovered by retries on RC; UC and UD lose the message.
-        let _ = net::send(tx, &qp.flow);
-        if qp.qp_type == qp::Type::Rc {
-            arm_retransmit(qp, snap.timeout, true);
+    let gen = qp.status_gen();
+    let mut outcome = Outcome::Idle;
+    for _ in 0..PACKETS_PER_STEP {
+        let tx;
+        (outcome, tx) = run_once(qp, &snap);
+        if let Some(tx) = tx {
+            // Losses are recovered by retries on RC; UC and UD lose the message.
+            let _ = net::send(tx, &qp.flow);
+            if qp.qp_type == qp::Type::Rc {
+                arm_retransmit(qp, snap.timeout, true);
+            }
+        }
+        match outcome {
+            Outcome::Sent { retire } => {
+                // The completer retires what is done without a response.
+                if retire {
+                    qp.kick_completer();
+                }
+            }
+            Outcome::Again => {}
+            _ => break,
+        }
+        // The snapshot holds while the status does.
+        if qp.status_gen() != gen {
+            break;
         }
     }
     match outcome {
@@ -862,13 +887,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
                 TaskProgress::More
             }
         }
-        Outcome::Sent { retire } => {
-            // The completer retires what is done without a response.
-            if retire {
-                qp.kick_completer();
-            }
-            TaskProgress::More
-        }
+        Outcome::Sent { .. } => TaskProgress::More,
         Outcome::Failed => {
             qp.kick_completer();
             qp_error(qp);
