@@ -294,7 +294,7 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
 
 pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     let (state, valid, timeout) = {
-        let s = qp.state.lock();
+        let s = qp.status();
         (s.attrs.state, s.valid, s.attrs.timeout)
     };
     if !valid || state == qp::State::Reset {

@@ -341,6 +341,35 @@ impl Shared {
         Ok(())
     }
 
+    /// [`Shared::check_key`] and, with `range`, [`Shared::check_range`]
+    /// under one lock.
+    fn check_key_range(
+        &self,
+        key: u32,
+        kind: KeyKind,
+        pd: PdId,
+        access: Access,
+        range: Option<(u64, u64)>,
+    ) -> Result<(), AccessError> {
+        if self.window.is_some() {
+            self.check_key(key, kind, pd, access)?;
+            return range.map_or(Ok(()), |(iova, len)| self.check_range(iova, len));
+        }
+        let i = self.inner.lock();
+        let own = match kind {
+            KeyKind::Local => i.lkey,
+            KeyKind::Remote { .. } => i.rkey,
+        };
+        if own != key || i.pd != pd || !i.access.contains(access) || i.state != State::Valid {
+            return Err(AccessError::Key);
+        }
+        match (range, &i.mem) {
+            (None, _) | (_, Memory::Dma(_)) => Ok(()),
+            (Some((iova, len)), _) if i.in_range(iova, len) => Ok(()),
+            _ => Err(AccessError::Range),
+        }
+    }
+
     /// Whether `[iova, iova + len)` is inside the region (C's
     /// `mr_check_range`; a DMA MR covers everything).
     pub(crate) fn check_range(&self, iova: u64, len: u64) -> Result<(), AccessError> {
@@ -654,6 +683,30 @@ pub(crate) fn lookup(
     }
     let mr = dev.mrs.get(rules::key_index(key)).ok_or(AccessError::Key)?;
     mr.check_key(key, kind, pd, access)?;
+    Ok(mr)
+}
+
+/// [`lookup`], then with `range` the check that `(iova, len)` lies in
+/// the region, the key and range checked under one lock of the MR.
+pub(crate) fn lookup_range(
+    dev: &DeviceState,
+    key: u32,
+    kind: KeyKind,
+    pd: PdId,
+    access: Access,
+    range: Option<(u64, u64)>,
+) -> Result<Arc<Shared>, AccessError> {
+    if let KeyKind::Remote { qp } = kind {
+        if rules::rkey_is_mw(key) {
+            let mr = mw::lookup(dev, key, qp, pd, access)?;
+            if let Some((iova, len)) = range {
+                mr.check_range(iova, len)?;
+            }
+            return Ok(mr);
+        }
+    }
+    let mr = dev.mrs.get(rules::key_index(key)).ok_or(AccessError::Key)?;
+    mr.check_key_range(key, kind, pd, access, range)?;
     Ok(mr)
 }
 

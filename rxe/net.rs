@@ -123,7 +123,7 @@ pub(crate) fn alloc_packet_with<'a>(
     av: &Av,
     opcode: Opcode,
     payload_len: usize,
-    pages: Option<PayloadPages>,
+    pages: Option<&mut PayloadPages>,
 ) -> Result<TxPacket<'a>> {
     if av.src.network_type() != av.dst.network_type() {
         return Err(EINVAL);

@@ -24,6 +24,7 @@ use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
+use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{
     self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN, MULTICAST_QPN,
 };
@@ -42,7 +43,8 @@ use crate::rxe::{mcast, net, qp};
 ///
 /// Everything here was copied out of the packet and checked once: the
 /// parsed [`PacketInfo`] (opcode, BTH, lengths), the IP addresses, the UDP
-/// source port, the 40-byte network header a UD receive buffer starts with.
+/// source port (the network header a UD receive buffer starts with is
+/// built from the IP header, still in the skb, when one asks).
 /// [`RxPacket::bytes`] is the transport packet (BTH to ICRC), and the
 /// accessors for extension headers and payload read from it.
 pub(crate) struct RxPacket {
@@ -53,11 +55,10 @@ pub(crate) struct RxPacket {
     src: IpAddr,
     dst: IpAddr,
     sport: u16,
-    net_hdr: [u8; NETWORK_HDR_LEN],
     vlan_id: Option<u16>,
     loopback: bool,
     /// Bytes from the IP header to the end of the UDP payload.
-    ip_len: usize,
+    ip_len: u32,
 }
 
 impl RxPacket {
@@ -140,8 +141,8 @@ impl RxPacket {
 
     /// `union rdma_network_hdr` as a UD receive puts it in front of the
     /// data: the IPv6 header, or 20 zero bytes then the IPv4 header.
-    pub(crate) fn network_hdr(&self) -> &[u8; NETWORK_HDR_LEN] {
-        &self.net_hdr
+    pub(crate) fn network_hdr(&self) -> [u8; NETWORK_HDR_LEN] {
+        ip::network_hdr(self.skb.network_header_bytes()).unwrap_or([0; NETWORK_HDR_LEN])
     }
 
     /// The VLAN id, when it came in on a VLAN device (`IB_WC_WITH_VLAN`).
@@ -159,7 +160,6 @@ impl RxPacket {
             src: self.src,
             dst: self.dst,
             sport: self.sport,
-            net_hdr: self.net_hdr,
             vlan_id: self.vlan_id,
             loopback: self.loopback,
             ip_len: self.ip_len,
@@ -243,8 +243,8 @@ impl RxPacket {
             return None;
         }
         let iph = skb.network_header_bytes();
+        // `parse_ip` checks what `network_hdr` reads later.
         let ipinfo = ip::parse_ip(iph)?;
-        let net_hdr = ip::network_hdr(iph)?;
         if ipinfo.src.network_type() != ipinfo.dst.network_type() {
             return None;
         }
@@ -261,10 +261,9 @@ impl RxPacket {
             src: ipinfo.src,
             dst: ipinfo.dst,
             sport: udp.sport,
-            net_hdr,
             vlan_id,
             loopback,
-            ip_len: ipinfo.hdr_len + ip::UDP_HLEN + paylen,
+            ip_len: u32::try_from(ipinfo.hdr_len + ip::UDP_HLEN + paylen).ok()?,
         })
     }
 
@@ -323,7 +322,7 @@ fn dispatch(pkt: RxPacket) {
         if !pkt.icrc_ok() {
             return;
         }
-        counters::packet(&pkt.dev, false, pkt.ip_len);
+        counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
         #[cfg(rxe_nettest)]
         if crate::rxe::nettest::echo(&pkt) {
             return;
@@ -346,7 +345,7 @@ fn dispatch(pkt: RxPacket) {
     if !qp_takes(&pkt, &qp, false) || !pkt.icrc_ok() {
         return;
     }
-    counters::packet(&pkt.dev, false, pkt.ip_len);
+    counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
     qp.receive(pkt);
 }
 

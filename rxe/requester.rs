@@ -313,7 +313,7 @@ struct Snap {
 }
 
 fn snapshot(qp: &Shared) -> Option<Snap> {
-    let s = qp.state.lock();
+    let s = qp.status();
     if !s.valid {
         return None;
     }
@@ -352,7 +352,7 @@ pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
 /// Moves the QP to ERR (`rxe_qp_error()`) and lets the engines flush.
 pub(crate) fn qp_error(qp: &Arc<Shared>) {
     {
-        let mut s = qp.state.lock();
+        let mut s = qp.status_mut();
         if !s.valid {
             return;
         }
@@ -381,7 +381,7 @@ pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) 
 
 /// modify_qp changed attributes the engines keep a copy of.
 pub(crate) fn modified(qp: &Arc<Shared>, mask: AttrMask) {
-    let a = qp.state.lock().attrs;
+    let a = qp.status().attrs;
     let mut st = qp.req.lock();
     if mask.intersects(AttrMask::SQ_PSN) {
         st.req.set_sq_psn(a.sq_psn);
@@ -519,16 +519,13 @@ fn ref_payload(
     wqe: &SendWqe,
     done: u32,
     len: u32,
-) -> Result<Option<PayloadPages>, WcStatus> {
+    pages: &mut PayloadPages,
+) -> Result<bool, WcStatus> {
     let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
     let mut cur = Cursor::new(wqe.length);
     cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-    let mut pages = PayloadPages::new();
-    match cur.ref_from_mem(&mem, wqe, to_usize(len), &mut pages) {
-        Ok(true) => Ok(Some(pages)),
-        Ok(false) => Ok(None),
-        Err(e) => Err(e.requester_status()),
-    }
+    cur.ref_from_mem(&mem, wqe, to_usize(len), pages)
+        .map_err(|e| e.requester_status())
 }
 
 /// Builds the packet `p` of `wqe`, `done` bytes into its payload.
@@ -543,12 +540,15 @@ fn build<'a>(
     let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
-    let pages = match wqe.payload {
+    // Filled in place: the list of page pieces is too large to move around.
+    let mut pages = PayloadPages::new();
+    let referenced = match wqe.payload {
         Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
-            ref_payload(qp, wqe, done, p.payload)?
+            ref_payload(qp, wqe, done, p.payload, &mut pages)?
         }
-        _ => None,
+        _ => false,
     };
+    let pages = referenced.then_some(&mut pages);
     let mut tx = net::alloc_packet_with(&qp.dev, &av, op, to_usize(p.payload), pages)
         .map_err(|_| WcStatus::LocQpOpErr)?;
     let (dest_qpn, qkey) = match wqe.wr {
@@ -823,7 +823,13 @@ fn run_wqe<'a>(
     (outcome, tx)
 }
 
-/// One step of the requester: at most one packet or local operation.
+/// Packets (or local operations) one requester step handles at most: the
+/// snapshot of the QP's attributes serves them all while its status stays
+/// the same.
+const PACKETS_PER_STEP: u32 = 8;
+
+/// One step of the requester: up to [`PACKETS_PER_STEP`] packets or local
+/// operations.
 pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let Some(snap) = snapshot(qp) else {
         return TaskProgress::Done;
@@ -843,12 +849,31 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         }
         _ => return TaskProgress::Done,
     }
-    let (outcome, tx) = run_once(qp, &snap);
-    if let Some(tx) = tx {
-        // Losses are recovered by retries on RC; UC and UD lose the message.
-        let _ = net::send(tx, &qp.flow);
-        if qp.qp_type == qp::Type::Rc {
-            arm_retransmit(qp, snap.timeout, true);
+    let gen = qp.status_gen();
+    let mut outcome = Outcome::Idle;
+    for _ in 0..PACKETS_PER_STEP {
+        let tx;
+        (outcome, tx) = run_once(qp, &snap);
+        if let Some(tx) = tx {
+            // Losses are recovered by retries on RC; UC and UD lose the message.
+            let _ = net::send(tx, &qp.flow);
+            if qp.qp_type == qp::Type::Rc {
+                arm_retransmit(qp, snap.timeout, true);
+            }
+        }
+        match outcome {
+            Outcome::Sent { retire } => {
+                // The completer retires what is done without a response.
+                if retire {
+                    qp.kick_completer();
+                }
+            }
+            Outcome::Again => {}
+            _ => break,
+        }
+        // The snapshot holds while the status does.
+        if qp.status_gen() != gen {
+            break;
         }
     }
     match outcome {
@@ -862,13 +887,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
                 TaskProgress::More
             }
         }
-        Outcome::Sent { retire } => {
-            // The completer retires what is done without a response.
-            if retire {
-                qp.kick_completer();
-            }
-            TaskProgress::More
-        }
+        Outcome::Sent { .. } => TaskProgress::More,
         Outcome::Failed => {
             qp.kick_completer();
             qp_error(qp);
@@ -891,7 +910,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
 
 impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
     fn expired(this: Arc<Self>) {
-        if !this.state.lock().valid {
+        if !this.status().valid {
             return;
         }
         this.req.lock().comp.timer_fired();
@@ -901,7 +920,7 @@ impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
 
 impl TimerOwner<{ qp::RNR_TIMER }> for Shared {
     fn expired(this: Arc<Self>) {
-        if !this.state.lock().valid {
+        if !this.status().valid {
             return;
         }
         this.req.lock().req.rnr_timer_fired();

@@ -113,6 +113,8 @@ pub(crate) struct State {
     odp_retry: Retry,
     /// The retries are used up: an absent page is a bad access.
     odp_give_up: bool,
+    /// The QP's status as the responder last read it.
+    view: Option<View>,
 }
 
 /// The responder state (9 KiB, mostly the read/atomic resources), built in
@@ -151,6 +153,7 @@ impl State {
             last_wqe_reported: false,
             odp_retry: Retry::new(),
             odp_give_up: false,
+            view: None,
         })
     }
 
@@ -213,7 +216,7 @@ impl Shared {
     /// Moves the QP to ERR after a fatal receive error (`rxe_qp_error`).
     fn resp_enter_error(self: &Arc<Self>) {
         let changed = {
-            let mut s = self.state.lock();
+            let mut s = self.status_mut();
             let c = s.valid && s.attrs.state != qp::State::Err;
             if c {
                 s.attrs.state = qp::State::Err;
@@ -328,10 +331,44 @@ fn facts(sh: &Shared, attrs: &QpAttrs, sport: u16) -> Facts {
     }
 }
 
+/// What the responder reads of the QP's status, with the change count
+/// it was read at: a step takes the status lock only when the count moved.
+struct View {
+    gen: u32,
+    valid: bool,
+    state: qp::State,
+    facts: Facts,
+}
+
+/// The responder's view of the QP's status, read again if it changed.
+/// Under `resp` (the state lock nests inside it).
+fn view<'a>(sh: &Shared, cached: &'a mut Option<View>) -> &'a View {
+    if cached.as_ref().is_some_and(|v| v.gen == sh.status_gen()) {
+        if let Some(v) = cached {
+            return v;
+        }
+    }
+    let s = sh.status();
+    // Writers move the count before they unlock: it is stable here.
+    cached.insert(View {
+        gen: sh.status_gen(),
+        valid: s.valid,
+        state: s.attrs.state,
+        facts: facts(sh, &s.attrs, s.src_port),
+    })
+}
+
+/// Requests (or read response packets) one responder step handles at
+/// most: the lock and status checks of a step are shared by them, and a
+/// run that finds the queue empty ends the step without another one.
+const RUNS_PER_STEP: u32 = 4;
+
 /// The kernel side of the responder for one run.
 struct Io<'a> {
     sh: &'a Arc<Shared>,
     f: &'a Facts,
+    /// The status change count `f` was read at.
+    gen: u32,
     head: &'a mut Option<RxPacket>,
     wqe: &'a mut WqeHold,
     flow: &'a TxFlow<()>,
@@ -360,7 +397,7 @@ impl Io<'_> {
         let (sgid_index, dmac, tos, ttl) = self.f.path?;
         let (src, dst) = match self.head.as_ref() {
             Some(p) => (p.dst(), p.src()),
-            None => qp::av_path(self.sh.state.lock().attrs.pri_av.as_ref()?),
+            None => qp::av_path(self.sh.status().attrs.pri_av.as_ref()?),
         };
         Some(Av {
             src,
@@ -409,7 +446,7 @@ impl Io<'_> {
         psn: u32,
         (aeth, orig): (Aeth, u64),
         len: u32,
-        pages: Option<PayloadPages>,
+        pages: Option<&mut PayloadPages>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
     ) -> Result<(), SendFailed> {
         let dev = self.dev().ok_or(SendFailed::Send)?;
@@ -460,7 +497,9 @@ impl resp_machine::Io for Io<'_> {
     }
 
     fn qp_in_error(&mut self) -> bool {
-        self.sh.is_in(qp::State::Err)
+        // The step started in a live state other than ERR: only a change
+        // since can have moved it there.
+        self.sh.status_gen() != self.gen && self.sh.is_in(qp::State::Err)
     }
 
     fn take_recv(&mut self) -> Result<u32, RecvError> {
@@ -521,7 +560,7 @@ impl resp_machine::Io for Io<'_> {
         };
         let mut r = Ok(());
         if with_grh {
-            r = h.cursor.copy_to_mem(&mem, &h.wqe, p.network_hdr());
+            r = h.cursor.copy_to_mem(&mem, &h.wqe, &p.network_hdr());
         }
         if r.is_ok() {
             r = h.cursor.copy_to_mem(&mem, &h.wqe, p.payload());
@@ -591,13 +630,17 @@ impl resp_machine::Io for Io<'_> {
     }
 
     fn lookup(&mut self, t: &Target) -> Result<(), AccessFault> {
-        let mr = self
-            .remote_lookup(t.rkey, t.access)
-            .map_err(|_| AccessFault)?;
-        if t.check_range {
-            mr.check_range(t.va, u64::from(t.len))
-                .map_err(|_| AccessFault)?;
-        }
+        let mr = mr::lookup_range(
+            self.sh.dev.state(),
+            t.rkey,
+            KeyKind::Remote {
+                qp: QpId::of(self.sh),
+            },
+            PdId(self.sh.pd),
+            t.access,
+            t.check_range.then_some((t.va, u64::from(t.len))),
+        )
+        .map_err(|_| AccessFault)?;
         self.mr = Some(mr);
         Ok(())
     }
@@ -681,19 +724,17 @@ impl resp_machine::Io for Io<'_> {
             ),
         };
         // Read responses are RC: the payload may go as page fragments.
-        let mut pages = None;
+        let mut p = PayloadPages::new();
+        let mut referenced = false;
         if let Some(mr) = mr
             .as_ref()
             .filter(|_| tx_frags::wants_frags(qp::Type::Rc, to_usize(r.len)))
         {
-            let mut p = PayloadPages::new();
-            if mr
+            referenced = mr
                 .ref_pages(r.va, to_usize(r.len), &mut p)
-                .map_err(|_| SendFailed::Access)?
-            {
-                pages = Some(p);
-            }
+                .map_err(|_| SendFailed::Access)?;
         }
+        let pages = referenced.then_some(&mut p);
         let ack = Syndrome::ACK_UNLIMITED.encode();
         let mut absent = false;
         let sent = self.send_reply(
@@ -788,11 +829,13 @@ fn take_srq(srq: &srq::Shared, wqe: &mut RecvWqe) -> Result<bool, RecvError> {
 
 impl TaskOwner<{ qp::RESP_TASK }> for Shared {
     fn step(this: &Arc<Self>) -> Progress {
-        let (valid, state, f) = {
-            let s = this.state.lock();
-            (s.valid, s.attrs.state, facts(this, &s.attrs, s.src_port))
+        let mut guard = this.resp.lock();
+        let (valid, state) = {
+            let v = view(this, &mut guard.view);
+            (v.valid, v.state)
         };
         if !valid || matches!(state, qp::State::Err | qp::State::Reset) {
+            drop(guard);
             let notify = valid && state == qp::State::Err;
             this.resp_drain_pkts();
             let mut due = Due::NONE;
@@ -813,7 +856,6 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
         }
         let may_sleep = this.resp_task.in_worker();
         let (out, mut due, fault, srq_limit) = {
-            let mut guard = this.resp.lock();
             let State {
                 rs,
                 head,
@@ -821,11 +863,16 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 flow,
                 odp_retry,
                 odp_give_up,
+                view,
                 ..
             } = &mut *guard;
+            let Some(View { gen, facts: f, .. }) = view.as_ref() else {
+                return Progress::Done;
+            };
             let mut io = Io {
                 sh: this,
-                f: &f,
+                f,
+                gen: *gen,
                 head,
                 wqe,
                 flow,
@@ -835,16 +882,27 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 fault: None,
                 odp_give_up: *odp_give_up,
             };
-            let out = resp_machine::run(rs, &f.qp, &mut io);
-            let (due, pending, srq_limit) = (io.due, io.fault, io.srq_limit);
-            let fault = match (out.fault, may_sleep) {
-                (false, _) => {
-                    if out.progress {
-                        odp_retry.on_success();
-                        *odp_give_up = false;
-                    }
-                    OdpStep::None
+            // Run after run while each handles something; the last one
+            // tells the step what to do next.
+            let mut handled = false;
+            let mut out = resp_machine::run(rs, &f.qp, &mut io);
+            for _ in 1..RUNS_PER_STEP {
+                if !out.progress || out.qp_error || out.fault {
+                    break;
                 }
+                handled = true;
+                out = resp_machine::run(rs, &f.qp, &mut io);
+            }
+            handled |= out.progress;
+            let (due, pending, srq_limit) = (io.due, io.fault, io.srq_limit);
+            // What was handled before a fault ends the previous request's
+            // retries; the fault then counts for the request that took it.
+            if handled {
+                odp_retry.on_success();
+                *odp_give_up = false;
+            }
+            let fault = match (out.fault, may_sleep) {
+                (false, _) => OdpStep::None,
                 (true, false) => OdpStep::Defer,
                 (true, true) => match odp_retry.on_absent() {
                     Next::Fault => OdpStep::Fault(pending),

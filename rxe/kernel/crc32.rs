@@ -5,6 +5,11 @@
 //! buffers of 64 bytes and more when the vector unit may be used here, the
 //! sliced tables of `proto::crc32` otherwise.
 //!
+//! An emulated CPU is not a fast one: QEMU's TCG (before 8.2) computes
+//! each carry-less multiply bit by bit and saves the vector state in a
+//! helper, so in host time the fold costs about twice the tables there
+//! (README, performance log), and the tables are used under TCG.
+//!
 //! 6.12's `crc32_le` is table-driven (the crypto API's `crc32-pclmul`
 //! needs a module and a transform object); from 6.14 `crc32_le` itself uses
 //! the fold on x86, and this choice belongs to the kernel-version layer.
@@ -28,6 +33,11 @@ pub(crate) fn select() {
     // SAFETY: FFI call without arguments, usable in any context.
     if !unsafe { b::rxe_rs_cpu_has_clmul() } {
         pr_info!("ICRC: CRC-32 by tables (no PCLMULQDQ)\n");
+        return;
+    }
+    // SAFETY: As above.
+    if unsafe { b::rxe_rs_cpu_is_tcg() } {
+        pr_info!("ICRC: CRC-32 by tables (PCLMULQDQ emulated by QEMU TCG)\n");
         return;
     }
     let mut pattern = [0u8; 1000];

@@ -104,6 +104,13 @@ pub(crate) type SpinLockIrq<T> = Lock<T, SpinLockIrqBackend>;
 #[cfg(rxe_kernel_7)]
 pub(crate) use kernel::sync::SpinLockIrq;
 
+/// The guard of a held [`SpinLockIrq`].
+#[cfg(not(rxe_kernel_7))]
+pub(crate) type SpinLockIrqGuard<'a, T> = kernel::sync::lock::Guard<'a, T, SpinLockIrqBackend>;
+
+#[cfg(rxe_kernel_7)]
+pub(crate) use kernel::sync::SpinLockIrqGuard;
+
 /// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_irq {
     ($inner:expr, $name:literal $(,)?) => {

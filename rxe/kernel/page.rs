@@ -439,8 +439,8 @@ impl PayloadPages {
 
     /// Hands each piece in order to `take`, which returns whether it took
     /// over the piece's page reference; the references not taken are
-    /// dropped here.
-    pub(super) fn into_frags(mut self, mut take: impl FnMut(Frag<NonNull<b::page>>) -> bool) {
+    /// dropped here. The list is empty afterwards.
+    pub(super) fn drain_frags(&mut self, mut take: impl FnMut(Frag<NonNull<b::page>>) -> bool) {
         self.list.drain(|f| {
             if !take(f) {
                 // SAFETY: The list owned this reference (type invariant)

@@ -64,15 +64,18 @@ impl Skb {
         unsafe { self.0.as_ref() }
     }
 
+    /// `skb_headlen()`, read in place (it is on every packet's path).
+    fn headlen(&self) -> usize {
+        let skb = self.raw();
+        to_usize(skb.len.saturating_sub(skb.data_len))
+    }
+
     /// The linear part from `data` on; all of the packet once linearized.
     pub(crate) fn data(&self) -> &[u8] {
         let skb = self.raw();
         // SAFETY: We own the skb; its head holds `skb_headlen` bytes from
         // `data`, which nobody writes while we hold it.
-        unsafe {
-            let len = to_usize(b::rxe_rs_skb_headlen(skb));
-            core::slice::from_raw_parts(skb.data, len)
-        }
+        unsafe { core::slice::from_raw_parts(skb.data, self.headlen()) }
     }
 
     /// From the network header to the end of the linear part: the IP header
@@ -84,7 +87,7 @@ impl Skb {
         // checks the order, and nothing writes while we own the skb.
         unsafe {
             let nh = b::rxe_rs_skb_network_header(skb);
-            let end = skb.data.add(to_usize(b::rxe_rs_skb_headlen(skb)));
+            let end = skb.data.add(self.headlen());
             if nh < skb.head {
                 return &[];
             }
@@ -235,10 +238,10 @@ impl TxSkb {
     /// Appends the pieces of `pages` as fragments, in order, with their page
     /// references. `EINVAL` when the skb runs out of fragment slots (the
     /// pieces not attached are released).
-    pub(crate) fn attach_pages(&mut self, pages: PayloadPages) -> Result {
+    pub(crate) fn attach_pages(&mut self, pages: &mut PayloadPages) -> Result {
         let skb = self.ptr();
         let mut all = true;
-        pages.into_frags(|f| {
+        pages.drain_frags(|f| {
             if all {
                 // SAFETY: We own the skb; the piece is inside its page and
                 // comes with a reference, which the fragment takes over when

@@ -72,8 +72,9 @@ pub(crate) enum IcrcError {
 
 /// Copies as many bytes as both slices have; callers size them equally.
 fn copy(dst: &mut [u8], src: &[u8]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = *s;
+    let n = dst.len().min(src.len());
+    if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+        d.copy_from_slice(s);
     }
 }
 

@@ -40,7 +40,8 @@
 //!   key lookups below) and the AH (`rxe_pool` -> `rxe_ah_av`). The
 //!   packet is sent after the lock is released.
 //! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
-//!   `rxe_qp_state` (`is_in`; the QP's path for a reply with no request
+//!   `rxe_qp_state` (the responder's view of the status when its change
+//!   count moved, `is_in`; the QP's path for a reply with no request
 //!   at hand), `rxe_srq`, `rxe_qp_link` (handle copied out), the receive
 //!   CQ's ring `rxe_cq` (completions go in in order; the handler runs
 //!   under `rxe_cq_link` after `rxe_qp_resp` is released, as do the SRQ
@@ -121,7 +122,9 @@ use crate::rxe::device::{Device, DeviceRef, DeviceState, ObjCount, ObjKind};
 use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::{QpEvent, QpLink};
-use crate::rxe::kernel::lock::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq};
+use crate::rxe::kernel::lock::{
+    new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq, SpinLockIrqGuard,
+};
 use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
 use crate::rxe::kernel::udata::Udata;
@@ -232,8 +235,14 @@ pub(crate) struct Shared {
     pub(crate) srq: Option<Arc<srq::Shared>>,
     pub(crate) sq_caps: SqCaps,
     pub(crate) rq_caps: RqCaps,
+    /// Read through [`Shared::status`], changed through
+    /// [`Shared::status_mut`] only.
     #[pin]
-    pub(crate) state: SpinLockIrq<Status>,
+    status: SpinLockIrq<Status>,
+    /// Counts the changes of `status` (bumped under its lock): an engine
+    /// keeps a copy of what it needs with the count it was taken at, and
+    /// takes the lock again only when the count moved.
+    status_gen: AtomicU32,
     #[pin]
     pub(crate) sq: SpinLockIrq<Sq>,
     /// `None` with an SRQ.
@@ -310,17 +319,73 @@ impl_has_timer! {
     impl HasTimer<RNR_TIMER> for Shared { self.rnr_timer }
 }
 
+/// The QP's status, locked for reading.
+pub(crate) struct StatusRead<'a>(SpinLockIrqGuard<'a, Status>);
+
+impl core::ops::Deref for StatusRead<'_> {
+    type Target = Status;
+    fn deref(&self) -> &Status {
+        &self.0
+    }
+}
+
+/// The QP's status, locked for a change: the change count moves when the
+/// guard goes, before the lock is released.
+pub(crate) struct StatusWrite<'a> {
+    guard: SpinLockIrqGuard<'a, Status>,
+    gen: &'a AtomicU32,
+}
+
+impl core::ops::Deref for StatusWrite<'_> {
+    type Target = Status;
+    fn deref(&self) -> &Status {
+        &self.guard
+    }
+}
+
+impl core::ops::DerefMut for StatusWrite<'_> {
+    fn deref_mut(&mut self) -> &mut Status {
+        &mut self.guard
+    }
+}
+
+impl Drop for StatusWrite<'_> {
+    fn drop(&mut self) {
+        // Release: whoever sees the new count and then takes the lock
+        // reads what this guard wrote.
+        self.gen.fetch_add(1, Ordering::Release);
+    }
+}
+
 impl Shared {
+    /// The status and attributes, for reading.
+    pub(crate) fn status(&self) -> StatusRead<'_> {
+        StatusRead(self.status.lock())
+    }
+
+    /// The status and attributes, for a change.
+    pub(crate) fn status_mut(&self) -> StatusWrite<'_> {
+        StatusWrite {
+            guard: self.status.lock(),
+            gen: &self.status_gen,
+        }
+    }
+
+    /// The status change count: equal counts mean an unchanged status.
+    pub(crate) fn status_gen(&self) -> u32 {
+        self.status_gen.load(Ordering::Acquire)
+    }
+
     /// Whether the QP is live and in `state`.
     pub(crate) fn is_in(&self, state: State) -> bool {
-        let s = self.state.lock();
+        let s = self.status();
         s.valid && s.attrs.state == state
     }
 
     /// What the receive path checks a packet against; `None` (the QP is
     /// being destroyed) drops it.
     pub(crate) fn rx_facts(&self) -> Option<QpFacts> {
-        let s = self.state.lock();
+        let s = self.status();
         if !s.valid {
             return None;
         }
@@ -490,7 +555,7 @@ impl Shared {
     /// and raises `IB_EVENT_SQ_DRAINED`. For the requester to call.
     pub(crate) fn finish_sq_drain(&self) {
         let drained = {
-            let mut s = self.state.lock();
+            let mut s = self.status_mut();
             let done = s.valid && s.attrs.state == State::Sqd && s.attrs.sq_draining;
             if done {
                 s.attrs.sq_draining = false;
@@ -718,7 +783,8 @@ impl Qp {
                 srq: args.srq,
                 sq_caps,
                 rq_caps,
-                state <- new_spinlock_irq!(st, "rxe_qp_state"),
+                status <- new_spinlock_irq!(st, "rxe_qp_state"),
+                status_gen: AtomicU32::new(0),
                 sq <- new_spinlock_irq!(sq, "rxe_qp_sq"),
                 rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
                 link <- QpLink::new(),
@@ -774,7 +840,7 @@ impl Qp {
         let sh = &self.shared;
         qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
         let (new_state, attrs) = {
-            let mut st = sh.state.lock();
+            let mut st = sh.status_mut();
             let new_state = st
                 .attrs
                 .modify(mask, attr, sh.qp_type)
@@ -803,7 +869,7 @@ impl Qp {
     /// them), and the queue capabilities.
     pub(crate) fn query(&self) -> QueryResult {
         let sh = &self.shared;
-        let mut attrs = sh.state.lock().attrs;
+        let mut attrs = sh.status().attrs;
         attrs.sq_psn = sh.req.lock().req.psn;
         attrs.rq_psn = sh.resp_psn();
         QueryResult {
@@ -829,7 +895,7 @@ impl Qp {
         if sh.mcg_num.load(Ordering::Relaxed) != 0 {
             return Err(EBUSY);
         }
-        sh.state.lock().valid = false;
+        sh.status_mut().valid = false;
         sh.link.revoke();
         let state = dev.state();
         state.qps.remove(sh.index);

@@ -82,7 +82,7 @@ impl Qp {
     pub(crate) fn post_send(&self, wrs: SendWrs<'_, Ah>) -> Result<(), PostFailure> {
         let sh = &self.shared;
         {
-            let st = sh.state.lock();
+            let st = sh.status();
             if !st.valid || (st.attrs.state.as_raw() < State::Rts.as_raw()) {
                 return Err((EINVAL, 0));
             }
@@ -115,7 +115,7 @@ impl Qp {
     pub(crate) fn post_recv(&self, wrs: RecvWrs<'_>) -> Result<(), PostFailure> {
         let sh = &*self.shared;
         {
-            let st = sh.state.lock();
+            let st = sh.status();
             if !st.valid || st.attrs.state == State::Reset {
                 return Err((EINVAL, 0));
             }

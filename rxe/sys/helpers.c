@@ -54,6 +54,23 @@ bool rxe_rs_cpu_has_clmul(void)
 #endif
 }
 
+bool rxe_rs_cpu_is_tcg(void)
+{
+#ifdef CONFIG_X86_64
+	unsigned int max, sig[3];
+
+	/*
+	 * QEMU's TCG answers the hypervisor leaf with this signature (its
+	 * "tcg-cpuid" property, on by default). On hardware without a
+	 * hypervisor the leaf is reserved and never reads like this.
+	 */
+	cpuid(0x40000000, &max, &sig[0], &sig[1], &sig[2]);
+	return !memcmp(sig, "TCGTCGTCGTCG", sizeof(sig));
+#else
+	return false;
+#endif
+}
+
 bool rxe_rs_simd_begin(void)
 {
 #ifdef CONFIG_X86_64
