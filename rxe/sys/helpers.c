@@ -9,6 +9,11 @@
 #ifdef CONFIG_X86
 #include <asm/cpufeature.h>
 #include <asm/fpu/api.h>
+#if __has_include(<asm/cpuid/api.h>)
+#include <asm/cpuid/api.h>
+#else
+#include <asm/cpuid.h>
+#endif
 #endif
 #include <linux/highmem.h>
 #include <linux/ioport.h>
