@@ -163,6 +163,29 @@ struct Inner {
 }
 
 impl Inner {
+    /// Whether `key` (local or remote, as `kind` says) grants `access` to
+    /// a QP of `pd` now.
+    fn key_grants(
+        &self,
+        key: u32,
+        kind: KeyKind,
+        pd: PdId,
+        access: Access,
+    ) -> Result<(), AccessError> {
+        let own = match kind {
+            KeyKind::Local => self.lkey,
+            KeyKind::Remote { .. } => self.rkey,
+        };
+        if own != key
+            || self.pd != pd
+            || !self.access.contains(access)
+            || self.state != State::Valid
+        {
+            return Err(AccessError::Key);
+        }
+        Ok(())
+    }
+
     fn layout(&self) -> Layout {
         // PAGE_SHIFT is a small constant (12 on x86).
         Layout::new(self.iova, self.page_shift, PAGE_SHIFT as u32)
@@ -330,15 +353,7 @@ impl Shared {
         pd: PdId,
         access: Access,
     ) -> Result<(), AccessError> {
-        let i = self.inner.lock();
-        let own = match kind {
-            KeyKind::Local => i.lkey,
-            KeyKind::Remote { .. } => i.rkey,
-        };
-        if own != key || i.pd != pd || !i.access.contains(access) || i.state != State::Valid {
-            return Err(AccessError::Key);
-        }
-        Ok(())
+        self.inner.lock().key_grants(key, kind, pd, access)
     }
 
     /// [`Shared::check_key`] and, with `range`, [`Shared::check_range`]
@@ -356,13 +371,7 @@ impl Shared {
             return range.map_or(Ok(()), |(iova, len)| self.check_range(iova, len));
         }
         let i = self.inner.lock();
-        let own = match kind {
-            KeyKind::Local => i.lkey,
-            KeyKind::Remote { .. } => i.rkey,
-        };
-        if own != key || i.pd != pd || !i.access.contains(access) || i.state != State::Valid {
-            return Err(AccessError::Key);
-        }
+        i.key_grants(key, kind, pd, access)?;
         match (range, &i.mem) {
             (None, _) | (_, Memory::Dma(_)) => Ok(()),
             (Some((iova, len)), _) if i.in_range(iova, len) => Ok(()),
