@@ -915,7 +915,8 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             (out, due, fault, srq_limit)
         };
         // Completion and event handlers run with no QP lock held: they may
-        // post to or modify this QP.
+        // post to or modify this QP, which takes the lock again.
+        drop(guard);
         this.rcq.run_due(&mut due);
         if srq_limit {
             if let Some(srq) = &this.srq {
