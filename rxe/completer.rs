@@ -54,6 +54,11 @@ impl State {
 /// Send completions collected under the engines' lock, posted after it.
 const CQE_BATCH: usize = 16;
 
+/// Responses one step handles under one hold of the engines' locks: a
+/// read's response stream or a window of ACKs pays for the locks and the
+/// status read once per batch instead of once per packet.
+const RESPONSES_PER_STEP: usize = 8;
+
 struct Cqes {
     list: [Option<Cqe>; CQE_BATCH],
     n: usize,
@@ -336,19 +341,45 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             fault: None,
             odp_give_up: *odp_give_up,
         };
-        let out = cl::run(&mut st.comp, &mut st.req, &mut io);
-        if let Some(p) = io.pkt.take() {
-            p.consume();
-        }
-        if io.fault.is_some() && !*odp_give_up {
-            match odp_retry.on_absent() {
-                Next::Fault => *odp_pending = io.fault.take(),
-                Next::GiveUp => *odp_give_up = true,
+        let gen = qp.status_gen();
+        let mut out = cl::Outcome::default();
+        // Whether the batch ended on a response handled, with more to come.
+        let mut cut = false;
+        for _ in 0..RESPONSES_PER_STEP {
+            let one = cl::run(&mut st.comp, &mut st.req, &mut io);
+            cut = one.progress;
+            if let Some(p) = io.pkt.take() {
+                p.consume();
             }
-        } else if out.progress {
-            odp_retry.on_success();
-            *odp_give_up = false;
+            out.merge(one);
+            if io.fault.is_some() && !*odp_give_up {
+                match odp_retry.on_absent() {
+                    Next::Fault => *odp_pending = io.fault.take(),
+                    Next::GiveUp => *odp_give_up = true,
+                }
+                break;
+            }
+            if one.progress {
+                odp_retry.on_success();
+                *odp_give_up = false;
+            }
+            // Go on only while each response was a plain step forward on
+            // an unchanged QP: anything else (a timer, an error, a retry,
+            // a change of state) is the caller's to act on first.
+            if !one.progress
+                || one.rnr_timer.is_some()
+                || one.qp_error
+                || st.req.need_retry
+                || qp.status_gen() != gen
+            {
+                break;
+            }
         }
+        // An empty queue ended the batch: nothing is left to run for.
+        let out = cl::Outcome {
+            progress: cut,
+            ..out
+        };
         // Everything sent is acknowledged: a retransmit timer left pending
         // would fire later, while the next message is in flight, and have
         // it resent for nothing. The requester arms it again when it sends;

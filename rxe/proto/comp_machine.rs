@@ -199,6 +199,18 @@ pub(crate) struct Outcome {
     pub(crate) qp_error: bool,
 }
 
+impl Outcome {
+    /// Folds the outcome of a later run into this one: the flags add up,
+    /// the timer and the retransmit decision are the later run's.
+    pub(crate) fn merge(&mut self, later: Outcome) {
+        self.progress |= later.progress;
+        self.again |= later.again;
+        self.qp_error |= later.qp_error;
+        self.rnr_timer = later.rnr_timer.or(self.rnr_timer);
+        self.rearm_retransmit = later.rearm_retransmit;
+    }
+}
+
 /// `enum comp_state`, with the status of COMPST_ERROR carried along.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum St {
