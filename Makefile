@@ -21,6 +21,9 @@
 #                            (MISUSE_CALLS, MISUSE_PROCS, MISUSE_SEED)
 #   make loss-heavy          RC under 10% loss, 5% reordering, 1% duplication,
 #                            rs-rs and rs-c, plain kernel
+#   make soak                SOAK_MINUTES (30) of mixed traffic both ways on the
+#                            debug kernel, rs-rs; slab, vmalloc and kmemleak
+#                            checked after it (SOAK_DRIVERS, SOAK_SEED, SOAK_RC_LANES)
 #
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
@@ -43,7 +46,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench fuzz fuzz-vm misuse-long loss-heavy host-test rustfmt rustfmtcheck
+.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck
 
 all: module
 	@echo "built $(MODULE)"
@@ -113,6 +116,24 @@ loss-heavy:
 		qemu-test/tests/loss.sh 100 10 both heavy
 	qemu-test/run --drivers rs,c --timeout 3600 --keep \
 		qemu-test/tests/loss.sh 100 10 both heavy
+
+# The soak (qemu-test/tests/soak.py): SOAK_MINUTES (whole minutes) of
+# mixed traffic on the debug kernel after a warm-up, both ways at once over
+# SOAK_RC_LANES RC QPs each way and a UC and a UD QP each way, every byte
+# checked; then Slab and VmallocUsed must be where the warm-up left them,
+# the device's objects gone and kmemleak clean. One boot per pairing in
+# SOAK_DRIVERS ("rs,rs rs,c" adds one against rdma_rxe); SOAK_SEED replays
+# a run (soak.py prints it); SOAK_RUN adds qemu-test/run options (--smp 2).
+SOAK_MINUTES ?= 30
+SOAK_DRIVERS ?= rs,rs
+SOAK_SEED ?=
+SOAK_RC_LANES ?= 2
+SOAK_RUN ?=
+soak:
+	set -e; for d in $(SOAK_DRIVERS); do \
+		qemu-test/run --debug --drivers $$d --timeout $$(( $(SOAK_MINUTES) * 60 + 1800 )) --keep $(SOAK_RUN) \
+			qemu-test/tests/soak.py $(SOAK_MINUTES) "$(SOAK_SEED)" $(SOAK_RC_LANES); \
+	done
 
 # Rust formatting by the kernel's rules (.rustfmt.toml is the 6.12 kernel's),
 # over every tracked .rs file, as the kernel's `make rustfmt`/`rustfmtcheck`.

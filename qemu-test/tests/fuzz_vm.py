@@ -43,7 +43,6 @@ import sys
 import time
 import zlib
 
-from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
@@ -111,29 +110,10 @@ class Node:
         qp = self.qps[n]
         qp.modify(QPAttr(qp_state=rl.RESET), e.IBV_QP_STATE)
         if n == "ud":
-            a = QPAttr(qp_state=rl.INIT)
-            a.pkey_index, a.port_num, a.qkey = 0, 1, QKEY
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
-            qp.modify(QPAttr(qp_state=rl.RTR), e.IBV_QP_STATE)
-            a = QPAttr(qp_state=rl.RTS)
-            a.sq_psn = psn
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+            rl.connect_ud(qp, QKEY, psn)
             return
         if n == "uc":
-            acc = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
-            a = QPAttr(qp_state=rl.INIT)
-            a.pkey_index, a.port_num, a.qp_access_flags = 0, 1, acc
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
-                      e.IBV_QP_ACCESS_FLAGS)
-            a = QPAttr(qp_state=rl.RTR)
-            a.path_mtu, a.dest_qp_num, a.rq_psn = e.IBV_MTU_1024, peer["qpn"][n], psn
-            a.ah_attr = AHAttr(gr=GlobalRoute(dgid=GID(peer["gid"]), sgid_index=self.sgid,
-                                              hop_limit=64), is_global=1, port_num=1)
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
-                      e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
-            a = QPAttr(qp_state=rl.RTS)
-            a.sq_psn = psn
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+            rl.connect_uc(qp, self.sgid, peer["gid"], peer["qpn"][n], psn, psn)
             return
         rl.connect(qp, rl.ACC_ALL, self.sgid, peer["gid"], peer["qpn"][n], psn, psn,
                    timeout=10, retry=3)
@@ -579,8 +559,7 @@ def client_exchange(ctl, node, peer):
     for i, n in enumerate(NAMES):
         rl.put(node.mr, i * 4096, pat[n])
     # Sends on each QP (UD through an AH; UD carries at most the MTU).
-    ah = AH(node.pd, attr=AHAttr(gr=GlobalRoute(dgid=GID(peer["gid"]), sgid_index=node.sgid,
-                                                hop_limit=64), is_global=1, port_num=1))
+    ah = rl.make_ah(node.pd, node.sgid, peer["gid"])
     lens = {"rc": 2000, "rcs": 1500, "uc": 1800, "ud": 1000}
     for i, n in enumerate(NAMES):
         if n == "ud":

@@ -25,6 +25,7 @@ the exact sum and every fetched value must be distinct. Compare-and-swap
 is checked on its own and as concurrent CAS increments from both sides.
 
 Exits non-zero on any failure; prints "integrity: N ops ok" at the end.
+soak.py runs its client and server halves in rounds, both ways at once.
 """
 
 import random
@@ -44,8 +45,9 @@ import rc_lib as rl
 from rc_lib import TestFailure, log
 from testlib import DEV, DRIVER, NODE_IP, NODE_IP6
 
-OPS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 200
-SEED = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None
+# The arguments (read in main, so that soak.py can import this file).
+OPS = 200
+SEED = None
 
 BUF = 1 << 20           # each data buffer
 MAXSZ = 256 * 1024      # largest message
@@ -81,9 +83,11 @@ _RAND = {}
 
 def op_data(seed, k, n):
     """Op k's payload: a slice of a random block at an offset of its own,
-    so that stale data of another op does not pass for it."""
+    so that stale data of another op does not pass for it. Only the last
+    seed's block is kept (soak.py goes through many seeds)."""
     block = _RAND.get(seed)
     if block is None:
+        _RAND.clear()
         block = _RAND[seed] = random.Random(seed * 1000003).randbytes(2 * MAXSZ)
     start = (k * 7919 + seed) % MAXSZ
     return block[start:start + n]
@@ -203,6 +207,7 @@ class Env:
             self.mr[name] = MR(self.pd, BUF, acc)
         self.mr["A"] = MR(self.pd, ATOM_BUF, acc)
         self.mr["res"] = MR(self.pd, RES_BUF, acc)
+        rl.put(self.mr["D"], 0, BG_D)   # the client's read destination
 
     def desc(self, name):
         m = self.mr[name]
@@ -486,7 +491,10 @@ def client_atomics(env, qp, peer, ctl, stats):
     log(f"CAS increments: {CAS_K} in {tries} tries from here")
 
 
-def client(ctl, fam, env, seed, rng, stats):
+def client(ctl, fam, env, seed, rng, stats, ops, stop=None):
+    """The client's half over one address family: ops data operations
+    (fewer when stop(), checked between batches, says so), then the
+    atomics."""
     rsrc = read_source(seed)
     psn = 0xFFFFFF - rng.randint(0, 40) if fam == "ipv4" else rng.getrandbits(24)
     qp, peer, _, _ = connect_pair(env, ctl, fam, psn)
@@ -494,13 +502,13 @@ def client(ctl, fam, env, seed, rng, stats):
     k = 0
     nb = 0
     by_type = {}
-    while k < OPS:
-        ops = client_batch(rng, seed, k, OPS - k)
-        full = nb % 8 == 7 or k + len(ops) >= OPS
-        client_run_batch(env, qp, peer, ctl, seed, ops, rsrc, stats, full)
-        for op in ops:
+    while k < ops and not (stop and stop()):
+        batch = client_batch(rng, seed, k, ops - k)
+        full = nb % 8 == 7 or k + len(batch) >= ops or bool(stop and stop())
+        client_run_batch(env, qp, peer, ctl, seed, batch, rsrc, stats, full)
+        for op in batch:
             by_type[op["t"]] = by_type.get(op["t"], 0) + 1
-        k += len(ops)
+        k += len(batch)
         nb += 1
     stats["data"] += k
     log(f"{fam}: {k} data ops in {nb} batches ({by_type}), {time.monotonic() - t0:.1f}s; "
@@ -724,14 +732,12 @@ def body(ctl):
     log(f"integrity on {DEV} ({DRIVER}), seed {seed} "
         f"(replay: integrity.py {OPS} {seed})")
     env = Env()
-    if rl.is_client():
-        rl.put(env.mr["D"], 0, BG_D)
     stats = {"data": 0, "atomics": 0, "bytes": 0}
     t0 = time.monotonic()
     for i, fam in enumerate(("ipv4", "ipv6")):
         rng = random.Random(seed * 3 + i)
         if rl.is_client():
-            client(ctl, fam, env, seed + i, rng, stats)
+            client(ctl, fam, env, seed + i, rng, stats, OPS)
         else:
             server(ctl, fam, env, seed + i, random.Random(seed * 5 + i), stats)
     n = stats["data"] + stats["atomics"]
@@ -743,4 +749,8 @@ def body(ctl):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1]:
+        OPS = int(sys.argv[1])
+    if len(sys.argv) > 2 and sys.argv[2]:
+        SEED = int(sys.argv[2])
     sys.exit(rl.run_main(body))

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """Shared pieces of the pyverbs tests that run RC traffic (integrity.py,
-remote_errors.py, qp_query.py, fuzz_vm.py, ...), on testlib.py: roles, the
-RoCE v2 GID of an address, a TCP control channel between the nodes, RC QP
-setup, CQ polling and buffer access.
+remote_errors.py, qp_query.py, fuzz_vm.py, soak.py, ...), on testlib.py:
+roles, the RoCE v2 GID of an address, a TCP control channel between the
+nodes, RC QP setup (and UC, UD and address handles), CQ polling and buffer
+access.
 
 Node 2 is the server, node 1 the client. The control channel is a TCP
-connection over eth0's IPv4 addresses; it carries JSON lines (QPN, PSN,
-GID, rkeys and addresses, then whatever the test needs to stay in step).
-A side that fails sends {"abort": reason} first, so the other side stops
-with that reason instead of waiting for its timeout.
+connection over eth0's IPv4 addresses (node 2 listens, unless told
+otherwise: soak.py runs both ways at once); it carries JSON lines (QPN,
+PSN, GID, rkeys and addresses, then whatever the test needs to stay in
+step). A side that fails sends {"abort": reason} first, so the other side
+stops with that reason instead of waiting for its timeout.
 """
 
 import ctypes
@@ -19,7 +21,7 @@ import socket
 import sys
 import time
 
-from pyverbs.addr import AHAttr, GID, GlobalRoute
+from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 import pyverbs.enums as e
 
@@ -42,8 +44,13 @@ def status_name(st):
     return WC_STATUS.get(st, str(st))
 
 
+# Set by a test that runs several workers on a node (soak.py's lanes), so
+# their lines tell apart.
+LOG_TAG = ""
+
+
 def log(*args):
-    print(f"[node{NODE} {time.monotonic():8.2f}]", *args, flush=True)
+    print(f"[node{NODE}{LOG_TAG} {time.monotonic():8.2f}]", *args, flush=True)
 
 
 class TestFailure(Exception):
@@ -61,6 +68,11 @@ def is_client():
 def server_ip():
     """Node 2's IPv4 address, on the client's subnet."""
     return NODE_IP.rsplit(".", 1)[0] + ".2"
+
+
+def peer_ip():
+    """The other node's IPv4 address: node 2's on node 1, node 1's on node 2."""
+    return NODE_IP.rsplit(".", 1)[0] + (".1" if NODE == 2 else ".2")
 
 
 def gid_index(ip, wait=30.0):
@@ -102,8 +114,12 @@ class Ctl:
         self.f = sock.makefile("rwb")
 
     @classmethod
-    def open(cls, port=PORT):
-        if is_server():
+    def open(cls, port=PORT, listen=None):
+        """The channel on TCP port: this node listens when listen (by
+        default on the server), else it connects to the other node."""
+        if listen is None:
+            listen = is_server()
+        if listen:
             ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             ls.bind(("", port))
@@ -115,7 +131,7 @@ class Ctl:
             deadline = time.monotonic() + 300
             while True:
                 try:
-                    sock = socket.create_connection((server_ip(), port), timeout=5)
+                    sock = socket.create_connection((peer_ip(), port), timeout=5)
                     break
                 except OSError:
                     if time.monotonic() > deadline:
@@ -177,6 +193,36 @@ def connect(qp, access, sgid_index, dgid, dqpn, rq_psn, sq_psn,
                     sq_psn=sq_psn, max_rd_atomic=rd_atomic),
               e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT |
               e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+
+def connect_uc(qp, sgid_index, dgid, dqpn, rq_psn, sq_psn, mtu=e.IBV_MTU_1024,
+               access=e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE):
+    """RESET -> INIT -> RTR -> RTS of a UC QP towards (dgid, dqpn)."""
+    qp.modify(_attr(INIT, pkey_index=0, port_num=1, qp_access_flags=access),
+              e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+              e.IBV_QP_ACCESS_FLAGS)
+    a = _attr(RTR, path_mtu=mtu, dest_qp_num=dqpn, rq_psn=rq_psn)
+    a.ah_attr = AHAttr(gr=GlobalRoute(dgid=GID(dgid), sgid_index=sgid_index,
+                                      hop_limit=64),
+                       is_global=1, port_num=1)
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+              e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
+    qp.modify(_attr(RTS, sq_psn=sq_psn), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+
+
+def connect_ud(qp, qkey, sq_psn=0):
+    """RESET -> INIT -> RTR -> RTS of a UD QP with Q_Key qkey."""
+    qp.modify(_attr(INIT, pkey_index=0, port_num=1, qkey=qkey),
+              e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
+    qp.modify(_attr(RTR), e.IBV_QP_STATE)
+    qp.modify(_attr(RTS, sq_psn=sq_psn), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+
+
+def make_ah(pd, sgid_index, dgid):
+    """An address handle towards dgid (a GID string) from sgid_index."""
+    return AH(pd, attr=AHAttr(gr=GlobalRoute(dgid=GID(dgid), sgid_index=sgid_index,
+                                             hop_limit=64),
+                              is_global=1, port_num=1))
 
 
 def qp_state(qp):

@@ -120,6 +120,18 @@ def hw_counters(names):
     return out
 
 
+def rdma_resources():
+    """{kind: count} of this device's objects as `rdma resource show` counts
+    them (pd, cq, qp, cm_id, mr, ctx, srq), the kernel's own included;
+    empty when the tool shows no line for the device."""
+    out = subprocess.run(["rdma", "resource", "show"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[1] == f"{DEV}:":
+            return {k: int(v) for k, v in zip(parts[2::2], parts[3::2]) if v.isdigit()}
+    return {}
+
+
 def first_gids(ctx, prefixes, port=1, count=16):
     """{prefix: (index, GID)}: for each prefix, the first of the port's
     first count GIDs whose text starts with it (absent when none does)."""
@@ -275,26 +287,62 @@ class Libibverbs:
         self.lib.ibv_close_device(self.ctx)
 
 
+def memory_usage():
+    """(Slab, VmallocUsed) of /proc/meminfo, in kB."""
+    return meminfo("Slab"), meminfo("VmallocUsed")
+
+
+def check_memory_growth(what, before, after, slab_kb=None, vmalloc_kb=1024):
+    """Checks the growth from before to after (memory_usage() pairs) over
+    what: Slab less than slab_kb (by default 2 MiB, 32 MiB on the debug
+    kernel, where KASAN keeps freed objects in quarantine a while),
+    VmallocUsed less than vmalloc_kb. True when both hold."""
+    if slab_kb is None:
+        slab_kb = 32768 if DEBUG_KERNEL else 2048
+    slab, vmalloc = after[0] - before[0], after[1] - before[1]
+    check(f"Slab grew {slab} kB over {what} (bound {slab_kb})", slab < slab_kb)
+    check(f"VmallocUsed grew {vmalloc} kB over {what} (bound {vmalloc_kb})", vmalloc < vmalloc_kb)
+    return slab < slab_kb and vmalloc < vmalloc_kb
+
+
+def settle_memory(wait=3):
+    """Lets memory that lingers after a teardown go before memory_usage()
+    reads it: waits (deferred frees, RCU), drops the page cache and the
+    reclaimable slab objects, and shrinks every slab cache, which on the
+    debug kernel also empties KASAN's quarantine of that cache (only with
+    slab sysfs: not on SLUB_TINY, the plain kernel)."""
+    time.sleep(wait)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+    base = "/sys/kernel/slab"
+    if os.path.isdir(base):
+        for name in sorted(os.listdir(base)):
+            path = os.path.join(base, name)
+            if os.path.islink(path):    # an alias of a merged cache
+                continue
+            try:
+                with open(os.path.join(path, "shrink"), "w") as f:
+                    f.write("1\n")
+            except OSError:
+                pass
+    time.sleep(1)
+
+
 def check_flat_memory(what, loops, one, slab_kb=None, vmalloc_kb=1024, warmup=0):
     """Runs one(i) for i in range(warmup) to warm the caches, then for i in
-    range(loops), and checks the growth over the loops: Slab less than
-    slab_kb (by default 2 MiB, 32 MiB on the debug kernel, where KASAN keeps
-    freed objects in quarantine a while), VmallocUsed less than vmalloc_kb.
+    range(loops), and checks the growth over the loops (check_memory_growth).
     kmemleak, precise where these bounds are loose, is the test's to check
     over its whole run: kmemleak_clear first, kmemleak_clean last."""
     for i in range(warmup):
         one(i)
     time.sleep(1)
-    slab0, vmalloc0 = meminfo("Slab"), meminfo("VmallocUsed")
+    before = memory_usage()
     t0 = time.monotonic()
     for i in range(loops):
         one(i)
     dt = time.monotonic() - t0
     time.sleep(1)
-    slab1, vmalloc1 = meminfo("Slab"), meminfo("VmallocUsed")
-    print(f"{loops} {what} in {dt:.1f}s: Slab {slab0} -> {slab1} kB, VmallocUsed {vmalloc0} -> {vmalloc1} kB")
-    if slab_kb is None:
-        slab_kb = 32768 if DEBUG_KERNEL else 2048
-    check(f"Slab grew {slab1 - slab0} kB over {loops} {what} (bound {slab_kb})", slab1 - slab0 < slab_kb)
-    check(f"VmallocUsed grew {vmalloc1 - vmalloc0} kB over {loops} {what} (bound {vmalloc_kb})",
-          vmalloc1 - vmalloc0 < vmalloc_kb)
+    after = memory_usage()
+    print(f"{loops} {what} in {dt:.1f}s: Slab {before[0]} -> {after[0]} kB, "
+          f"VmallocUsed {before[1]} -> {after[1]} kB")
+    check_memory_growth(f"{loops} {what}", before, after, slab_kb, vmalloc_kb)
