@@ -7,7 +7,7 @@ driver, from the hardening issue: their destructor is module code, so
 The packets are held by a neighbour entry waiting for its address: an RC
 QP is connected towards an address nobody answers (the core resolves the
 path's MAC from a static entry, which is then deleted), and its SENDs
-queue on the new, unresolved entry for ~9 s (6 ARP probes) before
+queue on the new, unresolved entry for ~24 s (6 ARP probes) before
 the stack frees them. Meanwhile the QP is destroyed, rxe0 deleted and the
 module removed: rmmod must not return before the neighbour gave up.
 rxe_rs waits in module exit until the last one is freed; without the
@@ -62,10 +62,11 @@ def unload_test():
     ghost = node_ip.rsplit(".", 1)[0] + ".99"
     ctx = Context(name=DEV)
     gidx, gid = rl.gid_index(node_ip)
-    # Six probes 1.5 s apart: the packets stay queued ~9 s, well past the
-    # link delete (rmmod then waits for the rest).
+    # Six probes 4 s apart: the packets stay queued ~24 s, well past the
+    # link delete even on a loaded host, where the debug kernel's link
+    # delete alone has taken 6 s (rmmod then waits for the rest).
     with open(RETRANS, "w") as f:
-        f.write("1500")
+        f.write("4000")
     sh(f"ip neigh replace {ghost} lladdr 02:00:00:00:00:99 dev eth0 nud permanent")
     pd = PD(ctx)
     cq = CQ(ctx, 64)
@@ -105,7 +106,7 @@ def unload_test():
     # that did not wait for its packets, that is when it oopses. (Packets
     # the IP layer had to copy for want of link-header room are no longer
     # the module's: rmmod need not wait for those.)
-    deadline = time.time() + 15
+    deadline = time.time() + 40
     while neigh_state(ghost) == "INCOMPLETE" and time.time() < deadline:
         time.sleep(0.5)
     waited = [line for line in dmesg() if "waiting for" in line and "packets" in line]
