@@ -83,6 +83,30 @@ uptime_cs() {
 	up=${up/./}
 	printf -v "$1" '%d' $((10#$up))
 }
+# hwc_read VAR: "name=value ..." of the device's port counters (builtins
+# only), read around each client program: a row's retries and duplicates
+# say whether its figure includes retransmit timeouts.
+hwc_read() {
+	local _f _v _s=
+	for _f in /sys/class/infiniband/"$RXE_DEV"/ports/1/hw_counters/*; do
+		read -r _v <"$_f" 2>/dev/null || continue
+		_s+="${_f##*/}=$_v "
+	done
+	printf -v "$1" '%s' "$_s"
+}
+# hwc_json BEFORE AFTER: the counters that moved, as a JSON object.
+hwc_json() {
+	local -A _b=()
+	local _kv _out=
+	for _kv in $1; do _b[${_kv%%=*}]=${_kv#*=}; done
+	for _kv in $2; do
+		local _k=${_kv%%=*} _v=${_kv#*=}
+		[[ $_v =~ ^[0-9]+$ && ${_b[$_k]:-0} =~ ^[0-9]+$ ]] || continue
+		((_v != ${_b[$_k]:-0})) || continue
+		_out+="${_out:+, }\"$_k\": $((_v - ${_b[$_k]:-0}))"
+	done
+	printf '{%s}' "$_out"
+}
 say() {
 	local up _rest
 	read -r up _rest </proc/uptime
@@ -200,7 +224,7 @@ row() {
 	srv=("${srv[@]//@PORT@/$port}")
 	cli=("${cli[@]//@PORT@/$port}")
 	cli=("${cli[@]//@SERVER@/$server_addr}")
-	local slog=$logs/$id.server.log clog=$logs/$id.client.log a b a1 a2 b1 b2 rc=0
+	local slog=$logs/$id.server.log clog=$logs/$id.client.log a b a1 a2 b1 b2 rc=0 h0= h1= row_hwc={}
 	if is_server; then
 		local pid ok=1 tail=
 		perf_start "$id"
@@ -229,6 +253,7 @@ row() {
 		perf_start "$id"
 		get ok "ready.$tag" $((row_timeout + 60))
 		cpu_jiffies a
+		hwc_read h0
 		uptime_cs t0
 		if [ "$ok" = 1 ]; then
 			timeout -k 5 "$row_timeout" "${cli[@]}" >"$clog" 2>&1 || rc=$?
@@ -237,6 +262,8 @@ row() {
 			rc=255
 		fi
 		uptime_cs t1
+		hwc_read h1
+		row_hwc=$(hwc_json "$h0" "$h1")
 		cpu_jiffies b
 		((rc == 0)) || put "abort.$tag" 1
 		perf_stop "$id"
@@ -324,6 +351,7 @@ emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_T
 		[ -z "$fig" ] || printf ', %s' "$fig"
 		printf ', "cli_cpu_s": %s, "cli_kcpu_s": %s, "srv_cpu_s": %s, "srv_kcpu_s": %s, "seconds": %s' \
 			"$c1" "$c2" "$s1" "$s2" "$el"
+		printf ', "cli_hwc": %s' "$row_hwc"
 		printf ', "cmd": "%s"' "$cmd"
 		[ -z "$err" ] || printf ', "error": "%s"' "$err"
 		printf '}\n'
