@@ -46,6 +46,7 @@ import zlib
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
+from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.srq import SRQ, SrqInitAttr, SrqAttr
@@ -156,6 +157,21 @@ def counters():
     return hw_counters(COUNTERS)
 
 
+def revive(node, n, peer, tries=5):
+    """Brings QP n back from ERR. From RTR on, the QP answers the fuzz: a bad
+    request can fail it again before RTS, and then ERR refuses the next
+    transition (EINVAL); start over from RESET."""
+    for i in range(tries):
+        node.drain()
+        try:
+            node.connect(n, peer, psn=START_PSN)
+            return
+        except PyverbsRDMAError as ex:
+            if i == tries - 1:
+                raise
+            log(f"target: {n} failed again while being brought up ({ex}); again")
+
+
 def target(ctl, node):
     """Node 2 during the fuzz: keeps the QPs alive until node 1 is done."""
     before = counters()
@@ -183,8 +199,7 @@ def target(ctl, node):
         for n in NAMES:
             attr, _ = node.qps[n].query(e.IBV_QP_STATE | e.IBV_QP_RQ_PSN)
             if attr.qp_state != rl.RTS:
-                node.drain()
-                node.connect(n, peer, psn=START_PSN)
+                revive(node, n, peer)
                 revived[n] += 1
                 attr, _ = node.qps[n].query(e.IBV_QP_STATE | e.IBV_QP_RQ_PSN)
             node.fill(n)
