@@ -121,8 +121,10 @@ def lanes():
 # ---------------------------------------------------------------------------
 # RC lanes: integrity.py's halves, round after round.
 
-def rc_lane(ctl, requester, rng, stop, stats):
-    env = integrity.Env()
+def rounds(ctl, requester, rng, stop):
+    """The rounds of a lane, as messages {"seed", "fam"}: the requester draws
+    each one (IPv4 and IPv6 in turn) and tells its peer, until stop() says
+    the time is up; the peer follows."""
     r = 0
     while True:
         if requester:
@@ -131,7 +133,14 @@ def rc_lane(ctl, requester, rng, stop, stats):
         else:
             msg = ctl.recv()["round"]
         if msg is None:
-            break
+            return
+        yield msg
+        r += 1
+
+
+def rc_lane(ctl, requester, rng, stop, stats):
+    env = integrity.Env()
+    for msg in rounds(ctl, requester, rng, stop):
         st = {"data": 0, "atomics": 0, "bytes": 0}
         if requester:
             integrity.client(ctl, msg["fam"], env, msg["seed"], random.Random(msg["seed"] * 3),
@@ -141,7 +150,6 @@ def rc_lane(ctl, requester, rng, stop, stats):
         for k in ("data", "atomics", "bytes"):
             stats[k] += st[k]
         stats["rounds"] += 1
-        r += 1
     env.ctx.close()
 
 
@@ -411,22 +419,13 @@ def dg_receiver_round(node, ctl, fam, seed, rng, stats):
 
 def dg_lane(ctl, requester, rng, stop, stats):
     node = DgNode(requester)
-    r = 0
-    while True:
-        if requester:
-            msg = None if stop() else {"seed": rng.getrandbits(32), "fam": FAMILIES[r % 2]}
-            ctl.send({"round": msg})
-        else:
-            msg = ctl.recv()["round"]
-        if msg is None:
-            break
+    for msg in rounds(ctl, requester, rng, stop):
         rrng = random.Random(msg["seed"] * 7 + requester)
         if requester:
             dg_sender_round(node, ctl, msg["fam"], msg["seed"], rrng, stop, stats)
         else:
             dg_receiver_round(node, ctl, msg["fam"], msg["seed"], rrng, stats)
         stats["rounds"] += 1
-        r += 1
     node.ctx.close()
     if not requester:
         for k in KINDS:
