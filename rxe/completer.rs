@@ -342,12 +342,11 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             odp_give_up: *odp_give_up,
         };
         let gen = qp.status_gen();
+        // `progress` is the last run's: an empty queue ends the batch with
+        // nothing left to run for.
         let mut out = cl::Outcome::default();
-        // Whether the batch ended on a response handled, with more to come.
-        let mut cut = false;
         for _ in 0..RESPONSES_PER_STEP {
             let one = cl::run(&mut st.comp, &mut st.req, &mut io);
-            cut = one.progress;
             if let Some(p) = io.pkt.take() {
                 p.consume();
             }
@@ -375,11 +374,6 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
                 break;
             }
         }
-        // An empty queue ended the batch: nothing is left to run for.
-        let out = cl::Outcome {
-            progress: cut,
-            ..out
-        };
         // Everything sent is acknowledged: a retransmit timer left pending
         // would fire later, while the next message is in flight, and have
         // it resent for nothing. The requester arms it again when it sends;

@@ -175,6 +175,13 @@ def _attr(state, **kw):
     return a
 
 
+def ah_attr(sgid_index, dgid):
+    """The global route of port 1 towards dgid (a GID string) from
+    sgid_index, as QP paths and address handles take it."""
+    return AHAttr(gr=GlobalRoute(dgid=GID(dgid), sgid_index=sgid_index, hop_limit=64),
+                  is_global=1, port_num=1)
+
+
 def connect(qp, access, sgid_index, dgid, dqpn, rq_psn, sq_psn,
             mtu=e.IBV_MTU_1024, rd_atomic=8, timeout=14, retry=7):
     """RESET -> INIT -> RTR -> RTS of an RC QP towards (dgid, dqpn)."""
@@ -183,9 +190,7 @@ def connect(qp, access, sgid_index, dgid, dqpn, rq_psn, sq_psn,
               e.IBV_QP_ACCESS_FLAGS)
     a = _attr(RTR, path_mtu=mtu, dest_qp_num=dqpn, rq_psn=rq_psn,
               max_dest_rd_atomic=rd_atomic, min_rnr_timer=1)
-    a.ah_attr = AHAttr(gr=GlobalRoute(dgid=GID(dgid), sgid_index=sgid_index,
-                                      hop_limit=64),
-                       is_global=1, port_num=1)
+    a.ah_attr = ah_attr(sgid_index, dgid)
     qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
               e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
               e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
@@ -202,9 +207,7 @@ def connect_uc(qp, sgid_index, dgid, dqpn, rq_psn, sq_psn, mtu=e.IBV_MTU_1024,
               e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
               e.IBV_QP_ACCESS_FLAGS)
     a = _attr(RTR, path_mtu=mtu, dest_qp_num=dqpn, rq_psn=rq_psn)
-    a.ah_attr = AHAttr(gr=GlobalRoute(dgid=GID(dgid), sgid_index=sgid_index,
-                                      hop_limit=64),
-                       is_global=1, port_num=1)
+    a.ah_attr = ah_attr(sgid_index, dgid)
     qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
               e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
     qp.modify(_attr(RTS, sq_psn=sq_psn), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
@@ -220,9 +223,7 @@ def connect_ud(qp, qkey, sq_psn=0):
 
 def make_ah(pd, sgid_index, dgid):
     """An address handle towards dgid (a GID string) from sgid_index."""
-    return AH(pd, attr=AHAttr(gr=GlobalRoute(dgid=GID(dgid), sgid_index=sgid_index,
-                                             hop_limit=64),
-                              is_global=1, port_num=1))
+    return AH(pd, attr=ah_attr(sgid_index, dgid))
 
 
 def qp_state(qp):

@@ -200,10 +200,11 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    /// Folds the outcome of a later run into this one: the flags add up,
-    /// the timer and the retransmit decision are the later run's.
+    /// Folds the outcome of a later run into this one: `again` and
+    /// `qp_error` add up; whether there is more to run, the timer and the
+    /// retransmit decision are the later run's.
     pub(crate) fn merge(&mut self, later: Outcome) {
-        self.progress |= later.progress;
+        self.progress = later.progress;
         self.again |= later.again;
         self.qp_error |= later.qp_error;
         self.rnr_timer = later.rnr_timer.or(self.rnr_timer);
