@@ -3,12 +3,13 @@
 //! The ICRC's CRC-32 with the fastest method the CPU offers: the
 //! carry-less-multiply fold ([`super::clmul`], x86-64 PCLMULQDQ) for
 //! buffers of 64 bytes and more when the vector unit may be used here, the
-//! sliced tables of `proto::crc32` otherwise.
+//! software CRC of `proto::crc32` (a sparse multiple of the polynomial, and
+//! tables for short buffers) otherwise.
 //!
 //! An emulated CPU is not a fast one: QEMU's TCG (before 8.2) computes
 //! each carry-less multiply bit by bit and saves the vector state in a
-//! helper, so in host time the fold costs about twice the tables there
-//! (README, performance log), and the tables are used under TCG.
+//! helper, so in host time the fold costs about twice the table CRC there
+//! (README, performance log), and the software CRC is used under TCG.
 //!
 //! 6.12's `crc32_le` is table-driven (the crypto API's `crc32-pclmul`
 //! needs a module and a transform object); from 6.14 `crc32_le` itself uses
@@ -18,26 +19,27 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::prelude::*;
 
-use crate::rxe::proto::crc32::crc32_le as table;
+use crate::rxe::proto::crc32::crc32_le as software;
 use crate::rxe::sys as b;
 
-/// Below this the tables are as fast as the fold (which needs four blocks).
+/// Below this the software CRC is as fast as the fold (which needs four
+/// blocks).
 const FOLD_MIN: usize = 64;
 
 /// Whether [`crc32`] folds with PCLMULQDQ: set once by [`select`].
 static CLMUL: AtomicBool = AtomicBool::new(false);
 
 /// Chooses the method at module load: the fold when the CPU has it and it
-/// agrees with the tables on a check pattern.
+/// agrees with the software CRC on a check pattern.
 pub(crate) fn select() {
     // SAFETY: FFI call without arguments, usable in any context.
     if !unsafe { b::rxe_rs_cpu_has_clmul() } {
-        pr_info!("ICRC: CRC-32 by tables (no PCLMULQDQ)\n");
+        pr_info!("ICRC: CRC-32 in software (no PCLMULQDQ)\n");
         return;
     }
     // SAFETY: As above.
     if unsafe { b::rxe_rs_cpu_is_tcg() } {
-        pr_info!("ICRC: CRC-32 by tables (PCLMULQDQ emulated by QEMU TCG)\n");
+        pr_info!("ICRC: CRC-32 in software (PCLMULQDQ emulated by QEMU TCG)\n");
         return;
     }
     let mut pattern = [0u8; 1000];
@@ -47,12 +49,14 @@ pub(crate) fn select() {
         *byte = (x >> 24) as u8;
     }
     match with_clmul(0x1234_5678, &pattern) {
-        Some(c) if c == table(0x1234_5678, &pattern) => {
+        Some(c) if c == software(0x1234_5678, &pattern) => {
             CLMUL.store(true, Ordering::Relaxed);
             pr_info!("ICRC: CRC-32 by PCLMULQDQ folding\n");
         }
-        Some(_) => pr_err!("ICRC: PCLMULQDQ fold disagrees with the tables; using tables\n"),
-        None => pr_info!("ICRC: CRC-32 by tables (vector unit unavailable)\n"),
+        Some(_) => {
+            pr_err!("ICRC: PCLMULQDQ fold disagrees with the software CRC; using software\n")
+        }
+        None => pr_info!("ICRC: CRC-32 in software (vector unit unavailable)\n"),
     }
 }
 
@@ -69,7 +73,7 @@ fn with_clmul(crc: u32, data: &[u8]) -> Option<u32> {
     // its own call and before setting `CLMUL`, which every other caller
     // tests first. The vector unit is ours since `rxe_rs_simd_begin`
     // returned true.
-    let crc = unsafe { super::clmul::crc32(crc, data, table) };
+    let crc = unsafe { super::clmul::crc32(crc, data, software) };
     // SAFETY: pairs with the successful `rxe_rs_simd_begin` above.
     unsafe { b::rxe_rs_simd_end() };
     Some(crc)
@@ -88,5 +92,5 @@ pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
             return crc;
         }
     }
-    table(crc, data)
+    software(crc, data)
 }
