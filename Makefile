@@ -14,6 +14,8 @@
 #                            qemu-test/tests/FULL (about two hours)
 #   make demo                set up, build, run the two-node demo
 #   make bench               rs vs c vs TCP benchmark table
+#   make tbprof              build/tbprof.so, the QEMU plugin of the host-time
+#                            profile (qemu-test/tests/tbprof.sh, scripts/tbprof-report)
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
 #   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
 #                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
@@ -46,7 +48,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck
+.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
 
 all: module
 	@echo "built $(MODULE)"
@@ -174,6 +176,13 @@ demo:
 
 bench:
 	scripts/bench
+
+# The QEMU TCG plugin that charges host cycles to guest code (README,
+# "Host-time profile"). Plain C, no QEMU headers needed.
+tbprof: $(top)build/tbprof.so
+$(top)build/tbprof.so: $(top)qemu-test/tbprof/tbprof.c
+	mkdir -p $(top)build
+	$(CC) -O2 -Wall -shared -fPIC -fvisibility=hidden -o $@ $<
 
 clean:
 	rm -rf build
