@@ -437,6 +437,12 @@ impl PayloadPages {
         }
     }
 
+    /// Drops every piece (and its page reference): the list is empty and
+    /// may be filled again.
+    pub(crate) fn clear(&mut self) {
+        self.drain_frags(|_| false);
+    }
+
     /// Hands each piece in order to `take`, which returns whether it took
     /// over the piece's page reference; the references not taken are
     /// dropped here. The list is empty afterwards.
