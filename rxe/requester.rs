@@ -534,24 +534,9 @@ fn ref_payload(
 }
 
 /// Builds the packet `p` of `wqe`, `done` bytes into its payload, with the
-/// empty page list `pages` for a payload sent from the MR's pages.
+/// empty page list `pages` for a payload sent from the MR's pages (what the
+/// skb does not take stays there for the caller to clear).
 fn build<'a>(
-    qp: &'a Shared,
-    snap: &Snap,
-    wqe: &SendWqe,
-    p: &rl::Packet,
-    done: u32,
-    odp_give_up: bool,
-    pages: &mut PayloadPages,
-) -> Result<net::TxPacket<'a>, BuildError> {
-    let r = build_in(qp, snap, wqe, p, done, odp_give_up, pages);
-    // The pieces the skb did not take (a failure, or a packet to our own
-    // MAC address, whose payload is copied) give their references back.
-    pages.clear();
-    r
-}
-
-fn build_in<'a>(
     qp: &'a Shared,
     snap: &Snap,
     wqe: &SendWqe,
@@ -809,7 +794,12 @@ fn run_wqe<'a>(
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            match build(qp, snap, wqe, &p, done, st.odp_give_up, &mut st.pages) {
+            let built = build(qp, snap, wqe, &p, done, st.odp_give_up, &mut st.pages);
+            // The pieces the skb did not take (a failure, or a packet to
+            // our own MAC address, whose payload is copied) give their
+            // references back.
+            st.pages.clear();
+            match built {
                 Ok(tx) => {
                     st.odp_retry.on_success();
                     st.odp_give_up = false;
