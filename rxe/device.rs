@@ -354,7 +354,17 @@ pub(crate) fn net_event(ndev: &NetDevice, event: NetEvent) {
     };
     let state = dev.state();
     match event {
-        NetEvent::Unregister => dev.unregister_queued(),
+        NetEvent::Unregister => {
+            // The netdev goes away or moves to another namespace. Both end
+            // the device; the routes its QPs cached in the old namespace
+            // go now, since a QP held open by a user can outlive that
+            // namespace (a moved netdev does not hold its exit back).
+            match state.qps.values() {
+                Ok(qps) => qps.iter().for_each(|qp| qp.forget_routes()),
+                Err(_) => pr_warn!("cached routes kept: out of memory\n"),
+            }
+            dev.unregister_queued()
+        }
         NetEvent::Up => state.set_port_state(&dev, true),
         NetEvent::Down => state.set_port_state(&dev, false),
         NetEvent::Change => state.follow_link(&dev, ndev),

@@ -113,6 +113,15 @@ impl RouteCache {
         })
     }
 
+    /// Drops the cached route. A route holds its namespace's structures
+    /// (an IPv6 route its namespace's `dst_ops`) but no reference on the
+    /// namespace: it must not outlive it.
+    pub(crate) fn clear(&self) {
+        let old = self.last.lock().take();
+        // Released outside the lock.
+        drop(old);
+    }
+
     /// [`Dst::output`], from the cache when it holds this path's route.
     pub(crate) fn output(&self, ndev: &NetDevice, src: IpAddr, dst: IpAddr) -> Result<Dst> {
         let oif = ndev.ifindex();
