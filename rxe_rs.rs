@@ -16,12 +16,12 @@ mod rxe;
 use rxe::ops::Driver;
 
 use rxe::kernel::{
-    errno, ibdev,
+    ibdev,
     link::LinkType,
     netdev::Notifier,
+    netns::TunnelNets,
     task::{BhRuns, WorkQueue},
     udp,
-    udp::TunnelSocket,
 };
 
 rxe::kernel::module_info! {
@@ -34,16 +34,16 @@ rxe::kernel::module_info! {
 }
 
 /// Module state. Fields drop in declaration order, which is the teardown
-/// order: stop new links, remove the devices, then stop events and traffic,
-/// wait for our packets still queued in the network stack (their
-/// destructor is our code), then for the softirq runs of the receive path,
-/// and last the workqueue the QP tasks run on.
+/// order: stop new links, remove the devices (the last device of each
+/// namespace releases its tunnel sockets), then stop events and the
+/// per-namespace state, wait for our packets still queued in the network
+/// stack (their destructor is our code), then for the softirq runs of the
+/// receive path, and last the workqueue the QP tasks run on.
 struct RxeModule {
     _link: LinkType,
     _devices: Devices,
     _notifier: Notifier,
-    _sock6: Option<TunnelSocket>,
-    _sock4: TunnelSocket,
+    _nets: TunnelNets,
     _tx_skbs: TxSkbs,
     _bh: BhRuns,
     _wq: WorkQueue,
@@ -74,15 +74,8 @@ impl kernel::Module for RxeModule {
         let bh = BhRuns::init();
         #[cfg(rxe_rs_selftest)]
         rxe::selftest::run();
-        let sock4 = TunnelSocket::create::<Driver>(false)?;
-        let sock6 = match TunnelSocket::create::<Driver>(true) {
-            Ok(sock) => Some(sock),
-            Err(e) if e == errno::eafnosupport() => {
-                pr_warn!("IPv6 unavailable, RoCEv2 over IPv4 only\n");
-                None
-            }
-            Err(e) => return Err(e),
-        };
+        // Tunnel sockets come with the first device of each namespace.
+        let nets = TunnelNets::register()?;
         let notifier = Notifier::register::<Driver>()?;
         let link = LinkType::register::<Driver>()?;
         pr_info!("loaded\n");
@@ -90,8 +83,7 @@ impl kernel::Module for RxeModule {
             _link: link,
             _devices: Devices,
             _notifier: notifier,
-            _sock6: sock6,
-            _sock4: sock4,
+            _nets: nets,
             _tx_skbs: TxSkbs,
             _bh: bh,
             _wq: wq,

@@ -13,6 +13,7 @@ use kernel::{
 use crate::rxe::counters::{Counter, Counters};
 use crate::rxe::kernel::ibdev::{self, Identity, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
+use crate::rxe::kernel::netns::{Net, TunnelUse};
 use crate::rxe::kernel::random;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
@@ -112,10 +113,17 @@ pub(crate) struct DeviceState {
     /// Multicast groups and their QPs, by MGID.
     #[pin]
     pub(crate) mcast: mcast::Groups,
+    /// Keeps the tunnel sockets of the netdev's namespace open while the
+    /// device exists; dropped by `dealloc_driver` (process context).
+    _tunnels: TunnelUse,
 }
 
 impl DeviceState {
-    fn new(guid: [u8; 8], netdev_mtu: u32) -> Result<impl PinInit<Self, Error>> {
+    fn new(
+        guid: [u8; 8],
+        netdev_mtu: u32,
+        tunnels: TunnelUse,
+    ) -> Result<impl PinInit<Self, Error>> {
         let zero = || AtomicU32::new(0);
         let counts = Arc::new(
             Counts([
@@ -147,6 +155,7 @@ impl DeviceState {
             counters: Counters::new(),
             gsi_qp_index: AtomicU32::new(0),
             mcast <- mcast::Groups::new(),
+            _tunnels: tunnels,
         }? Error))
     }
 
@@ -309,8 +318,9 @@ fn dev_info(_dev: &Device, ndev: &NetDevice, what: &str) {
     pr_info!("{} {}\n", what, BStr::from_bytes(ndev.name()));
 }
 
-/// `rdma link add NAME type rxe netdev DEV`.
-pub(crate) fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
+/// `rdma link add NAME type rxe netdev DEV`, run in any namespace: `DEV` is
+/// the caller's, `net` its namespace, `tunnels` that namespace's sockets.
+pub(crate) fn newlink(name: &CStr, ndev: &NetDevice, net: &Net, tunnels: TunnelUse) -> Result {
     if ndev.is_vlan() {
         pr_err!("rxe can only be added on a real device, not a VLAN\n");
         return Err(EPERM);
@@ -328,7 +338,13 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
         node_guid: guid,
         node_desc: b"rxe",
     };
-    Device::register(name, ndev, identity, DeviceState::new(guid, ndev.mtu())?)
+    Device::register(
+        name,
+        ndev,
+        net,
+        identity,
+        DeviceState::new(guid, ndev.mtu(), tunnels)?,
+    )
 }
 
 /// Netdev notifier: keep each rxe device in step with its netdev.
@@ -338,7 +354,17 @@ pub(crate) fn net_event(ndev: &NetDevice, event: NetEvent) {
     };
     let state = dev.state();
     match event {
-        NetEvent::Unregister => dev.unregister_queued(),
+        NetEvent::Unregister => {
+            // The netdev goes away or moves to another namespace. Both end
+            // the device; the routes its QPs cached in the old namespace
+            // go now, since a QP held open by a user can outlive that
+            // namespace (a moved netdev does not hold its exit back).
+            match state.qps.values() {
+                Ok(qps) => qps.iter().for_each(|qp| qp.forget_routes()),
+                Err(_) => pr_warn!("cached routes kept: out of memory\n"),
+            }
+            dev.unregister_queued()
+        }
         NetEvent::Up => state.set_port_state(&dev, true),
         NetEvent::Down => state.set_port_state(&dev, false),
         NetEvent::Change => state.follow_link(&dev, ndev),

@@ -290,6 +290,12 @@ impl<W: TxWake> TxFlow<W> {
         })
     }
 
+    /// Drops the cached route (see `RouteCache::clear`); the next packet
+    /// looks its route up again.
+    pub(crate) fn forget_route(&self) {
+        self.routes.clear();
+    }
+
     /// Skbs sent and not yet freed.
     pub(crate) fn inflight(&self) -> u32 {
         self.inflight.count.load(Ordering::Acquire)

@@ -90,6 +90,17 @@ impl<T: Clone + Unpin> Pool<T> {
         self.inner.lock().map.get(&idx).cloned().flatten()
     }
 
+    /// Clones of every value, to walk them outside the lock (which masks
+    /// interrupts, hence the atomic allocation).
+    pub(crate) fn values(&self) -> Result<KVec<T>> {
+        let inner = self.inner.lock();
+        let mut out = KVec::with_capacity(inner.map.iter().count(), GFP_ATOMIC)?;
+        for v in inner.map.values().flatten() {
+            out.push(v.clone(), GFP_ATOMIC)?;
+        }
+        Ok(out)
+    }
+
     /// Removes the index (reserved or filled) and returns its value.
     pub(crate) fn remove(&self, idx: u32) -> Option<T> {
         self.inner.lock().map.remove(&idx).flatten()

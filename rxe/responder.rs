@@ -157,6 +157,11 @@ impl State {
         })
     }
 
+    /// Drops the responder's cached route.
+    pub(crate) fn forget_route(&self) {
+        self.flow.forget_route();
+    }
+
     /// Drops the queued request and the held WQE (RESET, flush).
     fn forget(&mut self) {
         if let Some(p) = self.head.take() {

@@ -12,6 +12,7 @@ use kernel::{
 };
 
 use super::netdev::NetDevice;
+use super::netns::Net;
 use crate::rxe::sys as b;
 
 /// The driver's state of a device, kept behind the core's `ib_device`, and
@@ -70,18 +71,29 @@ impl<S: DeviceData> Device<S> {
         unsafe { &*ib.cast::<Self>() }
     }
 
-    /// Allocates, initialises and registers a device named `name` on `ndev`.
+    /// Allocates, initialises and registers a device named `name` on `ndev`,
+    /// whose namespace is `net`.
+    ///
+    /// With the RDMA core in exclusive netns mode the device belongs to
+    /// `net` (it is seen and used from there only, as 7.x does it); in the
+    /// default shared mode it is in the initial namespace and seen from
+    /// every one.
     ///
     /// On success the RDMA core owns the device: it lives until it is
     /// unregistered, and `dealloc_driver` drops the state.
     pub(crate) fn register(
         name: &CStr,
         ndev: &NetDevice,
+        net: &Net,
         identity: Identity,
         state: impl PinInit<S, Error>,
     ) -> Result {
-        // SAFETY: FFI call; the size covers `ib_device` at offset 0.
-        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>()) }.cast::<Self>();
+        // SAFETY: FFI call; the size covers `ib_device` at offset 0. The
+        // core keeps `net` without a reference: we hold it until the
+        // registration is done, and the core moves its devices back to
+        // init_net when a namespace exits.
+        let raw =
+            unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) }.cast::<Self>();
         if raw.is_null() {
             return Err(ENOMEM);
         }

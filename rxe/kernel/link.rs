@@ -8,7 +8,8 @@ use super::netdev::NetDevice;
 use crate::rxe::sys as b;
 
 /// Creates the links of the type: the driver, which makes an RDMA device on
-/// the network device (process context, RTNL held).
+/// the network device (process context; 6.12's RDMA netlink holds no RTNL
+/// here). `ndev` is in the namespace of the caller of `rdma link add`.
 pub(crate) trait LinkOwner: 'static {
     fn newlink(name: &CStr, ndev: &NetDevice) -> Result;
 }

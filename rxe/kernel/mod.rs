@@ -25,6 +25,7 @@ pub(crate) mod link;
 pub(crate) mod lock;
 pub(crate) mod mcast;
 pub(crate) mod netdev;
+pub(crate) mod netns;
 pub(crate) mod object;
 pub(crate) mod odp;
 pub(crate) mod page;

@@ -26,11 +26,10 @@ unsafe impl Send for Dst {}
 unsafe impl Sync for Dst {}
 
 impl Dst {
-    /// The route for UDP from `src` to `dst` leaving through `ndev`, in the
-    /// initial namespace (where rxe's sockets live). Both addresses must be
-    /// of one family.
+    /// The route for UDP from `src` to `dst` leaving through `ndev`, in
+    /// `ndev`'s namespace. Both addresses must be of one family.
     pub(crate) fn output(ndev: &NetDevice, src: IpAddr, dst: IpAddr) -> Result<Dst> {
-        let net = core::ptr::addr_of_mut!(b::init_net);
+        let net = super::netns::raw_net_of(ndev);
         let oif = ndev.ifindex();
         let raw = match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
@@ -112,6 +111,15 @@ impl RouteCache {
         Ok(Self {
             last: KBox::pin_init(new_spinlock_bh!(None, "rxe_route_cache"), flags)?,
         })
+    }
+
+    /// Drops the cached route. A route holds its namespace's structures
+    /// (an IPv6 route its namespace's `dst_ops`) but no reference on the
+    /// namespace: it must not outlive it.
+    pub(crate) fn clear(&self) {
+        let old = self.last.lock().take();
+        // Released outside the lock.
+        drop(old);
     }
 
     /// [`Dst::output`], from the cache when it holds this path's route.

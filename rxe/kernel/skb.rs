@@ -363,14 +363,15 @@ impl TxSkb {
         }
     }
 
-    /// Lets the stack pick the IPv4 id of the header at the network header.
+    /// Lets the stack pick the IPv4 id of the header at the network header
+    /// (from the namespace of the route, which must be set).
     pub(crate) fn select_ipv4_id(&mut self) {
         let skb = self.ptr();
         // SAFETY: The network header was set on a complete IPv4 header we
         // wrote; the id is written in place.
         unsafe {
             let iph = b::rxe_rs_skb_network_header(skb).cast::<b::iphdr>();
-            b::__ip_select_ident(core::ptr::addr_of_mut!(b::init_net), iph, 1);
+            b::__ip_select_ident(b::rxe_rs_skb_dst_net(skb), iph, 1);
         }
     }
 
@@ -381,7 +382,9 @@ impl TxSkb {
         // headers and protocol set.
         let ret = unsafe {
             let sk = b::rxe_rs_skb_sk(skb);
-            let net = core::ptr::addr_of_mut!(b::init_net);
+            // The namespace of the route: the netdev's, not the owner
+            // socket's (see `TxSocket::new`).
+            let net = b::rxe_rs_skb_dst_net(skb);
             if u16::from_be(b::rxe_rs_skb_protocol(skb)) == PROTO_IPV4 {
                 b::ip_local_out(net, sk, skb)
             } else {

@@ -17,6 +17,7 @@ use kernel::{
 
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
+use super::netns::Net;
 use super::skb::{self, Skb, TxSkb};
 use super::task;
 use crate::rxe::sys as b;
@@ -33,8 +34,12 @@ pub(crate) trait TunnelOwner: 'static {
     fn receive(skb: Skb);
 }
 
-/// A UDP socket in the initial network namespace, bound to port 4791, whose
-/// datagrams go to its [`TunnelOwner`] instead of a socket queue.
+/// A UDP socket of one network namespace, bound to port 4791, whose
+/// datagrams go to its [`TunnelOwner`] instead of a socket queue
+/// (`netns::TunnelUse` keeps one pair per namespace with rxe devices).
+///
+/// Kernel sockets hold no reference on their namespace: drop it before the
+/// namespace's exit ends.
 ///
 /// # Invariants
 ///
@@ -63,9 +68,9 @@ unsafe extern "C" fn encap_rcv<O: TunnelOwner>(
 }
 
 impl TunnelSocket {
-    /// Creates the IPv4 (`ipv6 == false`) or IPv6-only socket, whose
-    /// datagrams go to `O`.
-    pub(crate) fn create<O: TunnelOwner>(ipv6: bool) -> Result<Self> {
+    /// Creates the IPv4 (`ipv6 == false`) or IPv6-only socket of namespace
+    /// `net`, whose datagrams go to `O`. Process context.
+    pub(crate) fn create<O: TunnelOwner>(net: &Net, ipv6: bool) -> Result<Self> {
         let mut cfg = b::udp_port_cfg {
             family: if ipv6 { b::AF_INET6 } else { b::AF_INET } as u8,
             local_udp_port: ROCE_V2_PORT.to_be(),
@@ -75,8 +80,8 @@ impl TunnelSocket {
             cfg.set_ipv6_v6only(1);
         }
         let mut sock: *mut b::socket = core::ptr::null_mut();
-        let net = core::ptr::addr_of_mut!(b::init_net);
-        // SAFETY: FFI with a valid config and out pointer.
+        let net = net.as_ptr();
+        // SAFETY: FFI with a held namespace, a valid config and out pointer.
         to_result(unsafe {
             if ipv6 {
                 b::udp_sock_create6(net, &mut cfg, &mut sock)
@@ -217,6 +222,13 @@ pub(crate) fn wait_for_tx_skbs() {
 
 impl<O: SkbOwner> TxSocket<O> {
     /// Creates the socket; every skb attached later reports to `owner`.
+    ///
+    /// It lives in the initial namespace whatever namespace the skbs are
+    /// sent in: it is never bound or looked up, only an owner for skbs
+    /// (the output path takes its namespace from the route), and init_net
+    /// never exits, so a QP and its skbs in flight never depend on the
+    /// lifetime of another namespace. A socket crossing into another
+    /// namespace is orphaned by the stack (`skb_scrub_packet`).
     pub(crate) fn new(owner: &Arc<O>) -> Result<Self> {
         let mut sock: *mut b::socket = core::ptr::null_mut();
         // SAFETY: FFI with a valid out pointer.

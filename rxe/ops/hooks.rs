@@ -10,6 +10,7 @@ use kernel::{prelude::*, str::CStr};
 use crate::rxe::kernel::{
     link::LinkOwner,
     netdev::{NetDevice, NetEvent, NotifierOwner},
+    netns::{Net, TunnelUse},
     skb::Skb,
     udp::TunnelOwner,
 };
@@ -20,7 +21,11 @@ pub(crate) struct Driver;
 
 impl LinkOwner for Driver {
     fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
-        device::newlink(name, ndev)
+        // The device receives through the tunnel sockets of its netdev's
+        // namespace, made now if it is the namespace's first.
+        let net = Net::of(ndev)?;
+        let tunnels = TunnelUse::get::<Self>(&net)?;
+        device::newlink(name, ndev, &net, tunnels)
     }
 }
 

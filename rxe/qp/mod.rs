@@ -358,6 +358,14 @@ impl Drop for StatusWrite<'_> {
 }
 
 impl Shared {
+    /// Drops the routes the requester and the responder cached: their
+    /// netdev is leaving its namespace, which may then go away while the
+    /// QP lives on (see `RouteCache::clear`).
+    pub(crate) fn forget_routes(&self) {
+        self.flow.forget_route();
+        self.resp.lock().forget_route();
+    }
+
     /// The status and attributes, for reading.
     pub(crate) fn status(&self) -> StatusRead<'_> {
         StatusRead(self.status.lock())

@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <net/addrconf.h>
 #include <net/ip.h>
+#include <net/net_namespace.h>
 #include <net/ipv6.h>
 #include <net/ip6_route.h>
 #include <net/route.h>

@@ -38,6 +38,8 @@
 #endif
 #include <net/route.h>
 #include <net/sock.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -671,16 +673,60 @@ void rxe_rs_consume_skb(struct sk_buff *skb)
 	consume_skb(skb);
 }
 
+/* The namespace a netdev lives in; no reference is taken. */
+struct net *rxe_rs_dev_net(const struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+/* The namespace of a netdev with a reference, or NULL once it is exiting. */
+struct net *rxe_rs_dev_net_get(const struct net_device *ndev)
+{
+	return maybe_get_net(dev_net(ndev));
+}
+
+void rxe_rs_put_net(struct net *net)
+{
+	put_net(net);
+}
+
+/* The per-namespace memory of pernet id `id`. */
+void *rxe_rs_net_generic(const struct net *net, unsigned int id)
+{
+	return net_generic(net, id);
+}
+
+/* The namespace an skb is routed in: its route's device's (init_net for an
+ * skb without a route, which the IP layer then drops).
+ */
+struct net *rxe_rs_skb_dst_net(const struct sk_buff *skb)
+{
+	const struct dst_entry *dst = skb_dst(skb);
+
+	return dst && dst->dev ? dev_net(dst->dev) : &init_net;
+}
+
 /*
  * Calls whose C signature differs between the kernels rxe_rs builds for
  * (6.12 and 7.x); Rust sees one signature.
  */
-struct ib_device *rxe_rs_alloc_ib_device(size_t size)
+/*
+ * 7.x places a new device in `net` when the core runs in exclusive netns
+ * mode (init_net in shared mode). 6.12 always starts it in init_net: do what
+ * 7.x does, before registration, so that a device made in a namespace is
+ * that namespace's. In shared mode rdma_dev_access_netns() is true for any
+ * namespace, and the device stays in init_net.
+ */
+struct ib_device *rxe_rs_alloc_ib_device(size_t size, struct net *net)
 {
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
-	return _ib_alloc_device(size, &init_net);
+	return _ib_alloc_device(size, net);
 #else
-	return _ib_alloc_device(size);
+	struct ib_device *dev = _ib_alloc_device(size);
+
+	if (dev && !rdma_dev_access_netns(dev, net))
+		write_pnet(&dev->coredev.rdma_net, net);
+	return dev;
 #endif
 }
 

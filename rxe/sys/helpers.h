@@ -117,10 +117,15 @@ bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
 struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
 u16 rxe_rs_vlan_id(const struct net_device *ndev);
 void rxe_rs_consume_skb(struct sk_buff *skb);
+struct net *rxe_rs_dev_net(const struct net_device *ndev);
+struct net *rxe_rs_dev_net_get(const struct net_device *ndev);
+void rxe_rs_put_net(struct net *net);
+void *rxe_rs_net_generic(const struct net *net, unsigned int id);
+struct net *rxe_rs_skb_dst_net(const struct sk_buff *skb);
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
 void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
-struct ib_device *rxe_rs_alloc_ib_device(size_t size);
+struct ib_device *rxe_rs_alloc_ib_device(size_t size, struct net *net);
 unsigned int rxe_rs_dev_get_flags(const struct net_device *ndev);
 struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr,
 				size_t size, int access);
