@@ -162,14 +162,20 @@ wait_until 30 dev_gone rxeB || fail "rxeB survived the deletion of its netdev's 
 ip netns del nsB
 ip netns del nsC
 
+# lone_device NS VETH DEV: a new namespace NS with a veth pair of its own
+# (VETH and VETH1, both up) and an rxe device DEV on VETH.
+lone_device() {
+	ip netns add "$1"
+	ip netns exec "$1" ip link add "$2" type veth peer name "${2}1"
+	ip netns exec "$1" ip link set "${2}1" up
+	ip netns exec "$1" ip link set "$2" up
+	ip netns exec "$1" rdma link add "$3" type rxe netdev "$2"
+}
+
 # A process in the initial namespace holds a device of nsD open (a QP and
 # CQ with their queues mapped, waiting for its peer) while nsD goes: the
 # device stays until the process is gone, then goes too.
-ip netns add nsD
-ip netns exec nsD ip link add vd type veth peer name vd1
-ip netns exec nsD ip link set vd1 up
-ip netns exec nsD ip link set vd up
-ip netns exec nsD rdma link add rxeD type rxe netdev vd
+lone_device nsD vd rxeD
 ibv_rc_pingpong -d rxeD -g 0 -p 18700 >"$OUT_DIR/holder.log" 2>&1 &
 holder=$!
 wait_until 30 listening init 18700 || fail "holder does not listen"
@@ -182,11 +188,7 @@ wait_until 60 dev_gone rxeD || fail "rxeD survived its namespace and its user"
 
 # The same with the process inside the namespace: it keeps the namespace
 # until it exits.
-ip netns add nsE
-ip netns exec nsE ip link add ve type veth peer name ve1
-ip netns exec nsE ip link set ve1 up
-ip netns exec nsE ip link set ve up
-ip netns exec nsE rdma link add rxeE type rxe netdev ve
+lone_device nsE ve rxeE
 ip netns exec nsE ibv_rc_pingpong -d rxeE -g 0 -p 18701 >"$OUT_DIR/holder2.log" 2>&1 &
 holder=$!
 wait_until 30 listening nsE 18701 || fail "holder in nsE does not listen"
