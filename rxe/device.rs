@@ -359,10 +359,7 @@ pub(crate) fn net_event(ndev: &NetDevice, event: NetEvent) {
             // the device; the routes its QPs cached in the old namespace
             // go now, since a QP held open by a user can outlive that
             // namespace (a moved netdev does not hold its exit back).
-            match state.qps.values() {
-                Ok(qps) => qps.iter().for_each(|qp| qp.forget_routes()),
-                Err(_) => pr_warn!("cached routes kept: out of memory\n"),
-            }
+            state.qps.for_each(|qp| qp.forget_routes());
             dev.unregister_queued()
         }
         NetEvent::Up => state.set_port_state(&dev, true),

@@ -90,15 +90,32 @@ impl<T: Clone + Unpin> Pool<T> {
         self.inner.lock().map.get(&idx).cloned().flatten()
     }
 
-    /// Clones of every value, to walk them outside the lock (which masks
-    /// interrupts, hence the atomic allocation).
-    pub(crate) fn values(&self) -> Result<KVec<T>> {
-        let inner = self.inner.lock();
-        let mut out = KVec::with_capacity(inner.map.iter().count(), GFP_ATOMIC)?;
-        for v in inner.map.values().flatten() {
-            out.push(v.clone(), GFP_ATOMIC)?;
+    /// Calls `f` with a clone of every value, in index order, each taken
+    /// under the lock and handed over after it is released (so `f` may
+    /// take locks that come after the pool's, and nothing is allocated).
+    /// Values added or removed meanwhile may or may not be seen.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(T)) {
+        let mut from = 0u32;
+        loop {
+            let next = {
+                let mut inner = self.inner.lock();
+                inner
+                    .map
+                    .cursor_lower_bound(&from)
+                    .map(|c| (*c.current().0, c.current().1.clone()))
+            };
+            let Some((idx, value)) = next else {
+                return;
+            };
+            // A reserved index has no value yet.
+            if let Some(v) = value {
+                f(v);
+            }
+            match idx.checked_add(1) {
+                Some(n) => from = n,
+                None => return,
+            }
         }
-        Ok(out)
     }
 
     /// Removes the index (reserved or filled) and returns its value.
