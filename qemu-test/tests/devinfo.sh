@@ -17,11 +17,16 @@ normalize() {
 }
 
 # rxe_rs has on-demand paging on every kernel, rdma_rxe only from 6.15 on:
-# against 6.12's rdma_rxe the capability lists under the *_odp_caps headers
-# are left out of the comparison (the headers stay); against 7.x's they
-# must be equal.
+# when an rdma_rxe of 6.12 takes part (on either node; the nodes may run
+# different kernels) the capability lists under the *_odp_caps headers are
+# left out of the comparison (the headers stay); against 7.x's rdma_rxe
+# they must be equal.
+old_c=0
+[ "$RXE_DRIVER" = c ] && [ "${RXE_KERNEL:-6.12}" = 6.12 ] && old_c=1
+publish "old_c.$NODE_INDEX" "$old_c"
+peer_old_c=$(fetch "old_c.$((3 - NODE_INDEX))")
 mask_odp() {
-	if [ "${RXE_KERNEL:-6.12}" = 6.12 ]; then
+	if ((old_c || peer_old_c)); then
 		awk '/_odp_caps:/ { print; skip = 1; next } skip && /^\t\t\t\t\t/ { next } { skip = 0; print }'
 	else
 		cat
