@@ -97,13 +97,13 @@ impl<T: Clone + Unpin> Pool<T> {
     pub(crate) fn for_each(&self, mut f: impl FnMut(T)) {
         let mut from = 0u32;
         loop {
-            let next = {
-                let mut inner = self.inner.lock();
-                inner
-                    .map
-                    .cursor_lower_bound(&from)
-                    .map(|c| (*c.current().0, c.current().1.clone()))
-            };
+            // One expression: the guard (a temporary) goes at its end.
+            let next = self
+                .inner
+                .lock()
+                .map
+                .cursor_lower_bound(&from)
+                .map(|c| (*c.current().0, c.current().1.clone()));
             let Some((idx, value)) = next else {
                 return;
             };
