@@ -97,13 +97,14 @@ impl<T: Clone + Unpin> Pool<T> {
     pub(crate) fn for_each(&self, mut f: impl FnMut(T)) {
         let mut from = 0u32;
         loop {
-            let next = {
-                let mut inner = self.inner.lock();
-                inner
-                    .map
-                    .cursor_lower_bound(&from)
-                    .map(|c| (*c.current().0, c.current().1.clone()))
-            };
+            // The guard lives to the end of the statement. (6.12's
+            // cursor_lower_bound takes the tree by `&mut`, 7.x's by `&`.)
+            let next = self
+                .inner
+                .lock()
+                .map
+                .cursor_lower_bound(&from)
+                .map(|c| (*c.current().0, c.current().1.clone()));
             let Some((idx, value)) = next else {
                 return;
             };
