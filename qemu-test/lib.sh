@@ -226,3 +226,40 @@ roce_gid_index() {
 hw_counter() {
 	cat "/sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/${1:?hw_counter NAME}" 2>/dev/null || echo 0
 }
+
+# disassociates: whether this node's driver tears a device's user contexts
+# down under their processes (disassociate_ucontext: rxe_rs, and rdma_rxe
+# from 7.x on) instead of making the device's removal wait for them.
+disassociates() { [ "$RXE_DRIVER" = rs ] || [ "${RXE_KERNEL%%.*}" != 6 ]; }
+
+# holder_start DEV gone|live [NS]: a process holding DEV open with mapped
+# queues (qemu-test/tests/uverbs_holder.py; in namespace NS if given),
+# ready on return; HOLDER is its pid. The mode is what it must find when
+# holder_finish lets it go on: gone (its context was disassociated: verbs
+# fail with EIO) or live (the device still works).
+holder_start() {
+	local dev=${1:?holder_start DEV MODE [NS]} mode=${2:?holder_start DEV MODE [NS]} ns=${3:-}
+	local run=()
+	[ -z "$ns" ] || run=(ip netns exec "$ns")
+	HOLDER_DIR=$(mktemp -d "$OUT_DIR/holder.XXXX")
+	"${run[@]}" /usr/bin/python3 "$REPO/qemu-test/tests/uverbs_holder.py" "$dev" "$HOLDER_DIR" "$mode" \
+		>"$HOLDER_DIR/log" 2>&1 &
+	HOLDER=$!
+	wait_until 60 test -e "$HOLDER_DIR/ready" || {
+		cat "$HOLDER_DIR/log"
+		fail "holder on $dev: not ready"
+	}
+}
+
+# holder_alive: the holder has not exited yet.
+holder_alive() { kill -0 "$HOLDER" 2>/dev/null; }
+
+# holder_finish: lets the holder go on and waits for it; fails the script
+# unless every check of the holder passed.
+holder_finish() {
+	local rc=0
+	: >"$HOLDER_DIR/go"
+	wait "$HOLDER" || rc=$?
+	sed 's/^/  holder: /' "$HOLDER_DIR/log"
+	[ "$rc" = 0 ] || fail "holder: exit status $rc"
+}

@@ -97,7 +97,8 @@ impl<T: Clone + Unpin> Pool<T> {
     pub(crate) fn for_each(&self, mut f: impl FnMut(T)) {
         let mut from = 0u32;
         loop {
-            // One expression: the guard (a temporary) goes at its end.
+            // The guard lives to the end of the statement. (6.12's
+            // cursor_lower_bound takes the tree by `&mut`, 7.x's by `&`.)
             let next = self
                 .inner
                 .lock()

@@ -3,7 +3,9 @@
 # `rdma link add/delete` and the netdev events a device must follow:
 # duplicate/missing/bad names and netdevs fail cleanly and leave the first
 # device working; link down/up, MTU changes and netdev removal show up in
-# the port attributes. One node is enough; run it on rs and on c.
+# the port attributes; a device's removal with a user holding it open
+# (disassociated at once, or waiting for the user: per driver). One node is
+# enough; run it on rs and on c.
 #
 #   qemu-test/run --nodes 1 --drivers rs qemu-test/tests/link.sh
 set -euo pipefail
@@ -94,6 +96,42 @@ rdma link add rxe_dummy type rxe netdev rxd0
 wait_until 10 dev_exists rxe_dummy || fail "rxe_dummy not created"
 ip link del rxd0
 wait_until 10 dev_gone rxe_dummy || fail "rxe_dummy survived the removal of its netdev"
+still_fine
+
+note "removal with a user holding the device open"
+# With disassociate_ucontext (rxe_rs; rdma_rxe from 7.x on) the core tears
+# the user's context down and the device goes at once; the user's verbs
+# then fail with EIO. Without it (rdma_rxe 6.12) the removal waits for the
+# user to close the device.
+ip link add rxd1 type dummy
+ip link set rxd1 up
+rdma link add rxe_held type rxe netdev rxd1
+wait_until 10 dev_exists rxe_held || fail "rxe_held not created"
+if disassociates; then
+	holder_start rxe_held gone
+	timeout 60 rdma link delete rxe_held || fail "rdma link delete with a user: status $?"
+	dev_gone rxe_held || fail "rxe_held stays after its delete"
+	holder_alive || fail "the holder exited before it was told to go on"
+	holder_finish
+	rdma link add rxe_held type rxe netdev rxd1
+	wait_until 10 dev_exists rxe_held || fail "rxe_held not created again"
+	holder_start rxe_held gone
+	timeout 60 ip link del rxd1 || fail "ip link del with a user: status $?"
+	wait_until 10 dev_gone rxe_held || fail "rxe_held survived the removal of its netdev"
+	holder_alive || fail "the holder exited before it was told to go on"
+	holder_finish
+else
+	holder_start rxe_held live
+	rdma link delete rxe_held &
+	del=$!
+	sleep 3
+	kill -0 "$del" 2>/dev/null || fail "rdma link delete returned while a user holds the device"
+	dev_exists rxe_held || fail "rxe_held gone while a user holds it"
+	holder_finish
+	wait "$del" || fail "rdma link delete with a user: failed"
+	wait_until 10 dev_gone rxe_held || fail "rxe_held stays after its user closed it"
+	ip link del rxd1
+fi
 still_fine
 
 note "delete and add again"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Module lifetime: unloading with devices present removes them; load, add,
-# delete and unload in a loop leaves nothing behind (kmemleak, slab totals).
+# Module lifetime: unloading with a user holding a device open (goes ahead
+# under it, or is refused: per driver) and with devices present removes
+# them; load, add, delete and unload in a loop leaves nothing behind
+# (kmemleak, slab totals).
 #
 #   qemu-test/run --nodes 1 [--debug] qemu-test/tests/modloop.sh [ROUNDS]
 set -euo pipefail
@@ -14,6 +16,25 @@ c) mod=rdma_rxe load=(modprobe rdma_rxe) ;;
 esac
 
 slab_kb() { sed -nE 's/^Slab:\s+([0-9]+) kB/\1/p' /proc/meminfo; }
+
+note "unload with a user holding the device open"
+if disassociates; then
+	# uverbs holds no module reference for a driver with
+	# disassociate_ucontext: the unload goes ahead and the user's context
+	# is torn down under it.
+	holder_start "$RXE_DEV" gone
+	timeout 120 rmmod "$mod" || fail "rmmod with a user: status $?"
+	[ ! -e "/sys/class/infiniband/$RXE_DEV" ] || fail "$RXE_DEV survived rmmod"
+	holder_alive || fail "the holder exited before it was told to go on"
+	holder_finish
+	"${load[@]}"
+	rdma link add "$RXE_DEV" type rxe netdev eth0
+else
+	# uverbs holds the module while a user has the device open.
+	holder_start "$RXE_DEV" live
+	! rmmod "$mod" 2>/dev/null || fail "rmmod went ahead while a user holds $RXE_DEV"
+	holder_finish
+fi
 
 note "unload with two devices present"
 ip link add rxd0 type dummy

@@ -10,12 +10,16 @@
 #    IPv6 GIDs; each namespace has its sockets while it has a device.
 # 2. A device in the initial namespace and one in a third namespace, with
 #    the same addresses as the first pair (still there): RC and UD.
-# 3. Namespace deletion with devices in it, with a user process (in the
-#    initial namespace) holding a device open with mapped queues, and with
-#    the process inside the namespace.
+# 3. Namespace deletion with devices in it; with user processes (in the
+#    initial namespace) holding a device open with mapped queues, which no
+#    longer hold the deletion back: their contexts are disassociated, their
+#    verbs fail with EIO, they exit cleanly (or die by SIGKILL); and with
+#    the process inside the namespace, which keeps it until it exits.
 # 4. The RDMA core in exclusive netns mode: a device made in a namespace
-#    belongs to it; `rdma dev set DEV netns NS` fails with EOPNOTSUPP (6.12
-#    moves only devices with disassociate_ucontext), in both modes.
+#    belongs to it; `rdma dev set DEV netns NS` moves a device there and
+#    back (its netdev stays), disassociating a process that holds it open,
+#    and RC runs from its new namespace; in shared mode the core refuses
+#    the move (EOPNOTSUPP).
 # 5. Module unload, then kmemleak.
 #
 # rdma_rxe 6.12 has one socket pair in the initial namespace only, so this
@@ -172,31 +176,32 @@ lone_device() {
 	ip netns exec "$1" rdma link add "$3" type rxe netdev "$2"
 }
 
-# A process in the initial namespace holds a device of nsD open (a QP and
-# CQ with their queues mapped, waiting for its peer) while nsD goes: the
-# device stays until the process is gone, then goes too.
+# Processes in the initial namespace hold a device of nsD open (QPs and
+# CQs with their rings mapped) while nsD goes: the device goes at once, its
+# contexts disassociated. One process then finds its verbs failing with
+# EIO and closes everything cleanly; the other dies by SIGKILL with its
+# rings still mapped.
 lone_device nsD vd rxeD
-ibv_rc_pingpong -d rxeD -g 0 -p 18700 >"$OUT_DIR/holder.log" 2>&1 &
-holder=$!
-wait_until 30 listening init 18700 || fail "holder does not listen"
+holder_start rxeD gone
+ibv_rc_pingpong -d rxeD -g 0 -p 18700 >"$OUT_DIR/holder-kill.log" 2>&1 &
+killed=$!
+wait_until 30 listening init 18700 || fail "rc_pingpong on rxeD does not listen"
 ip netns del nsD
-sleep 3
-dev_exists rxeD || note "rxeD already gone while its user runs"
-kill -9 "$holder"
-wait "$holder" || true
-wait_until 60 dev_gone rxeD || fail "rxeD survived its namespace and its user"
+wait_until 60 dev_gone rxeD || fail "rxeD stays while its users run"
+holder_alive || fail "the holder of rxeD exited before it was told to go on"
+kill -0 "$killed" || fail "rc_pingpong on rxeD exited on its own"
+holder_finish
+kill -9 "$killed"
+wait "$killed" || true
 
-# The same with the process inside the namespace: it keeps the namespace
-# until it exits.
+# With the process inside the namespace: it keeps the namespace, and so the
+# device, until it exits; the device works meanwhile.
 lone_device nsE ve rxeE
-ip netns exec nsE ibv_rc_pingpong -d rxeE -g 0 -p 18701 >"$OUT_DIR/holder2.log" 2>&1 &
-holder=$!
-wait_until 30 listening nsE 18701 || fail "holder in nsE does not listen"
+holder_start rxeE live nsE
 ip netns del nsE
 sleep 1
 dev_exists rxeE || fail "rxeE gone while its namespace is still held"
-kill -9 "$holder"
-wait "$holder" || true
+holder_finish
 wait_until 60 dev_gone rxeE || fail "rxeE survived its namespace"
 [ "$(roce_sockets init)" = 2 ] || fail "init_net: $(roce_sockets init) RoCE sockets, want 2"
 
@@ -209,6 +214,7 @@ must_fail_with() { # WHAT TEXT CMD...: CMD must fail saying TEXT
 	note "$what: failed as expected: $(tr '\n' ' ' <"$OUT_DIR/err.txt")"
 }
 ip netns add nsX
+# The core moves devices only in exclusive mode.
 must_fail_with "rdma dev set netns, shared mode" "Operation not supported" rdma dev set "$RXE_DEV" netns nsX
 ip netns del nsX
 # The core switches modes only while no other namespace exists; the ones
@@ -225,7 +231,27 @@ has rxeX ip netns exec nsX rdma dev show || fail "nsX does not see its own rxeX"
 ! has "$RXE_DEV" ip netns exec nsX rdma dev show || fail "nsX sees init_net's $RXE_DEV in exclusive mode"
 ! has rxeX rdma dev show || fail "init_net sees nsX's rxeX in exclusive mode"
 pp ibv_rc_pingpong nsX rxeX fd88::2 init rxeY fd88::1
-must_fail_with "rdma dev set netns, exclusive mode" "Operation not supported" rdma dev set rxeY netns nsX
+
+# rdma dev set moves rxeY to nsX (its netdev stays in init_net), under a
+# process that holds it open: the process's context is disassociated.
+holder_start rxeY gone
+rdma dev set rxeY netns nsX
+! has rxeY rdma dev show || fail "init_net still sees rxeY after its move: $(rdma dev show)"
+has rxeY ip netns exec nsX rdma dev show || fail "nsX does not see rxeY after its move"
+holder_finish
+unset 'gid_seen[rxeY/fd88::1]'
+pp ibv_rc_pingpong nsX rxeX fd88::2 nsX rxeY fd88::1
+# And back, from nsX, to the initial namespace under a name of its own.
+ip netns attach init1 1
+ip netns exec nsX rdma dev set rxeY netns init1
+ip netns del init1
+has rxeY rdma dev show || fail "init_net does not see rxeY after its move back"
+! has rxeY ip netns exec nsX rdma dev show || fail "nsX still sees rxeY after its move back"
+unset 'gid_seen[rxeY/fd88::1]'
+pp ibv_rc_pingpong nsX rxeX fd88::2 init rxeY fd88::1
+# When a namespace exits, the core moves its devices back to init_net:
+# rxeY goes back there, then with its netdev, the peer of nsX's veth.
+rdma dev set rxeY netns nsX
 ip netns del nsX
 wait_until 60 dev_gone rxeX || fail "rxeX survived nsX"
 wait_until 30 dev_gone rxeY || fail "rxeY survived the removal of its netdev's peer"

@@ -4,8 +4,10 @@
 # nodes, node 1 pulls the device from under it, three ways in turn:
 #   1. `rdma link delete` of its device (then adds it again);
 #   2. `ip link set eth0 down` (then up; the device stays);
-#   3. `rmmod` of its driver during ib_read_bw (refused: user space holds
-#      the device), then the traffic goes on.
+#   3. `rmmod` of its driver during ib_read_bw: with disassociate_ucontext
+#      (rxe_rs; rdma_rxe from 7.x on) it goes ahead under perftest, then the
+#      driver and device come back; without it (rdma_rxe 6.12) it is
+#      refused, as user space holds the device, and the traffic goes on.
 # Each time perftest may fail on node 1 (its device went away) and must
 # end on node 2 (its peer went silent: perftest's own timeout or the QP's
 # retry limit), nothing may oops or warn, and afterwards a clean
@@ -24,6 +26,14 @@ unload() {
 	rs) rmmod rdma_rxe_rs ;;
 	c) rmmod rdma_rxe ;;
 	esac
+}
+
+load() {
+	case "$RXE_DRIVER" in
+	rs) insmod "$RXE_RS_KO" ;;
+	c) modprobe rdma_rxe ;;
+	esac
+	rdma link add "$RXE_DEV" type rxe netdev eth0
 }
 
 # round NAME PROGRAM ACTION RESTORE: PROGRAM runs (node 2 serves) for a
@@ -61,10 +71,15 @@ round link-delete ib_send_bw "rdma link delete $RXE_DEV" \
 	"rdma link add $RXE_DEV type rxe netdev eth0"
 round netdev-down ib_write_bw "ip link set eth0 down" \
 	"ip link set eth0 up && sleep 2"
-# rmmod while user space holds the device (perftest running): uverbs
+# rmmod while user space holds the device (perftest running). uverbs
 # holds the module of a driver without disassociate_ucontext, so the
-# unload is refused and the traffic goes on to its end.
-round rmmod ib_read_bw "! unload 2>/dev/null" "true"
+# unload is refused and the traffic goes on to its end; with it, the unload
+# disassociates perftest's context (its verbs fail with EIO).
+if disassociates; then
+	round rmmod ib_read_bw "unload" "load"
+else
+	round rmmod ib_read_bw "! unload 2>/dev/null" "true"
+fi
 
 # The device carries data again.
 log=$OUT_DIR/after.log

@@ -8,11 +8,11 @@
 //! netdevs is made ([`TunnelUse::get`], process context) and released when
 //! the last of them is freed, or when the namespace exits, whichever comes
 //! first. A device can outlive its namespace's exit: the netdev's
-//! unregistration only queues the device's, which then waits for the user
-//! contexts still open on it (6.12 has no `disassociate_ucontext` for rxe).
-//! So the per-namespace state is a counted object of its own; the
-//! namespace's `net_generic` memory only holds a pointer to it, from the
-//! namespace's creation to its exit.
+//! unregistration only queues the device's, which the core runs later on
+//! its workqueue and which frees the device last. So the per-namespace
+//! state is a counted object of its own; the namespace's `net_generic`
+//! memory only holds a pointer to it, from the namespace's creation to its
+//! exit.
 //!
 //! Lock order: a namespace's `Tunnels` mutex, then whatever socket release
 //! takes (RCU grace periods, the socket lock). Nothing nests inside it.

@@ -32,6 +32,7 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
+    ops.disassociate_ucontext = Some(disassociate_ucontext);
     ops.mmap = Some(mmap);
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
@@ -240,6 +241,21 @@ unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
     // SAFETY: Initialised by `alloc_ucontext`; the core frees the memory after.
     unsafe { CoreObj::<b::ib_ucontext, Ucontext>::destroy(uc) };
 }
+
+/// Present so that the core may tear a context down under its process
+/// (device removal, `rdma dev set netns`, module unload) instead of waiting
+/// for the process to close it. There is nothing to revoke here: the core
+/// has destroyed the context's objects already, and `dealloc_ucontext`
+/// follows. What the process keeps, its mappings of our queues, are
+/// `vmalloc_user` pages put in place by `remap_vmalloc_range`: each holds
+/// its own page reference and the VMA runs uverbs' `vm_ops`, so a mapping
+/// left behind reaches neither driver memory nor module code.
+///
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
+unsafe extern "C" fn disassociate_ucontext(_uc: *mut b::ib_ucontext) {}
 
 /// # Safety
 ///
