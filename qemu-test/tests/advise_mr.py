@@ -28,7 +28,6 @@ and 6.16), the test says so and passes only for `c`.
 """
 
 import ctypes
-import errno
 import sys
 
 from testlib import DEV, DRIVER, KERNEL, Libibverbs, check, name_of, summary
