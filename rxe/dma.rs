@@ -238,6 +238,7 @@ impl Cursor {
     /// invalidation or a deregistration since the last copy fails them),
     /// else a fresh lookup. Each SGE is checked once per copy, as C looks it
     /// up once.
+    #[inline(always)]
     fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::Shared, DmaError> {
         let lkey = piece.sge.lkey;
         let reuse = match &self.held {

@@ -147,8 +147,12 @@ pub(crate) fn alloc_packet_with<'a>(
     } else {
         paylen
     };
+    let proto = match av.network_type() {
+        NetworkType::Ipv4 => PROTO_IPV4,
+        NetworkType::Ipv6 => PROTO_IPV6,
+    };
     // Fits in u32: bounded by 64 KiB above.
-    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32)?;
+    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32, proto)?;
     let mut payload_frags = 0;
     if let Some(pages) = pages {
         payload_frags = pages.count();
@@ -156,10 +160,6 @@ pub(crate) fn alloc_packet_with<'a>(
         // Pad and ICRC: at most 7 bytes.
         skb.add_trailer((paylen - linear - payload_len) as u32)?;
     }
-    skb.set_protocol(match av.network_type() {
-        NetworkType::Ipv4 => PROTO_IPV4,
-        NetworkType::Ipv6 => PROTO_IPV6,
-    });
     Ok(TxPacket {
         dev,
         skb,
@@ -320,22 +320,22 @@ impl<W: TxWake> TxFlow<W> {
 
 /// The CRC-32 of the ICRC, sent and received (`kernel::crc32` picks the
 /// method).
+#[inline]
 pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
     crate::rxe::kernel::crc32::crc32(crc, data)
 }
 
 /// Prepends the UDP and IP headers, routes the packet and fills its ICRC.
+#[inline]
 fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     let av = tx.av;
     // All lengths are bounded by `alloc_packet`'s 64 KiB check; the
     // header lengths are at most 40 bytes.
     let udp_len = (tx.len() + ip::UDP_HLEN) as u16;
-    let udp = tx.skb.push(ip::UDP_HLEN as u32)?;
-    ip::write_udp(udp, av.sport, ROCE_V2_UDP_DPORT, udp_len).map_err(|_| EINVAL)?;
-    tx.skb.set_transport_header();
-    tx.skb.set_dst(dst);
     let ip_len = av.ip_hdr_len();
-    let iph = tx.skb.push(ip_len as u32)?;
+    let hdrs = tx.skb.push_ip_udp(ip_len as u32, dst)?;
+    let (iph, udp) = hdrs.split_at_mut(ip_len);
+    ip::write_udp(udp, av.sport, ROCE_V2_UDP_DPORT, udp_len).map_err(|_| EINVAL)?;
     match (av.src, av.dst) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => ip::write_ipv4(
             iph,
@@ -360,7 +360,6 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
         _ => return Err(EINVAL),
     }
     .map_err(|_| EINVAL)?;
-    tx.skb.set_network_header();
     if av.network_type() == NetworkType::Ipv4 {
         // The id is covered by the ICRC, so it is chosen before the CRC runs.
         tx.skb.select_ipv4_id();

@@ -269,6 +269,7 @@ impl RxPacket {
 
     /// The ICRC over the IP and UDP headers (still in the skb's head) and
     /// the transport packet.
+    #[inline(always)]
     fn icrc_ok(&self) -> bool {
         let iph = self.skb.network_header_bytes();
         let Some(info) = ip::parse_ip(iph) else {
@@ -295,6 +296,7 @@ impl RxPacket {
 }
 
 /// Checks a packet against QP `qp` in rdma_rxe's order; counts key failures.
+#[inline(always)]
 fn qp_takes(pkt: &RxPacket, qp: &qp::Shared, mcast: bool) -> bool {
     let Some(facts) = qp.rx_facts() else {
         return false;

@@ -137,6 +137,7 @@ impl WqeCopy {
     /// `slot`: the copy when it is of `slot` and `reuse` allows, otherwise
     /// read from the ring through `buf` and parsed. `Err(None)` when the
     /// slot cannot be read, `Err(Some(_))` when its WQE is malformed.
+    #[inline]
     fn take(
         &mut self,
         qp: &Shared,
@@ -367,6 +368,7 @@ pub(crate) fn qp_error(qp: &Arc<Shared>) {
 }
 
 /// Arms the retransmit timer if the QP has a local ACK timeout.
+#[inline(always)]
 pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) {
     if qp.qp_type != qp::Type::Rc {
         return;

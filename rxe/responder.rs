@@ -475,6 +475,7 @@ impl Io<'_> {
 }
 
 impl resp_machine::Io for Io<'_> {
+    #[inline(always)]
     fn peek(&mut self) -> Option<Request> {
         loop {
             if self.head.is_none() {
@@ -491,6 +492,7 @@ impl resp_machine::Io for Io<'_> {
         }
     }
 
+    #[inline]
     fn pop(&mut self) {
         if let Some(p) = self.head.take() {
             p.consume();

@@ -86,6 +86,7 @@ fn with_clmul(_crc: u32, _data: &[u8]) -> Option<u32> {
 
 /// Continues CRC `crc` over `data` (the contract of the kernel's
 /// `crc32_le`: no inversion on entry or exit).
+#[inline]
 pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
     if CLMUL.load(Ordering::Relaxed) && data.len() >= FOLD_MIN {
         if let Some(crc) = with_clmul(crc, data) {

@@ -13,6 +13,134 @@ use kernel::sync::LockClassKey;
 
 use crate::rxe::sys as b;
 
+/// The lock calls the backends below make. Where the kernel has out-of-line
+/// `_raw_spin_*` functions for them (x86 and most architectures, without
+/// PREEMPT_RT), they are called directly on the `raw_spinlock_t` at the
+/// start of the `spinlock_t`, as `spin_lock_bh()` and friends do: a call
+/// through a C wrapper would be two calls per lock operation, and the
+/// datapath takes about a dozen locks per packet (under QEMU's TCG, the
+/// bench's emulator, every call and return costs several times a branch).
+/// Elsewhere, the wrappers in `helpers.c`.
+mod raw {
+    use super::b;
+    use kernel::ffi::c_ulong;
+
+    type Lock = kernel::bindings::spinlock_t;
+
+    /// `spin_lock_bh()`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live, initialised `spinlock_t`.
+    #[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_BH)))]
+    #[inline(always)]
+    pub(super) unsafe fn lock_bh(l: *mut Lock) {
+        // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
+        // member is its `raw_spinlock_t`; the caller passes a live, initialised
+        // lock.
+        unsafe { b::_raw_spin_lock_bh(l.cast()) }
+    }
+
+    /// `spin_lock_bh()`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live, initialised `spinlock_t`.
+    #[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_BH))]
+    #[inline(always)]
+    pub(super) unsafe fn lock_bh(l: *mut Lock) {
+        // SAFETY: The caller passes a live, initialised lock.
+        unsafe { b::rxe_rs_spin_lock_bh(l.cast()) }
+    }
+
+    /// `spin_unlock_bh()`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live lock that the caller took with [`lock_bh`].
+    #[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_BH)))]
+    #[inline(always)]
+    pub(super) unsafe fn unlock_bh(l: *mut Lock) {
+        // SAFETY: As in `lock_bh`; the caller holds the lock.
+        unsafe { b::_raw_spin_unlock_bh(l.cast()) }
+    }
+
+    /// `spin_unlock_bh()`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live lock that the caller took with [`lock_bh`].
+    #[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_BH))]
+    #[inline(always)]
+    pub(super) unsafe fn unlock_bh(l: *mut Lock) {
+        // SAFETY: The caller holds the lock.
+        unsafe { b::rxe_rs_spin_unlock_bh(l.cast()) }
+    }
+
+    /// `spin_lock_irqsave()`: the flags to restore.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live, initialised `spinlock_t`.
+    #[cfg(all(
+        not(rxe_kernel_7),
+        not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_IRQSAVE))
+    ))]
+    #[inline(always)]
+    pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
+        // SAFETY: As in `lock_bh`.
+        unsafe { b::_raw_spin_lock_irqsave(l.cast()) }
+    }
+
+    /// `spin_lock_irqsave()`: the flags to restore.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live, initialised `spinlock_t`.
+    #[cfg(all(
+        not(rxe_kernel_7),
+        any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_IRQSAVE)
+    ))]
+    #[inline(always)]
+    pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
+        // SAFETY: The caller passes a live, initialised lock.
+        unsafe { b::rxe_rs_spin_lock_irqsave(l.cast()) }
+    }
+
+    /// `spin_unlock_irqrestore()`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live lock that the caller took with [`lock_irqsave`],
+    /// which returned `flags`.
+    #[cfg(all(
+        not(rxe_kernel_7),
+        not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_IRQRESTORE))
+    ))]
+    #[inline(always)]
+    pub(super) unsafe fn unlock_irqrestore(l: *mut Lock, flags: c_ulong) {
+        // SAFETY: As in `lock_bh`; the caller holds the lock and passes the
+        // flags its lock call returned.
+        unsafe { b::_raw_spin_unlock_irqrestore(l.cast(), flags) }
+    }
+
+    /// `spin_unlock_irqrestore()`.
+    ///
+    /// # Safety
+    ///
+    /// `l` is a live lock that the caller took with [`lock_irqsave`],
+    /// which returned `flags`.
+    #[cfg(all(
+        not(rxe_kernel_7),
+        any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_IRQRESTORE)
+    ))]
+    #[inline(always)]
+    pub(super) unsafe fn unlock_irqrestore(l: *mut Lock, flags: c_ulong) {
+        // SAFETY: The caller holds the lock and passes its saved flags.
+        unsafe { b::rxe_rs_spin_unlock_irqrestore(l.cast(), flags) }
+    }
+}
+
 /// What `static_lock_class!()` gives: a plain reference on 6.12, a pinned
 /// one on 7.x.
 #[cfg(not(rxe_kernel_7))]
@@ -69,14 +197,13 @@ unsafe impl Backend for SpinLockBhBackend {
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: The lock was initialised (trait contract). Both bindings
-        // describe the same C `spinlock_t`.
-        unsafe { b::rxe_rs_spin_lock_bh(ptr.cast()) }
+        // SAFETY: The lock was initialised (trait contract).
+        unsafe { raw::lock_bh(ptr) }
     }
 
     unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
         // SAFETY: The caller owns the lock (trait contract).
-        unsafe { b::rxe_rs_spin_unlock_bh(ptr.cast()) }
+        unsafe { raw::unlock_bh(ptr) }
     }
 
     #[cfg(rxe_kernel_7)]
@@ -145,14 +272,13 @@ unsafe impl Backend for SpinLockIrqBackend {
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: The lock was initialised (trait contract). Both bindings
-        // describe the same C `spinlock_t`.
-        unsafe { b::rxe_rs_spin_lock_irqsave(ptr.cast()) }
+        // SAFETY: The lock was initialised (trait contract).
+        unsafe { raw::lock_irqsave(ptr) }
     }
 
     unsafe fn unlock(ptr: *mut Self::State, guard_state: &Self::GuardState) {
         // SAFETY: The caller owns the lock (trait contract); the flags are
         // the ones its lock call saved.
-        unsafe { b::rxe_rs_spin_unlock_irqrestore(ptr.cast(), *guard_state) }
+        unsafe { raw::unlock_irqrestore(ptr, *guard_state) }
     }
 }

@@ -123,6 +123,7 @@ impl RouteCache {
     }
 
     /// [`Dst::output`], from the cache when it holds this path's route.
+    #[inline(always)]
     pub(crate) fn output(&self, ndev: &NetDevice, src: IpAddr, dst: IpAddr) -> Result<Dst> {
         let oif = ndev.ifindex();
         if let Some(c) = self.last.lock().as_ref() {

@@ -12,14 +12,12 @@ use super::page::PayloadPages;
 use super::route::Dst;
 use crate::rxe::kernel::errno;
 use crate::rxe::proto::conv::to_usize;
+use crate::rxe::proto::ip::UDP_HLEN;
 use crate::rxe::sys as b;
 
 /// `ETH_P_IP` / `ETH_P_IPV6` as `skb->protocol` holds them, in CPU order.
 pub(crate) const PROTO_IPV4: u16 = 0x0800;
 pub(crate) const PROTO_IPV6: u16 = 0x86dd;
-
-/// `NUMA_NO_NODE`: allocate on any node.
-const NUMA_NO_NODE: i32 = -1;
 
 /// An `sk_buff` the driver owns; dropping it frees it as a drop.
 ///
@@ -102,9 +100,9 @@ impl Skb {
     }
 
     /// Drops `n` bytes from the front of the linear part.
+    #[inline(always)]
     pub(crate) fn pull(&mut self, n: u32) -> Result {
-        // SAFETY: We own the skb.
-        if n > unsafe { b::rxe_rs_skb_headlen(self.0.as_ptr()) } {
+        if to_usize(n) > self.headlen() {
             return Err(EINVAL);
         }
         // SAFETY: We own the skb and the linear part holds `n` bytes.
@@ -129,6 +127,7 @@ impl Skb {
     /// The VLAN id of the device the packet came in on, if that is a VLAN
     /// device. Only while the packet is being received: later `skb->dev`
     /// may be gone.
+    #[inline(always)]
     pub(crate) fn rx_vlan_id(&self) -> Option<u16> {
         // SAFETY: During receive the stack (or, for loopback, the sender's
         // `TxPacket`) keeps `skb->dev` alive.
@@ -202,22 +201,16 @@ pub(crate) enum Xmit {
 
 impl TxSkb {
     /// Allocates an skb with `headroom` bytes in front and `len` zeroed bytes
-    /// of data, for `ndev`. Atomic: callers may hold spinlocks.
-    pub(crate) fn alloc(ndev: &NetDevice, headroom: u32, len: u32) -> Result<TxSkb> {
-        let total = headroom.checked_add(len).ok_or(EINVAL)?;
-        // SAFETY: FFI; returns an skb we own, or null.
-        let raw = unsafe { b::__alloc_skb(total, kernel::bindings::GFP_ATOMIC, 0, NUMA_NO_NODE) };
-        // SAFETY: A fresh skb with one reference.
+    /// of data, for `ndev`, carrying `proto` (an ethertype, host order).
+    /// Atomic: callers may hold spinlocks.
+    pub(crate) fn alloc(ndev: &NetDevice, headroom: u32, len: u32, proto: u16) -> Result<TxSkb> {
+        headroom.checked_add(len).ok_or(EINVAL)?;
+        // SAFETY: FFI; returns a fresh skb we own (one reference), or null.
+        // `skb->dev` stays valid while the caller's `ndev` reference lives,
+        // which outlasts the skb's time in our hands (see `TxPacket`).
+        let raw = unsafe { b::rxe_rs_alloc_tx_skb(ndev.as_ptr(), headroom, len, proto.to_be()) };
+        // SAFETY: A fresh skb with one reference, or null.
         let skb = unsafe { Skb::from_raw(raw) }.ok_or(ENOMEM)?;
-        // SAFETY: The skb is fresh and has `total` bytes of room: first the
-        // headroom, then `len` bytes that are zeroed. `skb->dev` stays valid
-        // while the caller's `ndev` reference lives, which outlasts the skb's
-        // time in our hands (see `TxPacket`).
-        unsafe {
-            b::rxe_rs_skb_reserve(raw, headroom);
-            b::rxe_rs_skb_put_zero(raw, len);
-            b::rxe_rs_skb_set_dev(raw, ndev.as_ptr());
-        }
         Ok(TxSkb {
             skb,
             trailer: None,
@@ -231,8 +224,9 @@ impl TxSkb {
 
     /// All bytes from `data` on, fragments included.
     pub(crate) fn len(&self) -> usize {
-        // SAFETY: We own the skb.
-        to_usize(unsafe { b::rxe_rs_skb_len(self.ptr()) })
+        // SAFETY: We own the skb; `len` is a plain field (read in place: a
+        // C call per read costs more than the read on the packet path).
+        to_usize(unsafe { (*self.ptr()).len })
     }
 
     /// Appends the pieces of `pages` as fragments, in order, with their page
@@ -316,63 +310,35 @@ impl TxSkb {
         // SAFETY: The skb is ours alone and not cloned (type invariant), so
         // its linear data may be written through this exclusive borrow.
         unsafe {
-            let len = to_usize(b::rxe_rs_skb_headlen(skb));
+            // `skb_headlen()`.
+            let len = to_usize((*skb).len.wrapping_sub((*skb).data_len));
             core::slice::from_raw_parts_mut((*skb).data, len)
         }
     }
 
-    /// Prepends `n` bytes and returns them.
-    pub(crate) fn push(&mut self, n: u32) -> Result<&mut [u8]> {
-        let skb = self.ptr();
-        // SAFETY: We own the skb.
-        if unsafe { b::rxe_rs_skb_headroom(skb) } < n {
+    /// Prepends room for an IP header of `ip_len` bytes and a UDP header,
+    /// marks both, routes the packet along `dst` (the skb takes a reference
+    /// of its own) and returns the `ip_len + 8` bytes, to be written.
+    pub(crate) fn push_ip_udp(&mut self, ip_len: u32, dst: &Dst) -> Result<&mut [u8]> {
+        // SAFETY: We own the skb; `dst` is a live route we hold.
+        let p = unsafe { b::rxe_rs_skb_push_ip_udp(self.ptr(), ip_len, dst.as_ptr()) };
+        if p.is_null() {
             return Err(errno::enobufs());
         }
-        // SAFETY: There is room for `n` bytes in front of the data.
-        unsafe { b::skb_push(skb, n) };
-        Ok(&mut self.data_mut()[..to_usize(n)])
-    }
-
-    /// Marks the current data start as the transport (UDP) header.
-    pub(crate) fn set_transport_header(&mut self) {
-        // SAFETY: We own the skb.
-        unsafe { b::rxe_rs_skb_reset_transport_header(self.ptr()) }
-    }
-
-    /// Marks the current data start as the network (IP) header.
-    pub(crate) fn set_network_header(&mut self) {
-        // SAFETY: We own the skb.
-        unsafe { b::rxe_rs_skb_reset_network_header(self.ptr()) }
-    }
-
-    pub(crate) fn set_protocol(&mut self, proto: u16) {
-        // SAFETY: We own the skb.
-        unsafe { b::rxe_rs_skb_set_protocol(self.ptr(), proto.to_be()) }
+        let n = to_usize(ip_len) + UDP_HLEN;
+        self.data_mut().get_mut(..n).ok_or(EINVAL)
     }
 
     pub(crate) fn protocol(&self) -> u16 {
         self.skb.protocol()
     }
 
-    /// Routes the packet along `dst` (the skb takes its own reference).
-    pub(crate) fn set_dst(&mut self, dst: &Dst) {
-        // SAFETY: We own the skb; `dst` is a live route we hold.
-        unsafe {
-            b::rxe_rs_skb_clear_hash(self.ptr());
-            b::rxe_rs_skb_set_dst(self.ptr(), dst.as_ptr());
-        }
-    }
-
     /// Lets the stack pick the IPv4 id of the header at the network header
     /// (from the namespace of the route, which must be set).
     pub(crate) fn select_ipv4_id(&mut self) {
-        let skb = self.ptr();
         // SAFETY: The network header was set on a complete IPv4 header we
-        // wrote; the id is written in place.
-        unsafe {
-            let iph = b::rxe_rs_skb_network_header(skb).cast::<b::iphdr>();
-            b::__ip_select_ident(b::rxe_rs_skb_dst_net(skb), iph, 1);
-        }
+        // wrote, and the route; the id is written in place.
+        unsafe { b::rxe_rs_skb_select_ipv4_id(self.ptr()) }
     }
 
     /// Hands the packet to the IPv4 or IPv6 output path (by `protocol`).
@@ -381,7 +347,7 @@ impl TxSkb {
         // SAFETY: We hand our reference to the stack; the skb has its route,
         // headers and protocol set.
         let ret = unsafe {
-            let sk = b::rxe_rs_skb_sk(skb);
+            let sk = (*skb).sk;
             // The namespace of the route: the netdev's, not the owner
             // socket's (see `TxSocket::new`).
             let net = b::rxe_rs_skb_dst_net(skb);
@@ -436,7 +402,7 @@ impl TxSkb {
 /// `skb` is being destroyed and was given an owner with `set_owner`.
 pub(crate) unsafe fn owner_sock(skb: *mut b::sk_buff) -> *mut b::sock {
     // SAFETY: Per the contract.
-    unsafe { b::rxe_rs_skb_sk(skb) }
+    unsafe { (*skb).sk }
 }
 
 /// Gives back the socket reference `set_owner` took.

@@ -267,8 +267,9 @@ impl<O: SkbOwner> TxSocket<O> {
     }
 
     fn sk(&self) -> *mut b::sock {
-        // SAFETY: The socket is ours and alive (type invariant).
-        unsafe { b::rxe_rs_socket_sk(self.sock.as_ptr()) }
+        // SAFETY: The socket is ours and alive (type invariant); `sk` is a
+        // plain field.
+        unsafe { (*self.sock.as_ptr()).sk }
     }
 
     /// Makes this socket (and so its owner) the owner of `skb` until it is freed.

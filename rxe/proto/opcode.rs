@@ -229,6 +229,7 @@ macro_rules! opcodes {
         impl TryFrom<u8> for Opcode {
             type Error = UnknownOpcode;
 
+            #[inline]
             fn try_from(value: u8) -> Result<Opcode, UnknownOpcode> {
                 match value {
                     $( $value => Ok(Opcode::$variant), )*

@@ -392,39 +392,64 @@ unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev)
 	return LL_RESERVED_SPACE(ndev);
 }
 
-void rxe_rs_skb_reserve(struct sk_buff *skb, unsigned int len)
+/*
+ * The transmit path's skb set-up in one call each (every C call costs the
+ * datapath more than the work of these inline helpers):
+ *
+ * rxe_rs_alloc_tx_skb: a fresh skb with headroom bytes in front and len
+ * zeroed bytes of data, for ndev, carrying protocol proto (network order);
+ * NULL without memory. Atomic.
+ */
+struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
+				    unsigned int headroom, unsigned int len,
+				    __be16 proto)
 {
-	skb_reserve(skb, len);
+	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, headroom);
+	skb_put_zero(skb, len);
+	skb->dev = ndev;
+	skb->protocol = proto;
+	return skb;
 }
 
-void *rxe_rs_skb_put_zero(struct sk_buff *skb, unsigned int len)
+/*
+ * rxe_rs_skb_push_ip_udp: room for an IP header of ip_len bytes and a UDP
+ * header in front of the data, both marked (network and transport header),
+ * and the route dst attached with a reference of its own. Returns the new
+ * data start (the IP header), or NULL when the headroom is too short.
+ */
+void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
+			     struct dst_entry *dst)
 {
-	return skb_put_zero(skb, len);
+	if (skb_headroom(skb) < ip_len + sizeof(struct udphdr))
+		return NULL;
+	__skb_push(skb, sizeof(struct udphdr));
+	skb_reset_transport_header(skb);
+	__skb_push(skb, ip_len);
+	skb_reset_network_header(skb);
+	skb_clear_hash(skb);
+	skb_dst_set(skb, dst_clone(dst));
+	return skb->data;
 }
 
-unsigned int rxe_rs_skb_headlen(const struct sk_buff *skb)
+/*
+ * rxe_rs_skb_select_ipv4_id: lets the stack pick the id of the IPv4 header
+ * at the network header, from the namespace of the skb's route.
+ */
+void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb)
 {
-	return skb_headlen(skb);
-}
+	const struct dst_entry *dst = skb_dst(skb);
+	struct net *net = dst && dst->dev ? dev_net(dst->dev) : &init_net;
 
-unsigned int rxe_rs_skb_headroom(const struct sk_buff *skb)
-{
-	return skb_headroom(skb);
+	__ip_select_ident(net, ip_hdr(skb), 1);
 }
 
 int rxe_rs_skb_linearize(struct sk_buff *skb)
 {
 	return skb_linearize(skb);
-}
-
-void rxe_rs_skb_reset_network_header(struct sk_buff *skb)
-{
-	skb_reset_network_header(skb);
-}
-
-void rxe_rs_skb_reset_transport_header(struct sk_buff *skb)
-{
-	skb_reset_transport_header(skb);
 }
 
 unsigned char *rxe_rs_skb_network_header(const struct sk_buff *skb)
@@ -437,30 +462,9 @@ __be16 rxe_rs_skb_protocol(const struct sk_buff *skb)
 	return skb->protocol;
 }
 
-void rxe_rs_skb_set_protocol(struct sk_buff *skb, __be16 protocol)
-{
-	skb->protocol = protocol;
-}
-
 struct net_device *rxe_rs_skb_dev(const struct sk_buff *skb)
 {
 	return skb->dev;
-}
-
-void rxe_rs_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
-{
-	skb->dev = ndev;
-}
-
-/* Takes a new reference on dst for the skb. */
-void rxe_rs_skb_set_dst(struct sk_buff *skb, struct dst_entry *dst)
-{
-	skb_dst_set(skb, dst_clone(dst));
-}
-
-void rxe_rs_skb_clear_hash(struct sk_buff *skb)
-{
-	skb_clear_hash(skb);
 }
 
 /*
@@ -521,11 +525,6 @@ struct page *rxe_rs_skb_frag(const struct sk_buff *skb, unsigned int i,
 	return skb_frag_page(f);
 }
 
-unsigned int rxe_rs_skb_len(const struct sk_buff *skb)
-{
-	return skb->len;
-}
-
 /* Takes a reference on sk for the skb; the destructor gives it back. */
 void rxe_rs_skb_set_owner(struct sk_buff *skb, struct sock *sk,
 			  void (*destructor)(struct sk_buff *skb))
@@ -533,11 +532,6 @@ void rxe_rs_skb_set_owner(struct sk_buff *skb, struct sock *sk,
 	sock_hold(sk);
 	skb->sk = sk;
 	skb->destructor = destructor;
-}
-
-struct sock *rxe_rs_skb_sk(const struct sk_buff *skb)
-{
-	return skb->sk;
 }
 
 void rxe_rs_sock_put(struct sock *sk)

@@ -75,29 +75,23 @@ bool rxe_rs_timer_pending(const struct timer_list *timer);
 
 /* Packet layer: skb fields and inlines, routes, sockets, GID-table ndevs. */
 unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev);
-void rxe_rs_skb_reserve(struct sk_buff *skb, unsigned int len);
-void *rxe_rs_skb_put_zero(struct sk_buff *skb, unsigned int len);
-unsigned int rxe_rs_skb_headlen(const struct sk_buff *skb);
-unsigned int rxe_rs_skb_headroom(const struct sk_buff *skb);
+struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
+				    unsigned int headroom, unsigned int len,
+				    __be16 proto);
+void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
+			     struct dst_entry *dst);
+void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb);
 int rxe_rs_skb_linearize(struct sk_buff *skb);
 bool rxe_rs_skb_add_page_frag(struct sk_buff *skb, struct page *page,
 			      unsigned int off, unsigned int len);
 void *rxe_rs_skb_add_trailer(struct sk_buff *skb, unsigned int len);
 struct page *rxe_rs_skb_frag(const struct sk_buff *skb, unsigned int i,
 			     unsigned int *off, unsigned int *len);
-unsigned int rxe_rs_skb_len(const struct sk_buff *skb);
-void rxe_rs_skb_reset_network_header(struct sk_buff *skb);
-void rxe_rs_skb_reset_transport_header(struct sk_buff *skb);
 unsigned char *rxe_rs_skb_network_header(const struct sk_buff *skb);
 __be16 rxe_rs_skb_protocol(const struct sk_buff *skb);
-void rxe_rs_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
 struct net_device *rxe_rs_skb_dev(const struct sk_buff *skb);
-void rxe_rs_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
-void rxe_rs_skb_set_dst(struct sk_buff *skb, struct dst_entry *dst);
-void rxe_rs_skb_clear_hash(struct sk_buff *skb);
 void rxe_rs_skb_set_owner(struct sk_buff *skb, struct sock *sk,
 			  void (*destructor)(struct sk_buff *skb));
-struct sock *rxe_rs_skb_sk(const struct sk_buff *skb);
 void rxe_rs_sock_put(struct sock *sk);
 struct sock *rxe_rs_socket_sk(const struct socket *sock);
 void rxe_rs_sk_set_user_data(struct sock *sk, void *data);

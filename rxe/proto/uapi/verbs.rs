@@ -40,6 +40,7 @@ impl WrOpcode {
 
     /// `rxe_wr_opcode_info[opcode].mask[qp_type]`: what the requester does with
     /// this opcode on this QP type; empty when rxe does not support the pair.
+    #[inline]
     pub(crate) const fn mask(self, qp_type: qp::Type) -> WrMask {
         use qp::Type::{Gsi, Rc, Uc, Ud};
         use WrOpcode as O;
