@@ -23,6 +23,7 @@ use crate::rxe::sys as b;
 /// Elsewhere, the wrappers in `helpers.c`.
 mod raw {
     use super::b;
+    #[cfg(not(rxe_kernel_7))]
     use kernel::ffi::c_ulong;
 
     type Lock = kernel::bindings::spinlock_t;
