@@ -101,7 +101,19 @@ fi
 # Every byte checked: the data-integrity test on the same link.
 integrity=$REPO/qemu-test/tests/integrity.py
 if [ -x "$integrity" ]; then
-	"$integrity" "${LOSS_INTEGRITY_OPS:-60}" || fail "integrity.py on the lossy link"
+	# rdma_rxe's responder replays a duplicate RDMA READ that follows a
+	# zero-length request without its MR: a WARN in rxe_mr_copy and a NAK
+	# (README, Known issues). Heavy loss duplicates enough requests to hit
+	# it, so with rdma_rxe on either node that run has no empty operations.
+	publish "loss-driver.node$NODE_INDEX" "$RXE_DRIVER"
+	min_size=0
+	if [ "$profile" = heavy ]; then
+		for ((n = 1; n <= NODE_COUNT; n++)); do
+			[ "$(fetch "loss-driver.node$n")" = rs ] || min_size=1
+		done
+	fi
+	INTEGRITY_MIN_SIZE=$min_size "$integrity" "${LOSS_INTEGRITY_OPS:-60}" ||
+		fail "integrity.py on the lossy link"
 fi
 
 if is_lossy; then
