@@ -4,16 +4,11 @@
 //! 4791), and the per-sender sockets that own transmitted skbs in flight.
 
 use core::{
-    marker::PhantomData,
     ptr::NonNull,
     sync::atomic::{AtomicUsize, Ordering},
 };
 
-use kernel::{
-    error::to_result,
-    prelude::*,
-    sync::{Arc, ArcBorrow},
-};
+use kernel::{error::to_result, prelude::*, sync::Arc};
 
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
@@ -132,7 +127,9 @@ pub(crate) trait SkbOwner: Send + Sync + 'static {
 pub(crate) struct TxSocket<O: SkbOwner> {
     sock: NonNull<b::socket>,
     release: Option<Pin<KBox<Release>>>,
-    _owner: PhantomData<Arc<O>>,
+    /// The reference behind `sk_user_data`; each skb in flight takes one
+    /// more (cloned from here: no pointer-to-`Arc` conversion per packet).
+    owner: Arc<O>,
 }
 
 /// Releases a dropped `TxSocket`'s socket in process context.
@@ -253,16 +250,17 @@ impl<O: SkbOwner> TxSocket<O> {
                 return Err(e);
             }
         };
-        let ptr = Arc::into_raw(owner.clone());
+        let owner = owner.clone();
+        let ptr: *const O = &*owner;
         // SAFETY: A fresh socket of ours; the pointer stays valid while any
-        // reference to the `O` lives, and this value owns one until `drop`.
+        // reference to the `O` lives, and this value owns one until it drops.
         unsafe {
             b::rxe_rs_sk_set_user_data(b::rxe_rs_socket_sk(sock.as_ptr()), ptr.cast_mut().cast())
         };
         Ok(Self {
             sock,
             release: Some(release),
-            _owner: PhantomData,
+            owner,
         })
     }
 
@@ -275,12 +273,9 @@ impl<O: SkbOwner> TxSocket<O> {
     /// Makes this socket (and so its owner) the owner of `skb` until it is freed.
     pub(crate) fn attach(&self, skb: &mut TxSkb) {
         let sk = self.sk();
-        // SAFETY: `sk_user_data` came from `Arc::into_raw` and our own
-        // reference keeps it alive for this borrow (type invariant).
-        let owner = unsafe { ArcBorrow::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>()) };
-        let owner: Arc<O> = owner.into();
-        // The skb's reference, given back by `tx_destructor`.
-        let _ = Arc::into_raw(owner);
+        // The skb's reference on the `O` of `sk_user_data` (the same
+        // object), given back by `tx_destructor`.
+        let _ = Arc::into_raw(self.owner.clone());
         TX_SKBS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `sk` is live; the destructor releases the socket reference
         // taken here and the owner reference leaked above.
@@ -290,12 +285,7 @@ impl<O: SkbOwner> TxSocket<O> {
 
 impl<O: SkbOwner> Drop for TxSocket<O> {
     fn drop(&mut self) {
-        let sk = self.sk();
-        // SAFETY: Read before release, while the socket is surely alive.
-        let owner = unsafe { b::rxe_rs_sk_user_data(sk) }.cast::<O>();
-        // SAFETY: The reference `new` took for this value (type invariant);
-        // skbs in flight hold their own.
-        drop(unsafe { Arc::<O>::from_raw(owner) });
+        // `owner` drops after this: skbs in flight hold their own references.
         if let Some(mut release) = self.release.take() {
             // SAFETY: `sock` is not structurally pinned.
             unsafe { release.as_mut().get_unchecked_mut() }.sock = Some(self.sock);
