@@ -14,6 +14,7 @@ stops with that reason instead of waiting for its timeout.
 """
 
 import ctypes
+import errno
 import gc
 import ipaddress
 import json
@@ -22,6 +23,7 @@ import sys
 import time
 
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
+from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 import pyverbs.enums as e
 
@@ -182,6 +184,20 @@ def ah_attr(sgid_index, dgid):
                   is_global=1, port_num=1)
 
 
+def modify_with_path(qp, attr, mask, tries=10):
+    """qp.modify with an address vector: the kernel resolves the peer's MAC
+    for it (ARP or neighbour discovery), which a lossy link (loss.sh) can
+    time out (ETIMEDOUT); each try asks again."""
+    for i in range(tries):
+        try:
+            qp.modify(attr, mask)
+            return
+        except PyverbsRDMAError as err:
+            if err.error_code != errno.ETIMEDOUT or i == tries - 1:
+                raise
+            time.sleep(1)
+
+
 def connect(qp, access, sgid_index, dgid, dqpn, rq_psn, sq_psn,
             mtu=e.IBV_MTU_1024, rd_atomic=8, timeout=14, retry=7):
     """RESET -> INIT -> RTR -> RTS of an RC QP towards (dgid, dqpn)."""
@@ -191,9 +207,9 @@ def connect(qp, access, sgid_index, dgid, dqpn, rq_psn, sq_psn,
     a = _attr(RTR, path_mtu=mtu, dest_qp_num=dqpn, rq_psn=rq_psn,
               max_dest_rd_atomic=rd_atomic, min_rnr_timer=1)
     a.ah_attr = ah_attr(sgid_index, dgid)
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
-              e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
-              e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+    modify_with_path(qp, a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+                     e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
+                     e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
     qp.modify(_attr(RTS, timeout=timeout, retry_cnt=retry, rnr_retry=7,
                     sq_psn=sq_psn, max_rd_atomic=rd_atomic),
               e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT |
@@ -208,8 +224,8 @@ def connect_uc(qp, sgid_index, dgid, dqpn, rq_psn, sq_psn, mtu=e.IBV_MTU_1024,
               e.IBV_QP_ACCESS_FLAGS)
     a = _attr(RTR, path_mtu=mtu, dest_qp_num=dqpn, rq_psn=rq_psn)
     a.ah_attr = ah_attr(sgid_index, dgid)
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
-              e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
+    modify_with_path(qp, a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+                     e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
     qp.modify(_attr(RTS, sq_psn=sq_psn), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
 
 
