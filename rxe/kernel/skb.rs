@@ -306,14 +306,10 @@ impl TxSkb {
     }
 
     pub(crate) fn data_mut(&mut self) -> &mut [u8] {
-        let skb = self.ptr();
+        let len = self.skb.headlen();
         // SAFETY: The skb is ours alone and not cloned (type invariant), so
         // its linear data may be written through this exclusive borrow.
-        unsafe {
-            // `skb_headlen()`.
-            let len = to_usize((*skb).len.wrapping_sub((*skb).data_len));
-            core::slice::from_raw_parts_mut((*skb).data, len)
-        }
+        unsafe { core::slice::from_raw_parts_mut((*self.ptr()).data, len) }
     }
 
     /// Prepends room for an IP header of `ip_len` bytes and a UDP header,

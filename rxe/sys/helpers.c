@@ -441,10 +441,7 @@ void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
  */
 void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb)
 {
-	const struct dst_entry *dst = skb_dst(skb);
-	struct net *net = dst && dst->dev ? dev_net(dst->dev) : &init_net;
-
-	__ip_select_ident(net, ip_hdr(skb), 1);
+	__ip_select_ident(rxe_rs_skb_dst_net(skb), ip_hdr(skb), 1);
 }
 
 int rxe_rs_skb_linearize(struct sk_buff *skb)
