@@ -200,6 +200,12 @@ impl TxPacket<'_> {
         bth.write(self.skb.data_mut()).map_err(|_| EINVAL)
     }
 
+    /// Sets or clears AckReq in the BTH written before (the ICRC is only
+    /// computed by [`send`]).
+    pub(crate) fn set_ack_req(&mut self, on: bool) -> Result {
+        headers::set_ack_req(self.skb.data_mut(), on).map_err(|_| EINVAL)
+    }
+
     /// Writes extension header `H` where the opcode puts it; `EINVAL` if the
     /// opcode carries none.
     pub(crate) fn write_ext<H: ExtHeader>(&mut self, hdr: &H) -> Result {

@@ -665,9 +665,23 @@ fn build<'a>(
     Ok(tx)
 }
 
+/// A packet [`run_once`] built, and how the step sends it.
+struct Built<'a> {
+    tx: net::TxPacket<'a>,
+    /// Hold it back until the next packet is known ([`rl::next_built`]).
+    hold: bool,
+    /// The packet the step holds goes without AckReq.
+    clear_held: bool,
+}
+
 /// One requester decision, and the packet it may have built; runs under
-/// the engines' lock.
-fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPacket<'a>>) {
+/// the engines' lock. `holding`: the step holds back a packet built
+/// before (see [`rl::next_built`]).
+fn run_once<'a>(
+    qp: &'a Arc<Shared>,
+    snap: &Snap,
+    holding: bool,
+) -> (Outcome, Option<Built<'a>>) {
     let mut guard = qp.req.lock();
     let st = &mut *guard;
     if st.req.need_retry && !st.req.wait_for_rnr_timer {
@@ -719,12 +733,13 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap) -> (Outcome, Option<net::TxPac
             return (Outcome::Failed, None);
         }
     };
-    let r = run_wqe(qp, snap, st, off, slot, fresh, &wqe);
+    let r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
     st.sq.cur.put(wqe);
     r
 }
 
 /// The part of [`run_once`] that acts on the parsed WQE `wqe` of `slot`.
+#[allow(clippy::too_many_arguments)]
 fn run_wqe<'a>(
     qp: &'a Arc<Shared>,
     snap: &Snap,
@@ -733,7 +748,8 @@ fn run_wqe<'a>(
     slot: u32,
     fresh: bool,
     wqe: &SendWqe,
-) -> (Outcome, Option<net::TxPacket<'a>>) {
+    holding: bool,
+) -> (Outcome, Option<Built<'a>>) {
     let info = WqeInfo::from_wqe(wqe, qp.qp_type);
     if fresh {
         if let Some(sh) = st.sq.shadow(slot) {
@@ -818,7 +834,17 @@ fn run_wqe<'a>(
                     };
                     let retire =
                         end && (qp.qp_type != qp::Type::Rc || cl::fully_acked(&st.comp, &head));
-                    (Outcome::Sent { retire }, Some(tx))
+                    let clear_held = rl::next_built(&mut st.req, holding, &p);
+                    let hold = rl::may_hold(qp.qp_type, &p);
+                    if hold {
+                        rl::hold(&mut st.req, &p);
+                    }
+                    let built = Built {
+                        tx,
+                        hold,
+                        clear_held,
+                    };
+                    (Outcome::Sent { retire }, Some(built))
                 }
                 // Nothing committed: the same packet is planned again.
                 Err(BuildError::Absent(f)) => return (Outcome::Fault(f), None),
@@ -834,6 +860,17 @@ fn run_wqe<'a>(
         *s = sh;
     }
     (outcome, tx)
+}
+
+/// Sends a packet the requester built, and keeps an RC QP's retransmit
+/// timer running.
+#[inline]
+fn send_packet(qp: &Arc<Shared>, snap: &Snap, tx: net::TxPacket<'_>) {
+    // Losses are recovered by retries on RC; UC and UD lose the message.
+    let _ = net::send(tx, &qp.flow);
+    if qp.qp_type == qp::Type::Rc {
+        arm_retransmit(qp, snap.timeout, true);
+    }
 }
 
 /// Packets (or local operations) one requester step handles at most: the
@@ -864,14 +901,24 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     }
     let gen = qp.status_gen();
     let mut outcome = Outcome::Idle;
+    // The last message's END packet, until the next packet tells whether
+    // it keeps its ACK request (`rl::next_built`).
+    let mut held: Option<net::TxPacket<'_>> = None;
     for _ in 0..PACKETS_PER_STEP {
-        let tx;
-        (outcome, tx) = run_once(qp, &snap);
-        if let Some(tx) = tx {
-            // Losses are recovered by retries on RC; UC and UD lose the message.
-            let _ = net::send(tx, &qp.flow);
-            if qp.qp_type == qp::Type::Rc {
-                arm_retransmit(qp, snap.timeout, true);
+        let built;
+        (outcome, built) = run_once(qp, &snap, held.is_some());
+        if let Some(b) = built {
+            if let Some(mut h) = held.take() {
+                // On failure the packet still asks: only a wasted ACK.
+                if b.clear_held {
+                    let _ = h.set_ack_req(false);
+                }
+                send_packet(qp, &snap, h);
+            }
+            if b.hold {
+                held = Some(b.tx);
+            } else {
+                send_packet(qp, &snap, b.tx);
             }
         }
         match outcome {
@@ -888,6 +935,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         if qp.status_gen() != gen {
             break;
         }
+    }
+    if let Some(h) = held {
+        send_packet(qp, &snap, h);
     }
     match outcome {
         Outcome::Idle => TaskProgress::Done,

@@ -214,6 +214,11 @@ pub(crate) mod limits {
 pub(crate) mod pacing {
     /// An RC requester asks for an ACK at least every this many packets.
     pub(crate) const MAX_PKT_PER_ACK: u32 = 64;
+    /// A requester sending messages back to back asks for an ACK only on
+    /// the last of those it sends in one step, as long as the packets
+    /// without a request before it stay below this many
+    /// (`req_rules::next_built`).
+    pub(crate) const MAX_DEFERRED_ACK_PKTS: u32 = 16;
     /// The responder holds back the ACKs of queued requests (coalesced
     /// acknowledgement) for at most this many PSNs: well inside the
     /// requester's window of [`MAX_UNACKED_PSNS`], and never across a

@@ -1208,3 +1208,82 @@ fn fuzz_plan_commit() {
     }
     assert!(sends > 10_000, "{sends}");
 }
+
+fn pkt(opcode: Opcode, psn: u32, ack_req: bool) -> Packet {
+    Packet {
+        opcode,
+        psn,
+        payload: 0,
+        pad: 0,
+        ack_req,
+        solicited: false,
+        reth_va: 0,
+        reth_len: 0,
+    }
+}
+
+#[test]
+fn coalesced_ack_requests() {
+    use Opcode::*;
+    // Only the END packet of an RC send or write that asks may be held.
+    for (op, held) in [
+        (RcSendOnly, true),
+        (RcSendLast, true),
+        (RcWriteOnly, true),
+        (RcWriteLastImm, true),
+        (RcSendFirst, false),
+        (RcReadRequest, false),
+        (RcFetchAdd, false),
+        (RcFlush, false),
+        (RcAtomicWrite, false),
+    ] {
+        assert_eq!(may_hold(qp::Type::Rc, &pkt(op, 5, true)), held, "{op:?}");
+    }
+    assert!(!may_hold(qp::Type::Rc, &pkt(RcSendOnly, 5, false)));
+    assert!(!may_hold(qp::Type::Uc, &pkt(UcSendOnly, 5, true)));
+    assert!(!may_hold(qp::Type::Gsi, &pkt(UdSendOnly, 5, true)));
+
+    // Single-packet writes back to back: each gives its request to the next
+    // until the run would reach MAX_DEFERRED_ACK_PKTS.
+    let mut req = State::new(PSN_MASK - 3, 0);
+    let mut cleared = 0;
+    let mut holding = false;
+    for i in 0..40u32 {
+        let psn = psn_add(PSN_MASK - 3, i);
+        assert!(ack_req(&mut req, qp::Type::Rc, true));
+        let p = pkt(RcWriteOnly, psn, true);
+        if next_built(&mut req, holding, &p) {
+            cleared += 1;
+        } else if holding {
+            // The held one kept its request: the run starts again.
+            assert_eq!(i % MAX_DEFERRED_ACK_PKTS, 0, "packet {i}");
+        }
+        hold(&mut req, &p);
+        holding = true;
+    }
+    assert_eq!(cleared, 39 - 39 / MAX_DEFERRED_ACK_PKTS);
+
+    // The next packet must start a message at the next PSN, and the record
+    // counts only while the engine still holds the packet.
+    let mut req = State::new(100, 0);
+    assert!(ack_req(&mut req, qp::Type::Rc, true));
+    hold(&mut req, &pkt(RcSendLast, 100, true));
+    assert!(!next_built(&mut req, true, &pkt(RcSendMiddle, 101, false)));
+    assert_eq!(req.held, None);
+    hold(&mut req, &pkt(RcSendLast, 100, true));
+    assert!(!next_built(&mut req, true, &pkt(RcSendFirst, 102, false)));
+    hold(&mut req, &pkt(RcSendLast, 100, true));
+    assert!(!next_built(&mut req, false, &pkt(RcSendFirst, 101, false)));
+    assert_eq!(req.held, None);
+
+    // A cleared request's packets count towards the long-message rule.
+    let mut req = State::new(0, 0);
+    for _ in 0..5 {
+        assert!(!ack_req(&mut req, qp::Type::Rc, false));
+    }
+    assert!(ack_req(&mut req, qp::Type::Rc, true));
+    hold(&mut req, &pkt(RcSendLast, 5, true));
+    assert!(!ack_req(&mut req, qp::Type::Rc, false));
+    assert!(next_built(&mut req, true, &pkt(RcSendFirst, 6, false)));
+    assert_eq!(req.noack_pkts, 7);
+}

@@ -107,6 +107,9 @@ struct Sender {
     comp: comp_machine::State,
     sq: SqModel,
     wqe_index: usize,
+    /// The END packet held back in `wire` (as the engine holds it), until
+    /// the next packet of the step or the step's end.
+    held: Option<usize>,
 }
 
 impl Sender {
@@ -177,6 +180,16 @@ impl Sender {
                 wire.push((r, payload));
                 if commit(&mut self.req, &self.qp, &mut w.progress, &p) {
                     self.wqe_index += 1;
+                }
+                let held = self.held.take();
+                if req_rules::next_built(&mut self.req, held.is_some(), &p) {
+                    if let Some((h, _)) = held.and_then(|i| wire.get_mut(i)) {
+                        h.ack_req = false;
+                    }
+                }
+                if req_rules::may_hold(self.qp.qp_type, &p) {
+                    req_rules::hold(&mut self.req, &p);
+                    self.held = Some(wire.len() - 1);
                 }
                 true
             }
@@ -339,6 +352,7 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
             ..SqModel::default()
         },
         wqe_index: 0,
+        held: None,
     };
     let mut net = Net {
         rng: Rng::new(seed ^ 0x9e37),
@@ -352,6 +366,8 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         posted = ex.recvs.len();
     }
     let mut rnr_at: Option<usize> = None;
+    let (mut asked, mut ends, mut timeouts) = (0usize, 0usize, 0usize);
+    let lossless = drop_pct == 0 && dup_pct == 0 && swap_pct == 0 && !rnr;
     for tick in 0..200_000 {
         // Done once every WQE completed and the requester is not still
         // resending the tail of one (a retry overtaken by a late ACK).
@@ -360,6 +376,12 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
             && rx.io.reqs.is_empty()
         {
             check(&tx, &rx, &ex, start_psn);
+            if lossless {
+                // Coalesced ACK requests never leave the requester waiting
+                // for a timeout, and they do coalesce.
+                assert_eq!(timeouts, 0, "seed {seed}: a timeout without loss");
+                assert!(asked < ends, "seed {seed}: {asked} ACK requests, {ends} ends");
+            }
             return tick;
         }
         if rnr && posted < ex.recvs.len() && tick % 7 == 0 {
@@ -376,6 +398,13 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
                 break;
             }
         }
+        // The step ends: a held packet goes as it is.
+        tx.held = None;
+        asked += wire.iter().filter(|(r, _)| r.ack_req).count();
+        ends += wire
+            .iter()
+            .filter(|(r, _)| r.opcode.has(Mask::END) && r.opcode.has(Mask::WRITE_OR_SEND))
+            .count();
         if trace() {
             for (r, _) in &wire {
                 std::println!(
@@ -455,6 +484,7 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
         }
         if idle && rnr_at.is_none() && tx.sq.inbox.is_empty() && rx.io.reqs.is_empty() {
             // Nothing moves: the retransmit timer fires.
+            timeouts += 1;
             tx.comp.timer_fired();
             if trace() {
                 std::println!("{tick} TIMEOUT");
@@ -605,6 +635,7 @@ fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) 
             ..SqModel::default()
         },
         wqe_index: 0,
+        held: None,
     };
     let mut net = Net {
         rng: Rng::new(seed ^ 0x5555),
