@@ -677,11 +677,7 @@ struct Built<'a> {
 /// One requester decision, and the packet it may have built; runs under
 /// the engines' lock. `holding`: the step holds back a packet built
 /// before (see [`rl::next_built`]).
-fn run_once<'a>(
-    qp: &'a Arc<Shared>,
-    snap: &Snap,
-    holding: bool,
-) -> (Outcome, Option<Built<'a>>) {
+fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap, holding: bool) -> (Outcome, Option<Built<'a>>) {
     let mut guard = qp.req.lock();
     let st = &mut *guard;
     if st.req.need_retry && !st.req.wait_for_rnr_timer {

@@ -487,7 +487,11 @@ pub(crate) fn may_hold(qp_type: qp::Type, p: &Packet) -> bool {
         && p.ack_req
         && mask.contains(Mask::END)
         && mask.intersects(Mask::WRITE_OR_SEND)
-        && !mask.intersects(Mask::READ_OR_ATOMIC.union(Mask::ATOMIC_WRITE).union(Mask::FLUSH))
+        && !mask.intersects(
+            Mask::READ_OR_ATOMIC
+                .union(Mask::ATOMIC_WRITE)
+                .union(Mask::FLUSH),
+        )
 }
 
 /// The engine holds `p` back (it passed [`may_hold`]) until it knows the

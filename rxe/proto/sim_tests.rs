@@ -380,7 +380,10 @@ fn simulate(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32, rnr
                 // Coalesced ACK requests never leave the requester waiting
                 // for a timeout, and they do coalesce.
                 assert_eq!(timeouts, 0, "seed {seed}: a timeout without loss");
-                assert!(asked < ends, "seed {seed}: {asked} ACK requests, {ends} ends");
+                assert!(
+                    asked < ends,
+                    "seed {seed}: {asked} ACK requests, {ends} ends"
+                );
             }
             return tick;
         }
