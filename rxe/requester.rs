@@ -676,8 +676,14 @@ struct Built<'a> {
 
 /// One requester decision, and the packet it may have built; runs under
 /// the engines' lock. `holding`: the step holds back a packet built
-/// before (see [`rl::next_built`]).
-fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap, holding: bool) -> (Outcome, Option<Built<'a>>) {
+/// before (see [`rl::next_built`]). `draining`: the QP is in SQD, where
+/// only messages already started go on (their retries included).
+fn run_once<'a>(
+    qp: &'a Arc<Shared>,
+    snap: &Snap,
+    holding: bool,
+    draining: bool,
+) -> (Outcome, Option<Built<'a>>) {
     let mut guard = qp.req.lock();
     let st = &mut *guard;
     if st.req.need_retry && !st.req.wait_for_rnr_timer {
@@ -713,6 +719,9 @@ fn run_once<'a>(qp: &'a Arc<Shared>, snap: &Snap, holding: bool) -> (Outcome, Op
         return (Outcome::Idle, None);
     };
     let fresh = off >= st.sq.touched;
+    if draining && fresh {
+        return (Outcome::Idle, None);
+    }
     // A WQE met for the first time is read from the ring; one met again
     // (the next packet, or a retry) reuses its copy while that is kept.
     let Track { cur, buf, .. } = &mut st.sq;
@@ -880,21 +889,18 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let Some(snap) = snapshot(qp) else {
         return TaskProgress::Done;
     };
-    match snap.state {
-        qp::State::Rts => {}
-        qp::State::Sqd => {
-            // Nothing new starts; the drain ends once all sent is completed.
-            if qp.req.lock().sq.off == 0 {
-                qp.finish_sq_drain();
-            }
-            return TaskProgress::Done;
-        }
+    let draining = match snap.state {
+        qp::State::Rts => false,
+        // Nothing new starts, but a message already started is sent whole
+        // (and resent on a retry); the drain ends once every started WQE
+        // has completed.
+        qp::State::Sqd => true,
         qp::State::Err => {
             qp.kick_completer();
             return TaskProgress::Done;
         }
         _ => return TaskProgress::Done,
-    }
+    };
     let gen = qp.status_gen();
     let mut outcome = Outcome::Idle;
     // The last message's END packet, until the next packet tells whether
@@ -902,7 +908,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let mut held: Option<net::TxPacket<'_>> = None;
     for _ in 0..PACKETS_PER_STEP {
         let built;
-        (outcome, built) = run_once(qp, &snap, held.is_some());
+        (outcome, built) = run_once(qp, &snap, held.is_some(), draining);
         if let Some(b) = built {
             if let Some(mut h) = held.take() {
                 // On failure the packet still asks: only a wasted ACK.
@@ -934,6 +940,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     }
     if let Some(h) = held {
         send_packet(qp, &snap, h);
+    }
+    if draining && matches!(outcome, Outcome::Idle) && qp.req.lock().sq.touched == 0 {
+        qp.finish_sq_drain();
     }
     match outcome {
         Outcome::Idle => TaskProgress::Done,
