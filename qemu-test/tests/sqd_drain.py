@@ -12,9 +12,10 @@ rdma_rxe does it (--drivers c,c): a message whose first packet went out is
 sent whole and completes; the drain ends (sq_draining clears, one
 IBV_EVENT_SQ_DRAINED) once every message begun has completed, so the long
 WRITE's completion is in when it does; a SEND posted while in SQD does not
-go out. Back in RTS (with one more SEND posted: rdma_rxe resumes only
-on a doorbell) the rest is sent: every request completes with success,
-in order, and the peer received the written bytes and every SEND.
+go out. Back in RTS the rest is sent: rxe_rs sends it at once, rdma_rxe
+only at the next doorbell (one more SEND is posted for it); every request
+completes with success, in order, and the peer received the written bytes
+and every SEND.
 
 Exits non-zero on any failure; prints "sqd_drain: N rounds ok".
 """
@@ -34,7 +35,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
-from testlib import NODE_IP, DEV
+from testlib import DEV, DRIVER, NODE_IP
 
 WRITE_LEN = 1024 * 1024
 SENDS = 3
@@ -112,6 +113,8 @@ def client(ctl, ctx, pd, cq, mr, qp, peer, rounds):
         if heard != len(ids) - 1:
             raise TestFailure(f"round {k}: the peer got {heard} SENDs, {len(ids) - 1} completed here")
         qp.modify(rl._attr(rl.RTS), e.IBV_QP_STATE)
+        if DRIVER == "rs":
+            got += rl.poll(cq, SENDS + 2 - len(got), what=f"round {k} completions after RTS, no doorbell")
         kick = late + 1
         qp.post_send(SendWR(wr_id=kick, opcode=e.IBV_WR_SEND, num_sge=1,
                             sg=[SGE(mr.buf + WRITE_LEN + (SENDS + 1) * SEND_LEN, SEND_LEN, mr.lkey)],

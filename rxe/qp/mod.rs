@@ -865,7 +865,9 @@ impl Qp {
         sh.resp_modified(mask, &attrs);
         match new_state {
             Some(State::Reset) => sh.reset(),
-            Some(State::Sqd) => sh.kick_requester(),
+            // Into SQD the drain may end at once; back into RTS the WQEs
+            // posted meanwhile go out without waiting for a doorbell.
+            Some(State::Sqd | State::Rts) => sh.kick_requester(),
             Some(State::Err) => sh.on_error(),
             _ => {}
         }
