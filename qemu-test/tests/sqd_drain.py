@@ -20,8 +20,6 @@ and every SEND.
 Exits non-zero on any failure; prints "sqd_drain: N rounds ok".
 """
 
-import os
-import select
 import sys
 import time
 
@@ -35,7 +33,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
-from testlib import DEV, DRIVER, NODE_IP
+from testlib import DEV, DRIVER, NODE_IP, next_async_event
 
 WRITE_LEN = 1024 * 1024
 SENDS = 3
@@ -44,28 +42,6 @@ BUF = WRITE_LEN + 64 * 1024
 # SENDs: SENDS behind the WRITE, one posted in SQD, one after RTS.
 ALL_SENDS = SENDS + 2
 SQD = e.IBV_QPS_SQD
-
-
-def event_fds():
-    fds = []
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{name}") == "anon_inode:[infinibandevent]":
-                fds.append(int(name))
-        except OSError:
-            pass
-    return fds
-
-
-def next_event(ctx, limit):
-    """The type of the context's next async event, or None after limit s."""
-    ready, _, _ = select.select(event_fds(), [], [], limit)
-    if not ready:
-        return None
-    ev = ctx.get_async_event()
-    kind = ev.event_type
-    ev.ack()
-    return kind
 
 
 def pattern(k, n, salt):
@@ -95,7 +71,7 @@ def client(ctl, ctx, pd, cq, mr, qp, peer, rounds):
         qp.post_send(SendWR(wr_id=late, opcode=e.IBV_WR_SEND, num_sge=1,
                             sg=[SGE(mr.buf + WRITE_LEN + SENDS * SEND_LEN, SEND_LEN, mr.lkey)],
                             send_flags=e.IBV_SEND_SIGNALED))
-        ev = next_event(ctx, 60.0)
+        ev = next_async_event(ctx, 60.0)
         if ev != e.IBV_EVENT_SQ_DRAINED:
             raise TestFailure(f"round {k}: async event {ev} instead of SQ_DRAINED")
         a, _ = qp.query(e.IBV_QP_STATE)

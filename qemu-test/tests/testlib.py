@@ -23,6 +23,7 @@ import ctypes
 import errno
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -346,3 +347,30 @@ def check_flat_memory(what, loops, one, slab_kb=None, vmalloc_kb=1024, warmup=0)
     print(f"{loops} {what} in {dt:.1f}s: Slab {before[0]} -> {after[0]} kB, "
           f"VmallocUsed {before[1]} -> {after[1]} kB")
     check_memory_growth(f"{loops} {what}", before, after, slab_kb, vmalloc_kb)
+
+
+def event_fds():
+    """The uverbs event files open in this process (the async event file of
+    each context; no completion channels are used here)."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == "anon_inode:[infinibandevent]":
+                fds.append(int(name))
+        except OSError:
+            pass
+    return fds
+
+
+def next_async_event(ctx, limit=10.0):
+    """The type of the context's next async event, or None after `limit`
+    seconds. Waits for the event file to be readable first, so a missing
+    event cannot hang the test; the event is acknowledged here, as
+    destroying its QP waits for that."""
+    ready, _, _ = select.select(event_fds(), [], [], limit)
+    if not ready:
+        return None
+    ev = ctx.get_async_event()
+    kind = ev.event_type
+    ev.ack()
+    return kind

@@ -19,8 +19,6 @@ kmemleak must find nothing afterwards.
 
 import ctypes
 import errno
-import os
-import select
 import subprocess
 import sys
 import time
@@ -36,7 +34,8 @@ from pyverbs.wr import SendWR, SGE
 import pyverbs.enums as e
 
 from testlib import (DEBUG_KERNEL, DEV, V4_MAPPED, IbvCap, IbvInitAttr, Libibverbs, capacity, check, expect,
-                     check_flat_memory, first_gids, kmemleak_clean, kmemleak_clear, name_of, summary)
+                     check_flat_memory, first_gids, kmemleak_clean, kmemleak_clear, name_of, next_async_event,
+                     summary)
 
 RC, UC, UD = e.IBV_QPT_RC, e.IBV_QPT_UC, e.IBV_QPT_UD
 RESET, INIT, RTR, RTS = e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS
@@ -201,33 +200,6 @@ def test_caps(env):
             got = (a.cap.max_send_wr, a.cap.max_send_sge, a.cap.max_inline_data)
             check(f"caps {qpt_name} {name} attr cap", got == (swr, ssge, sinl), f"{got}")
             qp.close()
-
-
-def event_fds():
-    """The uverbs event files open in this process (the async event file of
-    each context; no completion channels are used here)."""
-    fds = []
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{name}") == "anon_inode:[infinibandevent]":
-                fds.append(int(name))
-        except OSError:
-            pass
-    return fds
-
-
-def next_async_event(ctx, limit=10.0):
-    """The type of the context's next async event, or None after `limit`
-    seconds. Waits for the event file to be readable first, so a missing
-    event cannot hang the test; the event is acknowledged here, as
-    destroying its QP waits for that."""
-    ready, _, _ = select.select(event_fds(), [], [], limit)
-    if not ready:
-        return None
-    ev = ctx.get_async_event()
-    kind = ev.event_type
-    ev.ack()
-    return kind
 
 
 def wait_drained(qp, limit=10.0):
