@@ -165,9 +165,9 @@ impl Bth {
 /// Sets or clears the AckReq bit of the BTH that starts `pkt`, leaving
 /// every other bit as it is.
 pub(crate) fn set_ack_req(pkt: &mut [u8], on: bool) -> Result<(), WriteError> {
-    let b = pkt.get_mut(8).ok_or(WriteError::TooShort)?;
-    *b = (*b & 0x7f) | (u8::from(on) << 7);
-    Ok(())
+    let mut bth = Bth::parse(pkt).ok_or(WriteError::TooShort)?;
+    bth.ack_req = on;
+    bth.write(pkt)
 }
 
 /// An extension header: its kind in the opcode table and its codec.

@@ -11,6 +11,7 @@
 // the driver uses a part, and helpers only the host tests call yet; the
 // others must be used in full by the kernel build.
 pub(crate) mod accept;
+pub(crate) mod ack_req;
 pub(crate) mod av;
 pub(crate) mod comp_machine;
 pub(crate) mod conv;

@@ -217,7 +217,7 @@ pub(crate) mod pacing {
     /// A requester sending messages back to back asks for an ACK only on
     /// the last of those it sends in one step, as long as the packets
     /// without a request before it stay below this many
-    /// (`req_rules::next_built`).
+    /// (`ack_req::next_built`).
     pub(crate) const MAX_DEFERRED_ACK_PKTS: u32 = 16;
     /// The responder holds back the ACKs of queued requests (coalesced
     /// acknowledgement) for at most this many PSNs: well inside the

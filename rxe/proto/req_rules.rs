@@ -28,8 +28,8 @@
 //!   &mut first, comp_psn) -> bool` for each WQE from the SQ consumer on
 //! - [`wqe_packets`]`(len, mtu)`, [`rewind`]`(..)`: packet arithmetic
 //! - [`may_hold`]`(qp_type, &Packet)`, [`hold`]`(req, &Packet)`,
-//!   [`next_built`]`(req, holding, &Packet) -> bool`: coalesced ACK
-//!   requests within one engine step (see [`next_built`])
+//!   [`next_built`]`(req, holding, &Packet) -> bool` (from `ack_req.rs`):
+//!   coalesced ACK requests within one engine step
 //!
 //! # The engine's loop (one call of `rxe_requester`)
 //!
@@ -52,10 +52,9 @@
 //! engine arms it after each packet when it is not pending, and the
 //! completer asks for it to be pushed back (`comp_machine::Outcome`).
 
+pub(crate) use super::ack_req::{ack_req, hold, may_hold, next_built};
 use super::opcode::{Mask, Opcode};
-use super::params::pacing::{
-    INFLIGHT_SKBS_PER_QP_HIGH, MAX_DEFERRED_ACK_PKTS, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS,
-};
+use super::params::pacing::{INFLIGHT_SKBS_PER_QP_HIGH, MAX_UNACKED_PSNS};
 use super::psn::{psn_add, psn_after, psn_distance, PSN_HALF};
 use super::qp;
 use super::uapi::{SendFlags, SendWqe, WcStatus, WqeState, WrMask, WrOpcode, WrParams};
@@ -458,82 +457,6 @@ fn take_rd_atomic(req: &mut State, progress: &mut Progress) -> bool {
         req.need_rd_atomic = true;
         false
     }
-}
-
-/// Whether this packet asks for an ACK: RC and GSI on the last packet of a
-/// message and after more than [`MAX_PKT_PER_ACK`] packets without one;
-/// never on UC and UD. Counts packets in `req.noack_pkts`.
-pub(crate) fn ack_req(req: &mut State, qp_type: qp::Type, end: bool) -> bool {
-    if qp_type == qp::Type::Ud || qp_type == qp::Type::Uc {
-        return false;
-    }
-    let ack = end || req.noack_pkts > MAX_PKT_PER_ACK;
-    if ack {
-        req.noack_before = req.noack_pkts;
-        req.noack_pkts = 0;
-    } else {
-        req.noack_pkts = req.noack_pkts.saturating_add(1);
-    }
-    ack
-}
-
-/// Whether the engine may hold back packet `p` for [`next_built`] to
-/// decide on its AckReq: the END packet of an RC send or write that asks
-/// for an ACK. Reads, atomics and flushes are answered whatever their
-/// AckReq says, and their answers are what the requester waits for.
-pub(crate) fn may_hold(qp_type: qp::Type, p: &Packet) -> bool {
-    let mask = p.opcode.mask();
-    qp_type == qp::Type::Rc
-        && p.ack_req
-        && mask.contains(Mask::END)
-        && mask.intersects(Mask::WRITE_OR_SEND)
-        && !mask.intersects(
-            Mask::READ_OR_ATOMIC
-                .union(Mask::ATOMIC_WRITE)
-                .union(Mask::FLUSH),
-        )
-}
-
-/// The engine holds `p` back (it passed [`may_hold`]) until it knows the
-/// packet built after it in the same step, or the step ends.
-pub(crate) fn hold(req: &mut State, p: &Packet) {
-    req.held = Some((p.psn, req.noack_before));
-}
-
-/// Coalesced ACK requests: the engine built `p` (planned, built and
-/// committed) while holding the END packet recorded by [`hold`]
-/// (`holding`: the engine still has it; otherwise a stale record is
-/// dropped). Returns `true` when the held packet should go without
-/// AckReq: `p` starts the next message at the next PSN, so the ACK `p`'s
-/// message asks for (or the read or atomic response it gets) acknowledges
-/// the held packet's message too (an acknowledgement covers every
-/// earlier PSN). The held packet goes out before `p` in any
-/// case. The requester therefore never waits for an ACK it did not ask
-/// for: a packet gives up its request only to a packet already built
-/// behind it, and the last packet of a step that asks keeps asking.
-///
-/// The run of packets without AckReq stays below
-/// [`MAX_DEFERRED_ACK_PKTS`] for a held packet, and below
-/// [`MAX_PKT_PER_ACK`] more within a long message: far inside the
-/// [`MAX_UNACKED_PSNS`] window. The counts resume as if the held packet
-/// had never asked.
-pub(crate) fn next_built(req: &mut State, holding: bool, p: &Packet) -> bool {
-    let Some((psn, before)) = req.held.take().filter(|_| holding) else {
-        return false;
-    };
-    let run = before.saturating_add(1);
-    if !p.opcode.mask().contains(Mask::START)
-        || p.psn != psn_add(psn, 1)
-        || run >= MAX_DEFERRED_ACK_PKTS
-    {
-        return false;
-    }
-    if p.ack_req {
-        req.noack_before = req.noack_before.saturating_add(run);
-    } else {
-        req.noack_pkts = req.noack_pkts.saturating_add(run);
-    }
-    true
 }
 
 /// BTH SE: a signalled-solicited send, or write with immediate, on its last packet.

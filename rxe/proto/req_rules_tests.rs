@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::proto::opcode::ALL;
+use crate::proto::params::pacing::MAX_DEFERRED_ACK_PKTS;
 use crate::proto::psn::{psn_sub, PSN_MASK};
 use crate::proto::test_rng::Rng;
 use std::vec;
