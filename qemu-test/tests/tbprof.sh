@@ -25,11 +25,22 @@ spin_until_gone() { # FILE
 	done
 }
 
+# The port counters before and after (tbprof-report split divides by the
+# packets sent and received).
+counters() { # FILE
+	local f
+	for f in /sys/class/infiniband/"$RXE_DEV"/ports/1/hw_counters/*; do
+		echo "${f##*/} $(cat "$f")"
+	done >"$1"
+}
+
 cat /proc/kallsyms >"$OUT_DIR/kallsyms"
+counters "$OUT_DIR/hw_counters.before"
 : >"$OUT_DIR/tbprof.reset"
 spin_until_gone "$OUT_DIR/tbprof.reset"
 rc=0
 bash "$REPO/qemu-test/tests/perftest.sh" "$@" || rc=$?
+counters "$OUT_DIR/hw_counters.after"
 : >"$OUT_DIR/tbprof.dump"
 spin_until_gone "$OUT_DIR/tbprof.dump"
 [ -f "$OUT_DIR/tbprof.0.txt" ] || echo "tbprof: no counts written (is the plugin loaded? see RXE_RS_QEMU_EXTRA)" >&2
