@@ -6,9 +6,16 @@
 //! from softirq under a `SpinLockBh`) up to its limit, so an idle QP costs
 //! little and a busy one queues a burst instead of dropping it. Past the
 //! limit, or when the allocation fails, a push gives the item back. The
-//! index keeping is `proto::ring`.
+//! allocation does not warn when it fails: the larger sizes are
+//! multi-page, which an atomic allocation may well not find, a peer's
+//! burst decides when they are asked for, and the caller's answer (drop
+//! the packet, the peer retransmits) is the expected one. The index
+//! keeping is `proto::ring`.
 
-use kernel::alloc::{flags::GFP_ATOMIC, Flags};
+use kernel::alloc::{
+    flags::{__GFP_NOWARN, GFP_ATOMIC},
+    Flags,
+};
 use kernel::prelude::*;
 
 use crate::rxe::proto::ring::Ring;
@@ -37,7 +44,7 @@ impl<T> Fifo<T> {
     /// Appends `item`, growing the FIFO when it is full and below its
     /// limit; gives the item back when it cannot take it.
     pub(crate) fn push(&mut self, item: T) -> Result<(), T> {
-        if self.ring.len() >= self.slots.len() && self.grow(GFP_ATOMIC).is_err() {
+        if self.ring.len() >= self.slots.len() && self.grow(GFP_ATOMIC | __GFP_NOWARN).is_err() {
             return Err(item);
         }
         self.ring.push(&mut self.slots, item)

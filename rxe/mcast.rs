@@ -14,6 +14,7 @@
 use core::sync::atomic::Ordering;
 
 use kernel::{
+    alloc::flags::__GFP_NOWARN,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
     sync::Arc,
@@ -175,7 +176,8 @@ impl Groups {
     /// The QPs attached to `mgid`; `None` when there is no such group (or
     /// no memory for the list, as a multicast packet may be dropped).
     pub(crate) fn members(&self, mgid: &Mgid) -> Option<KVec<Arc<qp::Shared>>> {
-        let mut list = KVec::with_capacity(MAX_PER_GROUP, GFP_ATOMIC).ok()?;
+        // A failure drops the packet, as multicast may: no warning.
+        let mut list = KVec::with_capacity(MAX_PER_GROUP, GFP_ATOMIC | __GFP_NOWARN).ok()?;
         let found = self.for_each_member(mgid, |qp| {
             // Capacity for a full group was reserved: this cannot fail.
             let _ = list.push(qp.clone(), GFP_ATOMIC);

@@ -39,7 +39,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
+use kernel::{alloc::flags::__GFP_NOWARN, page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
 use crate::rxe::kernel::{
@@ -946,9 +946,10 @@ impl Mr {
             Some(l) => l,
             None => i
                 .staging
-                .insert(PageList::with_capacity(blocks, GFP_ATOMIC)?),
+                .insert(PageList::with_capacity(blocks, GFP_ATOMIC | __GFP_NOWARN)?),
         };
-        list.reset(blocks, GFP_ATOMIC)?;
+        // A list too large to have atomically is the caller's ENOMEM, quietly.
+        list.reset(blocks, GFP_ATOMIC | __GFP_NOWARN)?;
         i.staging_shift = page_size.trailing_zeros();
         Ok(())
     }
