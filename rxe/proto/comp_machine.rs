@@ -409,10 +409,7 @@ fn check_ack(
                 if psn_after(pkt.psn, comp.psn) {
                     sq.count(Event::RcvdSeqNak);
                     comp.psn = pkt.psn;
-                    if req.wait_psn {
-                        req.wait_psn = false;
-                        req.again = true;
-                    }
+                    req_rules::window_moved(req, comp.psn);
                 }
                 St::ErrorRetry
             }
@@ -516,10 +513,7 @@ fn drive(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq, out: &m
                         comp.psn = psn_add(h.progress.last_psn, 1);
                         comp.opcode = None;
                     }
-                    if req.wait_psn {
-                        req.wait_psn = false;
-                        req.again = true;
-                    }
+                    req_rules::window_moved(req, comp.psn);
                 }
                 retire(req, sq, h.progress.status);
                 St::GetWqe
@@ -533,10 +527,7 @@ fn drive(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq, out: &m
                 if !psn_before(p.psn, comp.psn) {
                     comp.psn = psn_add(p.psn, 1);
                 }
-                if req.wait_psn {
-                    req.wait_psn = false;
-                    req.again = true;
-                }
+                req_rules::window_moved(req, comp.psn);
                 St::Done
             }
             (St::Exit, h, _) => {

@@ -27,6 +27,8 @@
 //! - [`begin_retry`]`(req, comp_psn)`, then [`retry_wqe`]`(req, qp, info, progress,
 //!   &mut first, comp_psn) -> bool` for each WQE from the SQ consumer on
 //! - [`wqe_packets`]`(len, mtu)`, [`rewind`]`(..)`: packet arithmetic
+//! - [`window_moved`]`(req, comp_psn)`: for the completer, when `comp.psn`
+//!   moves: wakes a requester stopped on a full window once it has room
 //! - [`may_hold`]`(qp_type, &Packet)`, [`hold`]`(req, &Packet)`,
 //!   [`next_built`]`(req, holding, &Packet) -> bool` (from `ack_req.rs`):
 //!   coalesced ACK requests within one engine step
@@ -441,6 +443,20 @@ pub(crate) fn is_fenced(req: &State, qp: &ReqQp, info: &WqeInfo, prior_done: boo
 /// The RC window: more than [`MAX_UNACKED_PSNS`] PSNs past `comp_psn`.
 pub(crate) fn window_full(qp_type: qp::Type, req_psn: u32, comp_psn: u32) -> bool {
     qp_type == qp::Type::Rc && psn_after(req_psn, psn_add(comp_psn, MAX_UNACKED_PSNS))
+}
+
+/// The completer moved `comp_psn` on. A requester stopped on a full window
+/// (`wait_psn`) is woken once the window has room for its next packet,
+/// not on every response: a read of four PSNs sent at the window's edge
+/// needs four responses before the next request fits, and waking on each
+/// would run the requester three times for nothing (rdma_rxe wakes on
+/// each). The requester's PSN does not move while it waits; a retry
+/// rewinds it, and the completer wakes the requester for that itself.
+pub(crate) fn window_moved(req: &mut State, comp_psn: u32) {
+    if req.wait_psn && !psn_after(req.psn, psn_add(comp_psn, MAX_UNACKED_PSNS)) {
+        req.wait_psn = false;
+        req.again = true;
+    }
 }
 
 /// `check_init_depth()`: take a credit once per WQE.

@@ -1288,3 +1288,27 @@ fn coalesced_ack_requests() {
     assert!(next_built(&mut req, true, &pkt(RcSendFirst, 6, false)));
     assert_eq!(req.noack_pkts, 7);
 }
+
+/// A requester stopped on a full window is woken when its next packet
+/// fits, not on every response before that; across the PSN wrap too.
+#[test]
+fn window_wakes_when_room() {
+    for comp0 in [0, 1000, PSN_MASK - 2] {
+        let mut req = State::new(0, 4);
+        // A 4-PSN read went out at the window's edge.
+        req.psn = psn_add(comp0, MAX_UNACKED_PSNS + 4);
+        req.wait_psn = true;
+        for k in 1..4 {
+            window_moved(&mut req, psn_add(comp0, k));
+            assert!(
+                req.wait_psn && !req.again,
+                "comp0 {comp0}: woken {k} PSNs on"
+            );
+        }
+        window_moved(&mut req, psn_add(comp0, 4));
+        assert!(!req.wait_psn && req.take_again(), "comp0 {comp0}");
+        // Not waiting: nothing to wake.
+        window_moved(&mut req, psn_add(comp0, 10));
+        assert!(!req.take_again());
+    }
+}
