@@ -24,6 +24,8 @@ use std::collections::VecDeque;
 use std::vec;
 use std::vec::Vec;
 
+mod uc;
+
 const MTU: u32 = 1024;
 const KEY_W: u32 = 0x100; // written by RDMA writes
 const KEY_R: u32 = 0x200; // read by RDMA reads
@@ -404,7 +406,7 @@ fn simulate_with(
     let mut rnr_at: Option<usize> = None;
     let (mut asked, mut ends, mut timeouts) = (0usize, 0usize, 0usize);
     // Responses on their way back, with the tick they arrive.
-    let mut returning: VecDeque<(usize, Vec<(Response, Vec<u8>, u64)>)> = VecDeque::new();
+    let mut returning = VecDeque::new();
     let lossless = drop_pct == 0 && dup_pct == 0 && swap_pct == 0 && !rnr;
     for tick in 0..200_000 {
         // Done once every WQE completed and the requester is not still
@@ -651,147 +653,9 @@ fn one() {
         .map(|v| v.parse().unwrap())
         .collect();
     if p.get(5) == Some(&1) {
-        simulate_uc(seed, p[0] as usize, p[1], p[2], p[3]);
+        uc::simulate_uc(seed, p[0] as usize, p[1], p[2], p[3]);
     } else {
         simulate(seed, p[0] as usize, p[1], p[2], p[3], p[4] != 0);
-    }
-}
-
-/// UC: nothing is acknowledged or resent; lost packets lose messages, but a
-/// message that is delivered is whole and in order.
-fn simulate_uc(seed: u64, n: usize, drop_pct: u32, dup_pct: u32, swap_pct: u32) -> usize {
-    let mut rng = Rng::new(seed);
-    let start_psn = PSN_MASK - rng.below(100);
-    let mut io = RespModel::default();
-    io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);
-    let (wqes, ex) = build(&mut rng, n, &mut io, qp::Type::Uc, false);
-    io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
-    let mut rx = Receiver {
-        st: resp_rules::State::new(start_psn, 0),
-        qp: RespQp {
-            qp_type: qp::Type::Uc,
-            mtu: MTU,
-            access: access::REMOTE_WRITE,
-            srq: false,
-            min_rnr_timer: 0,
-        },
-        io,
-    };
-    let mut tx = Sender {
-        qp: ReqQp {
-            qp_type: qp::Type::Uc,
-            path_mtu: MTU,
-            port_mtu: 4096,
-            max_rd_atomic: 0,
-        },
-        req: req_rules::State::new(start_psn, 0),
-        comp: comp_machine::State::new(start_psn, 7, 7),
-        sq: SqModel {
-            wqes,
-            ..SqModel::default()
-        },
-        wqe_index: 0,
-        held: None,
-        woken: true,
-    };
-    let mut net = Net {
-        rng: Rng::new(seed ^ 0x5555),
-        drop_pct,
-        dup_pct,
-        swap_pct,
-    };
-    let mut tick = 0;
-    while tx.sq.consumer < tx.sq.wqes.len() || !rx.io.reqs.is_empty() {
-        tick += 1;
-        assert!(tick < 100_000, "seed {seed}: UC stalled");
-        let mut wire = Vec::new();
-        for _ in 0..8 {
-            if !tx.step(&mut wire) {
-                break;
-            }
-        }
-        net.carry(wire, &mut rx.io.reqs);
-        if trace() {
-            for (r, _) in &rx.io.reqs {
-                std::println!(
-                    "{tick} IN {:?} psn={} len={} imm={:?}",
-                    r.opcode,
-                    r.psn,
-                    r.payload,
-                    r.imm
-                );
-            }
-        }
-        let ncqe = rx.io.cqes.len();
-        for _ in 0..10_000 {
-            let o = resp_machine::run(&mut rx.st, &rx.qp, &mut rx.io);
-            assert!(!o.qp_error, "seed {seed}: UC responder failed");
-            if !o.progress {
-                break;
-            }
-        }
-        assert!(rx.io.out.is_empty(), "UC answered");
-        if trace() {
-            for (c, _) in rx.io.cqes.iter().skip(ncqe) {
-                std::println!(
-                    "{tick} CQE {:?} len={} ex={:#x}",
-                    c.opcode,
-                    c.byte_len,
-                    c.ex
-                );
-            }
-        }
-        let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
-        assert!(!o.qp_error && !o.progress);
-    }
-    assert!(tx
-        .sq
-        .retired
-        .iter()
-        .enumerate()
-        .all(|(i, r)| *r == (i, WcStatus::Success)));
-    // Every completion is one of the messages sent, whole; in order unless
-    // the network duplicates or reorders (a UC first packet with an
-    // unexpected PSN starts a new message, so it is delivered again, or
-    // ahead of the one it passed).
-    let mut want = ex.recvs.iter();
-    for (cqe, data) in &rx.io.cqes {
-        assert_eq!(cqe.status, WcStatus::Success);
-        let is = |(w, imm, write): &(Vec<u8>, Option<u32>, bool)| {
-            cqe.ex == imm.unwrap_or(0)
-                && cqe.byte_len as usize == w.len()
-                && if *write {
-                    cqe.opcode == WcOpcode::RecvRdmaWithImm
-                } else {
-                    data == w
-                }
-        };
-        let found = if dup_pct == 0 && swap_pct == 0 {
-            want.any(is)
-        } else {
-            ex.recvs.iter().any(is)
-        };
-        assert!(
-            found,
-            "seed {seed}: UC delivered a message that was not sent: {cqe:?}"
-        );
-    }
-    if drop_pct == 0 && dup_pct == 0 && swap_pct == 0 {
-        assert_eq!(rx.io.cqes.len(), ex.recvs.len());
-    }
-    tick
-}
-
-#[test]
-fn uc_connections() {
-    for seed in 400..=420u64 {
-        simulate_uc(seed, 40, 0, 0, 0);
-    }
-    for seed in 430..=480u64 {
-        simulate_uc(seed, 40, 10, 0, 0);
-    }
-    for seed in 490..=520u64 {
-        simulate_uc(seed, 40, 5, 10, 5);
     }
 }
 
