@@ -120,6 +120,27 @@ struct Sender {
 }
 
 impl Sender {
+    /// A sender of `qp_type` with `wqes` posted, its PSNs from `start_psn`.
+    fn new(qp_type: qp::Type, max_rd_atomic: u32, start_psn: u32, wqes: Vec<SWqe>) -> Sender {
+        Sender {
+            qp: ReqQp {
+                qp_type,
+                path_mtu: MTU,
+                port_mtu: 4096,
+                max_rd_atomic,
+            },
+            req: req_rules::State::new(start_psn, max_rd_atomic),
+            comp: comp_machine::State::new(start_psn, 7, 7),
+            sq: SqModel {
+                wqes,
+                ..SqModel::default()
+            },
+            wqe_index: 0,
+            held: None,
+            woken: true,
+        }
+    }
+
     /// One `rxe_requester()` call; returns whether it did anything.
     fn step(&mut self, wire: &mut Vec<(Request, Vec<u8>)>) -> bool {
         if self.req.need_retry && !self.req.wait_for_rnr_timer {
@@ -375,23 +396,7 @@ fn simulate_with(
         },
         io,
     };
-    let mut tx = Sender {
-        qp: ReqQp {
-            qp_type: qp::Type::Rc,
-            path_mtu: MTU,
-            port_mtu: 4096,
-            max_rd_atomic: 4,
-        },
-        req: req_rules::State::new(start_psn, 4),
-        comp: comp_machine::State::new(start_psn, 7, 7),
-        sq: SqModel {
-            wqes,
-            ..SqModel::default()
-        },
-        wqe_index: 0,
-        held: None,
-        woken: true,
-    };
+    let mut tx = Sender::new(qp::Type::Rc, 4, start_psn, wqes);
     let mut net = Net {
         rng: Rng::new(seed ^ 0x9e37),
         drop_pct,

@@ -32,23 +32,7 @@ pub(super) fn simulate_uc(
         },
         io,
     };
-    let mut tx = Sender {
-        qp: ReqQp {
-            qp_type: qp::Type::Uc,
-            path_mtu: MTU,
-            port_mtu: 4096,
-            max_rd_atomic: 0,
-        },
-        req: req_rules::State::new(start_psn, 0),
-        comp: comp_machine::State::new(start_psn, 7, 7),
-        sq: SqModel {
-            wqes,
-            ..SqModel::default()
-        },
-        wqe_index: 0,
-        held: None,
-        woken: true,
-    };
+    let mut tx = Sender::new(qp::Type::Uc, 0, start_psn, wqes);
     let mut net = Net {
         rng: Rng::new(seed ^ 0x5555),
         drop_pct,
