@@ -5,13 +5,13 @@
 //!
 //! A UD SEND_ONLY to the multicast QPN whose payload is [`PING`] followed by
 //! a 16-byte GID is answered with the same packet, payload [`PONG`], sent to
-//! that GID's address through `net::alloc_packet_with`/`net::send` (to the pinger,
+//! that GID's address through `net::alloc_packet_with`/`net::TxBatch` (to the pinger,
 //! or back to ourselves for the loopback path). qemu-test/tests/net_raw.py
 //! counts the answers in the receiver's `rcvd_pkts`, which only a valid
 //! packet (headers and ICRC) reaches, on rdma_rxe as on rxe_rs.
 
 use crate::rxe::kernel::route;
-use crate::rxe::net::{alloc_packet_with, send, Av, TxFlow};
+use crate::rxe::net::{alloc_packet_with, Av, TxBatch, TxFlow};
 use crate::rxe::proto::headers::{Bth, Deth, DEFAULT_PKEY, MULTICAST_QPN};
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::proto::opcode::Opcode;
@@ -65,8 +65,16 @@ fn pong(ping: &RxPacket, to: IpAddr, len: usize) -> Option<()> {
     })
     .ok()?;
     let out = tx.payload_mut();
-    out.copy_from_slice(ping.payload());
+    if out.len() != ping.payload().len() {
+        return None;
+    }
+    for (d, s) in out.iter_mut().zip(ping.payload()) {
+        *d = *s;
+    }
     out.get_mut(..PONG.len())?.copy_from_slice(PONG);
     let flow = TxFlow::unowned(()).ok()?;
-    send(tx, &flow).ok()
+    let mut batch = TxBatch::new(&flow);
+    let sent = batch.send(tx).ok();
+    batch.flush();
+    sent
 }

@@ -125,6 +125,12 @@ impl RxPacket {
         self.src
     }
 
+    /// The sender's UDP source port (test builds answer to it).
+    #[cfg(rxe_nettest)]
+    pub(crate) fn udp_sport(&self) -> u16 {
+        self.sport
+    }
+
     /// The IP address it was sent to (ours, or a multicast group's).
     pub(crate) fn dst(&self) -> IpAddr {
         self.dst

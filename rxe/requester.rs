@@ -867,12 +867,17 @@ fn run_wqe<'a>(
     (outcome, tx)
 }
 
-/// Sends a packet the requester built, and keeps an RC QP's retransmit
-/// timer running.
+/// Sends a packet the requester built (into the step's batch), and keeps
+/// an RC QP's retransmit timer running.
 #[inline]
-fn send_packet(qp: &Arc<Shared>, snap: &Snap, tx: net::TxPacket<'_>) {
+fn send_packet<'a>(
+    qp: &Arc<Shared>,
+    snap: &Snap,
+    batch: &mut net::TxBatch<'a, ReqWake>,
+    tx: net::TxPacket<'a>,
+) {
     // Losses are recovered by retries on RC; UC and UD lose the message.
-    let _ = net::send(tx, &qp.flow);
+    let _ = batch.send(tx);
     if qp.qp_type == qp::Type::Rc {
         arm_retransmit(qp, snap.timeout, true);
     }
@@ -906,6 +911,8 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     // The last message's END packet, until the next packet tells whether
     // it keeps its ACK request (`rl::next_built`).
     let mut held: Option<net::TxPacket<'_>> = None;
+    // The step's packets reach the device together (see `net::TxBatch`).
+    let mut batch = net::TxBatch::new(&qp.flow);
     for _ in 0..PACKETS_PER_STEP {
         let built;
         (outcome, built) = run_once(qp, &snap, held.is_some(), draining);
@@ -915,12 +922,12 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
                 if b.clear_held {
                     let _ = h.set_ack_req(false);
                 }
-                send_packet(qp, &snap, h);
+                send_packet(qp, &snap, &mut batch, h);
             }
             if b.hold {
                 held = Some(b.tx);
             } else {
-                send_packet(qp, &snap, b.tx);
+                send_packet(qp, &snap, &mut batch, b.tx);
             }
         }
         match outcome {
@@ -939,8 +946,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         }
     }
     if let Some(h) = held {
-        send_packet(qp, &snap, h);
+        send_packet(qp, &snap, &mut batch, h);
     }
+    batch.flush();
     if draining && matches!(outcome, Outcome::Idle) && qp.req.lock().sq.touched == 0 {
         qp.finish_sq_drain();
     }

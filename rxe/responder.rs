@@ -376,7 +376,8 @@ struct Io<'a> {
     gen: u32,
     head: &'a mut Option<RxPacket>,
     wqe: &'a mut WqeHold,
-    flow: &'a TxFlow<()>,
+    /// The step's replies, flushed to the device together when it ends.
+    batch: net::TxBatch<'a, ()>,
     /// The region `lookup` resolved, until `release_mr`.
     mr: Option<Arc<mr::Shared>>,
     /// The receive CQ's callbacks, run after the `resp` lock.
@@ -389,7 +390,7 @@ struct Io<'a> {
     odp_give_up: bool,
 }
 
-impl Io<'_> {
+impl<'a> Io<'a> {
     fn dev(&self) -> Option<&Device> {
         Some(&self.sh.dev)
     }
@@ -446,7 +447,7 @@ impl Io<'_> {
     /// Builds and sends a payload-less or payload-carrying reply of `len`
     /// bytes: in `pages` when given, else `fill` writes it.
     fn send_reply(
-        &self,
+        &mut self,
         opcode: Opcode,
         psn: u32,
         (aeth, orig): (Aeth, u64),
@@ -454,9 +455,9 @@ impl Io<'_> {
         pages: Option<&mut PayloadPages>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
     ) -> Result<(), SendFailed> {
-        let dev = self.dev().ok_or(SendFailed::Send)?;
+        let sh: &'a Arc<Shared> = self.sh;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
-        let mut tx = net::alloc_packet_with(dev, &av, opcode, to_usize(len), pages)
+        let mut tx = net::alloc_packet_with(&sh.dev, &av, opcode, to_usize(len), pages)
             .map_err(|_| SendFailed::Send)?;
         tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn))
             .map_err(|_| SendFailed::Send)?;
@@ -470,7 +471,7 @@ impl Io<'_> {
         if !tx.payload_in_frags() {
             fill(tx.payload_mut())?;
         }
-        net::send(tx, self.flow).map_err(|_| SendFailed::Send)
+        self.batch.send(tx).map_err(|_| SendFailed::Send)
     }
 }
 
@@ -882,7 +883,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 gen: *gen,
                 head,
                 wqe,
-                flow,
+                batch: net::TxBatch::new(flow),
                 mr: None,
                 due: Due::NONE,
                 srq_limit: false,
@@ -901,6 +902,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 out = resp_machine::run(rs, &f.qp, &mut io);
             }
             handled |= out.progress;
+            io.batch.flush();
             let (due, pending, srq_limit) = (io.due, io.fault, io.srq_limit);
             // What was handled before a fault ends the previous request's
             // retries; the fault then counts for the request that took it.

@@ -62,6 +62,15 @@ impl NetDevice {
         unsafe { b::rxe_rs_ll_reserved_space(self.as_ptr()) }
     }
 
+    /// Whether a UDP fraglist GSO skb sent through this device is split
+    /// back into its packets by its own software GSO (see
+    /// [`crate::rxe::kernel::skb::TxSkb::gso_chain`]); read at the moment,
+    /// the features may change later.
+    pub(crate) fn splits_gso_batch(&self) -> bool {
+        // SAFETY: By the type invariant the device is alive while we hold it.
+        unsafe { b::rxe_rs_netdev_splits_gso_batch(self.as_ptr()) }
+    }
+
     /// The interface name, without the trailing NULs.
     pub(crate) fn name(&self) -> &[u8] {
         // `name` is a fixed char array; the kernel keeps it NUL terminated.

@@ -19,6 +19,9 @@ use crate::rxe::sys as b;
 pub(crate) const PROTO_IPV4: u16 = 0x0800;
 pub(crate) const PROTO_IPV6: u16 = 0x86dd;
 
+/// Packets one UDP fraglist GSO skb carries at most ([`TxSkb::gso_chain`]).
+pub(crate) const GSO_BATCH_MAX: usize = 8;
+
 /// An `sk_buff` the driver owns; dropping it frees it as a drop.
 ///
 /// Its data may be shared with clones, so it is only ever read.
@@ -335,6 +338,32 @@ impl TxSkb {
         // SAFETY: The network header was set on a complete IPv4 header we
         // wrote, and the route; the id is written in place.
         unsafe { b::rxe_rs_skb_select_ipv4_id(self.ptr()) }
+    }
+
+    /// Makes this packet the first of a UDP fraglist GSO skb that carries
+    /// the packets of `rest` after it, taking them (the `Some`s, in order;
+    /// at most [`GSO_BATCH_MAX`] - 1). Software GSO splits it back into the
+    /// same packets right before the driver, which gets them in one go and
+    /// notifies its device once (see `rxe_rs_skb_gso_chain`).
+    ///
+    /// Every packet is complete: headers pushed and written, route attached,
+    /// ICRC filled. `rest` have no owner and go along this packet's route
+    /// from and to the same addresses and ports; the device of the route
+    /// splits such skbs itself ([`NetDevice::splits_gso_batch`]).
+    pub(crate) fn gso_chain(&mut self, rest: &mut [Option<TxSkb>]) {
+        let mut raw = [core::ptr::null_mut::<b::sk_buff>(); GSO_BATCH_MAX];
+        let mut n = 0usize;
+        for (slot, skb) in raw.iter_mut().zip(rest.iter_mut().filter_map(Option::take)) {
+            *slot = skb.into_raw();
+            n += 1;
+        }
+        if n == 0 {
+            return;
+        }
+        // SAFETY: We own this skb and the `n` skbs in `raw`, whose
+        // references go to it; all are complete packets as the contract
+        // says. `n` is at most `GSO_BATCH_MAX`.
+        unsafe { b::rxe_rs_skb_gso_chain(self.ptr(), raw.as_mut_ptr(), n as u32) };
     }
 
     /// Hands the packet to the IPv4 or IPv6 output path (by `protocol`).

@@ -444,6 +444,64 @@ void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb)
 	__ip_select_ident(rxe_rs_skb_dst_net(skb), ip_hdr(skb), 1);
 }
 
+/*
+ * rxe_rs_netdev_splits_gso_batch: whether a UDP fraglist GSO skb handed to
+ * ndev is split back into its packets by the software GSO of ndev's own
+ * transmit path (the device does not offer NETIF_F_GSO_FRAGLIST itself).
+ * Only then does every packet leave with the IP header it was built with:
+ * a device that passes such skbs on (veth, loopback, a bridge...) may
+ * deliver one whole to a local UDP socket, where only the UDP layer splits
+ * it, and the first packet keeps the batch's IP length.
+ */
+bool rxe_rs_netdev_splits_gso_batch(const struct net_device *ndev)
+{
+	return !(READ_ONCE(ndev->features) & NETIF_F_GSO_FRAGLIST);
+}
+
+/*
+ * rxe_rs_skb_gso_chain: turns head, a complete packet ready for
+ * ip_local_out() or ip6_local_out() (data at the IP header, network and
+ * transport headers set, route attached), into a UDP fraglist GSO skb that
+ * carries the n complete packets of rest after it, as UDP GRO lays out such
+ * skbs: each chained skb's data starts after its UDP header, and head's
+ * gso_size is its own UDP payload. The chained skbs become head's; they
+ * must have no owner and go along head's route with head's addresses and
+ * ports. Software GSO at the device splits the skb back into the same
+ * packets, byte for byte: every packet keeps its own IP and UDP header,
+ * the IPv4 ids included (SKB_GSO_TCP_FIXEDID; our headers have DF), and
+ * only the length and checksum of the IP header are rewritten, to the
+ * values they had. The driver then gets the packets in one go
+ * (xmit_more) and notifies the device once.
+ */
+void rxe_rs_skb_gso_chain(struct sk_buff *head, struct sk_buff **rest,
+			  unsigned int n)
+{
+	struct skb_shared_info *shinfo = skb_shinfo(head);
+	struct sk_buff **link = &shinfo->frag_list;
+	unsigned int i;
+
+	shinfo->gso_size = head->len - skb_transport_offset(head) -
+			   sizeof(struct udphdr);
+	for (i = 0; i < n; i++) {
+		struct sk_buff *skb = rest[i];
+
+		__skb_pull(skb, skb_transport_offset(skb) +
+				sizeof(struct udphdr));
+		*link = skb;
+		link = &skb->next;
+		head->len += skb->len;
+		head->data_len += skb->len;
+		head->truesize += skb->truesize;
+	}
+	*link = NULL;
+	shinfo->gso_segs = n + 1;
+	shinfo->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+	if (head->protocol == htons(ETH_P_IP))
+		shinfo->gso_type |= SKB_GSO_TCP_FIXEDID;
+	/* The UDP checksum is 0 (none): nothing for the stack to fill in. */
+	head->ip_summed = CHECKSUM_UNNECESSARY;
+}
+
 int rxe_rs_skb_linearize(struct sk_buff *skb)
 {
 	return skb_linearize(skb);

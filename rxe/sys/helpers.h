@@ -82,6 +82,9 @@ void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
 			     struct dst_entry *dst);
 void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb);
 int rxe_rs_skb_linearize(struct sk_buff *skb);
+bool rxe_rs_netdev_splits_gso_batch(const struct net_device *ndev);
+void rxe_rs_skb_gso_chain(struct sk_buff *head, struct sk_buff **rest,
+			  unsigned int n);
 bool rxe_rs_skb_add_page_frag(struct sk_buff *skb, struct page *page,
 			      unsigned int off, unsigned int len);
 void *rxe_rs_skb_add_trailer(struct sk_buff *skb, unsigned int len);
