@@ -46,7 +46,9 @@
 //! the network receive softirq finished its batch and runs each task as
 //! [`Task::run_for`] would, [`BH_STEPS`] steps and the rest on a worker.
 //! So the packets one batch brought for one QP are handled in one run
-//! (which lets the responder acknowledge them with one ACK). The task's own
+//! (which lets the responder acknowledge them with one ACK); a
+//! [`Task::schedule`] of a task that is on the list leaves the work to
+//! that run rather than wake a worker. The task's own
 //! work item never goes on that queue: one work item run both in and out
 //! of softirq context is an inconsistent lock state to lockdep. A task
 //! stopped while on the list is skipped when its turn comes (its run finds
@@ -329,6 +331,12 @@ where
         }
         let mut state = self.state.lock();
         match *state {
+            // Listed for a softirq run (`schedule_bh`) that has not taken
+            // the state lock yet: it sees what the caller queued, without
+            // a worker's wake-up. (The run clears `queued` before it takes
+            // the lock, so a `true` read under the lock means it is still
+            // to come.)
+            State::Idle if self.bh.queued.load(Ordering::Acquire) => {}
             State::Idle => {
                 if enqueue(owner.clone()) {
                     *state = State::Queued;

@@ -415,13 +415,17 @@ impl Shared {
         let single = pkt.mask().contains(Mask::ONLY);
         // A packet from the network that finds its engine idle is handled
         // in the receive softirq: a worker wake-up and a context switch
-        // less per message. A single-packet request (the small messages of
-        // a message-rate load) waits for the end of the receive softirq's
-        // batch (`schedule_bh`), so that the requests of one batch for
-        // this QP are handled in one run and the responder acknowledges
-        // them with one ACK. Everything else runs right here (batching the
-        // packets of long messages stalled them: a fixed-clock A/B lost 70%
-        // of 64 KiB bandwidth). Either run is cut short after
+        // less per message. Two kinds wait for the end of the receive
+        // softirq's batch (`schedule_bh`), so that the packets of one batch
+        // for this QP are handled in one run: a single-packet request (the
+        // small messages of a message-rate load; the responder then
+        // acknowledges them with one ACK), and a packet of a multi-packet
+        // read response (the completer takes a window of them per step).
+        // Packets that arrive while that run is still to come join it
+        // (`Task::schedule` leaves a listed task to its softirq run).
+        // Everything else runs right here (batching the request packets of
+        // long messages stalled them: a fixed-clock A/B lost 70% of 64 KiB
+        // bandwidth). Either run is cut short after
         // `INLINE_STEPS` steps (a read request's reply or a window of
         // requests the acknowledgement opened can be a long run of packets)
         // and a worker does the rest. Looped-back packets are queued: a reply
@@ -446,8 +450,10 @@ impl Shared {
         }
         if to_comp {
             self.want_comp.store(true, Ordering::Release);
-            if inline && alone {
+            if inline && alone && single {
                 self.send_task.run_for(self, INLINE_STEPS);
+            } else if inline && alone {
+                self.send_task.schedule_bh(self);
             } else {
                 counters::inc(&self.dev, Counter::AckDeferred);
                 self.send_task.schedule(self);
