@@ -4,6 +4,8 @@
 //! atomic ACKs against the send queue, retires WQEs in order into the send
 //! CQ, and flushes the send queue of a QP in error.
 
+use core::sync::atomic::{fence, Ordering};
+
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
@@ -381,6 +383,10 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         // armed for a packet not yet acknowledged is cancelled here.
         if qp.qp_type == qp::Type::Rc && !psn_after(st.req.psn, st.comp.psn) {
             qp.retrans_timer.cancel(qp);
+            // A doorbell that still saw the timer armed left its WQEs to
+            // the send task (`Shared::ring_doorbell`): order the disarm
+            // before the requester half reads `want_req`.
+            fence(Ordering::SeqCst);
         }
         out
     };

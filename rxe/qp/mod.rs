@@ -113,7 +113,7 @@
 
 mod post;
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -481,12 +481,27 @@ impl Shared {
         self.send_task.schedule(self);
     }
 
-    /// Runs the requester now in the caller's context when it is idle
-    /// (else schedules it): the doorbell of a user QP, in the process
-    /// context of the post_send system call, with no lock held. Saves the
-    /// hand-off to a worker per message, as C's `rxe_run_task` does there.
-    pub(crate) fn run_requester(self: &Arc<Self>) {
+    /// The doorbell of a user QP, in the process context of the post_send
+    /// system call, with no lock held (`rts`: the QP is in RTS). While an
+    /// RC QP in RTS has its retransmit timer armed (packets in flight await
+    /// an acknowledgement), it only marks the requester wanted: that
+    /// acknowledgement, or the timer, runs the send task, whose requester
+    /// then sends what was posted meanwhile as one batch, with one
+    /// notification of the device, instead of one packet per system call.
+    /// Otherwise the requester runs now in the caller's context when it is
+    /// idle (else it is scheduled): the hand-off to a worker per message
+    /// is saved, as C's `rxe_run_task` does there.
+    pub(crate) fn ring_doorbell(self: &Arc<Self>, rts: bool) {
         self.want_req.store(true, Ordering::Release);
+        if rts && self.qp_type == Type::Rc {
+            // Pairs with the fence after the completer disarms the timer:
+            // either this sees the timer disarmed and runs the requester,
+            // or the send task's requester half sees `want_req`.
+            fence(Ordering::SeqCst);
+            if self.retrans_timer.pending() {
+                return;
+            }
+        }
         self.send_task.run(self);
     }
 

@@ -81,14 +81,15 @@ impl Qp {
     /// Refused before RTS.
     pub(crate) fn post_send(&self, wrs: SendWrs<'_, Ah>) -> Result<(), PostFailure> {
         let sh = &self.shared;
-        {
+        let rts = {
             let st = sh.status();
             if !st.valid || (st.attrs.state.as_raw() < State::Rts.as_raw()) {
                 return Err((EINVAL, 0));
             }
-        }
+            st.attrs.state == State::Rts
+        };
         if sh.is_user {
-            sh.run_requester();
+            sh.ring_doorbell(rts);
             return Ok(());
         }
         let mut posted = 0usize;
