@@ -489,8 +489,8 @@ impl Shared {
     /// then sends what was posted meanwhile as one batch, with one
     /// notification of the device, instead of one packet per system call.
     /// Otherwise the requester runs now in the caller's context when it is
-    /// idle (else it is scheduled): the hand-off to a worker per message
-    /// is saved, as C's `rxe_run_task` does there.
+    /// idle (else it is scheduled): it saves the hand-off to a worker per
+    /// message that rdma_rxe 6.12 makes there (`rxe_sched_task`).
     pub(crate) fn ring_doorbell(self: &Arc<Self>, rts: bool) {
         self.want_req.store(true, Ordering::Release);
         if rts && self.qp_type == Type::Rc {
