@@ -335,6 +335,101 @@ fn coalesced_acks() {
     assert_eq!(t.st.ack_owed, None);
 }
 
+/// A request answered with an empty queue may have its ACK held for the
+/// QP's next packet (`Io::hold_ack`): the queue running dry keeps it while
+/// its backstop has not fired, later requests fold into it, any other
+/// response sends it first, and the engine takes it (`take_owed_ack`)
+/// ahead of its own packet.
+#[test]
+fn held_acks() {
+    let mut t = T::new(qp::Type::Rc);
+    t.io.coalesce = true;
+    t.io.hold = true;
+    t.io.still_hold = true;
+    t.io.rq.extend([64, 64, 64, 64]);
+    let va = BASE + 0x100;
+    let write64 = |t: &mut T, psn: u32| {
+        t.io.push(
+            with_reth(rq(Opcode::RcWriteOnly, psn, 64), va, 64),
+            bytes(64, 1),
+        );
+    };
+
+    // A lone send: delivered, its ACK held, nothing on the wire.
+    t.io.push(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 2));
+    t.drain();
+    assert_eq!(t.io.cqes.len(), 1);
+    assert!(t.io.out.is_empty());
+    let owed = t.st.ack_owed.expect("held");
+    assert_eq!((owed.psn, owed.first), (100, 100));
+    // Another run on the dry queue keeps holding it.
+    t.drain();
+    assert!(t.io.out.is_empty());
+
+    // The next request folds into it; the engine then takes it.
+    write64(&mut t, 101);
+    t.drain();
+    assert!(t.io.out.is_empty());
+    assert_eq!(take_owed_ack(&mut t.st), Some(ack(101, 2)));
+    assert_eq!(t.st.ack_owed, None);
+    assert_eq!(take_owed_ack(&mut t.st), None);
+
+    // The backstop fired: the next run on the dry queue sends it.
+    write64(&mut t, 102);
+    t.drain();
+    assert!(t.io.out.is_empty());
+    t.io.still_hold = false;
+    t.drain();
+    assert_eq!(t.io.acks(), [ack(102, 3)]);
+    assert_eq!(t.st.ack_owed, None);
+
+    // A read goes after the held ACK, in PSN order; a sequence NAK too.
+    t.io.out.clear();
+    t.io.still_hold = true;
+    write64(&mut t, 103);
+    t.drain();
+    t.io.push(with_reth(rq(Opcode::RcReadRequest, 104, 0), va, 64), vec![]);
+    t.drain();
+    let order: Vec<(bool, u32)> =
+        t.io.out
+            .iter()
+            .map(|o| match o {
+                Out::Ack(a) => (true, a.psn),
+                Out::Read(r, _) => (false, r.psn),
+            })
+            .collect();
+    assert_eq!(order, [(true, 103), (false, 104)]);
+    t.io.out.clear();
+    write64(&mut t, 105);
+    t.drain();
+    write64(&mut t, 107);
+    t.drain();
+    let acks = t.io.acks();
+    assert_eq!(acks.len(), 2);
+    assert_eq!(acks[0], ack(105, 6));
+    assert_eq!((acks[1].psn, acks[1].syndrome), (106, 0x60));
+
+    // Held ACKs stay within MAX_COALESCED_PSNS of the oldest they answer.
+    t.io.out.clear();
+    t.st.ack_owed = None;
+    for i in 0..20u32 {
+        write64(&mut t, 106 + i);
+        t.drain();
+    }
+    let psns: Vec<u32> = t.io.acks().iter().map(|a| a.psn).collect();
+    assert_eq!(psns, [121]);
+    assert_eq!(t.st.ack_owed.map(|o| (o.first, o.psn)), Some((122, 125)));
+
+    // UC never acknowledges, so never holds.
+    let mut u = T::new(qp::Type::Uc);
+    u.io.hold = true;
+    u.io.still_hold = true;
+    u.io.rq.push_back(64);
+    u.io.push(rq(Opcode::UcSendOnly, 100, 8), bytes(8, 2));
+    u.drain();
+    assert_eq!(u.st.ack_owed, None);
+}
+
 #[test]
 fn rc_write_errors() {
     // Out of range: remote access error; length mismatch: invalid request.
