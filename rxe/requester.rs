@@ -956,9 +956,6 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     if let Some(h) = held {
         send_packet(qp, &snap, &mut batch, h);
     }
-    if !ack_ahead {
-        responder::with_send(qp, &mut batch);
-    }
     batch.flush();
     if draining && matches!(outcome, Outcome::Idle) && qp.req.lock().sq.touched == 0 {
         qp.finish_sq_drain();

@@ -32,9 +32,7 @@
 //! ([`send_held_ack`]): a consumer that tears the QP down as soon as its
 //! last message is in must still have that message acknowledged. The
 //! delay stays far below the ACK delay the device reports
-//! (`LOCAL_CA_ACK_DELAY`, 134 ms), which a peer's timeout allows for; a
-//! peer that resends a request anyway (hardware allows an 8 us timeout)
-//! stops the QP's holding until RESET.
+//! (`LOCAL_CA_ACK_DELAY`, 134 ms), which a peer's timeout allows for.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -139,10 +137,6 @@ pub(crate) struct AckHold {
     /// Replies in a row that left within `ACK_HOLD_NS` of the request they
     /// answered, up to `ACK_HOLD_AFTER_REPLIES`.
     quick: AtomicU32,
-    /// The peer resent a request: its ACK timeout may be shorter than the
-    /// hold (hardware allows 8 us), so this QP holds no ACK again until
-    /// RESET.
-    never: AtomicBool,
 }
 
 impl AckHold {
@@ -151,7 +145,6 @@ impl AckHold {
             held: AtomicBool::new(false),
             answered_at: AtomicU64::new(0),
             quick: AtomicU32::new(0),
-            never: AtomicBool::new(false),
         }
     }
 
@@ -160,7 +153,6 @@ impl AckHold {
         self.held.store(false, Ordering::Relaxed);
         self.answered_at.store(0, Ordering::Relaxed);
         self.quick.store(0, Ordering::Relaxed);
-        self.never.store(false, Ordering::Relaxed);
     }
 }
 
@@ -259,11 +251,9 @@ impl Shared {
     /// modify_qp stored new attributes: the responder takes the receive PSN
     /// and its resource count, and starts over on RESET. Call without the
     /// state lock held.
-    pub(crate) fn resp_modified(self: &Arc<Self>, mask: AttrMask, attrs: &QpAttrs) {
+    pub(crate) fn resp_modified(&self, mask: AttrMask, attrs: &QpAttrs) {
         let mut st = self.resp.lock();
         if attrs.state == qp::State::Reset && mask.contains(AttrMask::STATE) {
-            // The request a held ACK answers has completed: it is owed.
-            send_held_in(self, &mut st);
             st.rs.reset();
             st.forget();
             st.last_wqe_reported = false;
@@ -582,14 +572,7 @@ pub(crate) fn ahead_of_send<'a, W: TxWake>(sh: &'a Arc<Shared>, batch: &mut TxBa
             h.quick.store(0, Ordering::Relaxed);
         }
     }
-    with_send(sh, batch);
-}
-
-/// The requester sent packets this step: an ACK the responder held while
-/// the step ran (its consumer saw the request and replied before the
-/// responder's run ended) goes with them rather than after the backstop.
-pub(crate) fn with_send<'a, W: TxWake>(sh: &'a Arc<Shared>, batch: &mut TxBatch<'a, W>) {
-    if !sh.ack_hold.held.load(Ordering::Acquire) {
+    if !h.held.load(Ordering::Acquire) {
         return;
     }
     let tx = take_held_ack(sh, &mut sh.resp.lock());
@@ -599,23 +582,19 @@ pub(crate) fn with_send<'a, W: TxWake>(sh: &'a Arc<Shared>, batch: &mut TxBatch<
     }
 }
 
-/// Sends a held ACK at once: the QP is destroyed or moved to ERR by its
-/// consumer, and no packet of its own will carry it. (rdma_rxe sends
-/// every ACK before its consumer sees the request, so a consumer that
-/// destroys the QP as soon as its last message is in still has that
+/// Sends a held ACK at once: the QP is destroyed, reset or moved to ERR
+/// by its consumer, and no packet of its own will carry it. (rdma_rxe
+/// sends every ACK before its consumer sees the request, so a consumer
+/// that destroys the QP as soon as its last message is in still has that
 /// message acknowledged.) Process context or a completion handler, with
 /// no engine lock held.
 pub(crate) fn send_held_ack(sh: &Arc<Shared>) {
     if !sh.ack_hold.held.load(Ordering::Acquire) {
         return;
     }
-    send_held_in(sh, &mut sh.resp.lock());
-}
-
-/// `send_held_ack` with `resp` held.
-fn send_held_in(sh: &Arc<Shared>, st: &mut State) {
-    if let Some(tx) = take_held_ack(sh, st) {
-        let mut batch = net::TxBatch::new(&st.flow);
+    let mut guard = sh.resp.lock();
+    if let Some(tx) = take_held_ack(sh, &mut guard) {
+        let mut batch = net::TxBatch::new(&guard.flow);
         let _ = batch.send(tx);
         batch.flush();
     }
@@ -644,11 +623,6 @@ fn take_held_ack<'a>(sh: &'a Arc<Shared>, st: &mut State) -> Option<TxPacket<'a>
 /// are quick again.
 impl TimerOwner<{ qp::ACK_TIMER }> for Shared {
     fn expired(this: Arc<Self>) {
-        // An expiry that a cancel could not stop (its callback was running)
-        // may come after the ACK left.
-        if !this.ack_hold.held.load(Ordering::Acquire) {
-            return;
-        }
         this.ack_hold.quick.store(0, Ordering::Relaxed);
         this.resp_task.schedule(&this);
     }
@@ -691,7 +665,6 @@ impl resp_machine::Io for Io<'_> {
         // the peer waits for until that ACK comes: hold nothing then.
         if !self.rts
             || h.quick.load(Ordering::Relaxed) < ACK_HOLD_AFTER_REPLIES
-            || h.never.load(Ordering::Relaxed)
             || sh.retrans_timer.pending()
         {
             return false;
@@ -996,9 +969,6 @@ impl resp_machine::Io for Io<'_> {
     }
 
     fn count(&mut self, ev: Event) {
-        if matches!(ev, Event::DuplicateRequest) {
-            self.sh.ack_hold.never.store(true, Ordering::Relaxed);
-        }
         counters::inc(&self.sh.dev, ev.into());
     }
 
@@ -1052,8 +1022,6 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             (v.valid, v.state)
         };
         if !valid || matches!(state, qp::State::Err | qp::State::Reset) {
-            // A step that held an ACK while the QP left RTS under it.
-            send_held_in(this, &mut guard);
             drop(guard);
             let notify = valid && state == qp::State::Err;
             this.resp_drain_pkts();

@@ -137,6 +137,8 @@ impl Shared {
     pub(super) fn on_reset(self: &Arc<Self>) {
         self.send_task.disable();
         self.resp_task.disable();
+        // No responder runs now to hold another one.
+        responder::send_held_ack(self);
         self.retrans_timer.cancel(self);
         self.rnr_timer.cancel(self);
         self.ack_timer.cancel(self);
