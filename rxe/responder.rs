@@ -27,12 +27,9 @@
 //! `ACK_HOLD_NS`) sends it if no reply comes, and stops the holding until
 //! replies are quick again. An ACK is held only while our own requester
 //! waits for no ACK itself (its retransmit timer is idle), so two QPs never
-//! hold each other's acknowledgements. A QP that is destroyed, reset or
-//! moved to ERR by its consumer sends its held ACK first
-//! ([`send_held_ack`]): a consumer that tears the QP down as soon as its
-//! last message is in must still have that message acknowledged. The
-//! delay stays far below the ACK delay the device reports
-//! (`LOCAL_CA_ACK_DELAY`, 134 ms), which a peer's timeout allows for.
+//! hold each other's acknowledgements. The delay stays far below the ACK
+//! delay the device reports (`LOCAL_CA_ACK_DELAY`, 134 ms), which a peer's
+//! timeout allows for.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -575,46 +572,34 @@ pub(crate) fn ahead_of_send<'a, W: TxWake>(sh: &'a Arc<Shared>, batch: &mut TxBa
     if !h.held.load(Ordering::Acquire) {
         return;
     }
-    let tx = take_held_ack(sh, &mut sh.resp.lock());
-    // Lost like any packet if this fails: the peer's retry gets it again.
-    if let Some(tx) = tx {
-        let _ = batch.send(tx);
-    }
-}
-
-/// Sends a held ACK at once: the QP is destroyed, reset or moved to ERR
-/// by its consumer, and no packet of its own will carry it. (rdma_rxe
-/// sends every ACK before its consumer sees the request, so a consumer
-/// that destroys the QP as soon as its last message is in still has that
-/// message acknowledged.) Process context or a completion handler, with
-/// no engine lock held.
-pub(crate) fn send_held_ack(sh: &Arc<Shared>) {
-    if !sh.ack_hold.held.load(Ordering::Acquire) {
-        return;
-    }
-    let mut guard = sh.resp.lock();
-    if let Some(tx) = take_held_ack(sh, &mut guard) {
-        let mut batch = net::TxBatch::new(&guard.flow);
-        let _ = batch.send(tx);
-        batch.flush();
-    }
-}
-
-/// Takes the held ACK, if any, as a packet ready to send, and cancels its
-/// backstop. Under `resp`.
-fn take_held_ack<'a>(sh: &'a Arc<Shared>, st: &mut State) -> Option<TxPacket<'a>> {
-    if !sh.ack_hold.held.swap(false, Ordering::AcqRel) {
-        return None;
-    }
-    sh.ack_timer.cancel(sh);
-    let a = resp_machine::take_owed_ack(&mut st.rs)?;
-    let v = view(sh, &mut st.view);
-    let aeth = Aeth {
-        syndrome: a.syndrome,
-        msn: a.msn,
+    let tx = {
+        let mut guard = sh.resp.lock();
+        if !h.held.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        sh.ack_timer.cancel(sh);
+        let st = &mut *guard;
+        let v = view(sh, &mut st.view);
+        let Some(a) = resp_machine::take_owed_ack(&mut st.rs) else {
+            return;
+        };
+        if !v.valid {
+            return;
+        }
+        let aeth = Aeth {
+            syndrome: a.syndrome,
+            msn: a.msn,
+        };
+        let Some(av) = reply_av(sh, &v.facts, None) else {
+            return;
+        };
+        match reply_packet(sh, &v.facts, &av, a.opcode, a.psn, (aeth, 0), 0, None) {
+            Ok(tx) => tx,
+            Err(_) => return,
+        }
     };
-    let av = reply_av(sh, &v.facts, None)?;
-    reply_packet(sh, &v.facts, &av, a.opcode, a.psn, (aeth, 0), 0, None).ok()
+    // Lost like any packet if this fails: the peer's retry gets it again.
+    let _ = batch.send(tx);
 }
 
 /// The backstop of a held ACK: no reply came within `ACK_HOLD_NS`. The

@@ -20,12 +20,12 @@
 //! qp.ack_timer.shutdown(&qp);
 //! ```
 
-use core::marker::PhantomData;
+use core::{marker::PhantomData, ptr};
 
 use kernel::{prelude::*, sync::Arc, types::Opaque};
 
 use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
-use crate::rxe::kernel::timer::{give_back, lives_in, owner_of, TimerOwner};
+use crate::rxe::kernel::timer::TimerOwner;
 use crate::rxe::sys as b;
 
 /// The callback's "do not restart": 7.x's bindings make `hrtimer_restart` a
@@ -115,26 +115,35 @@ where
     /// Called by the hrtimer core for a `raw` queued by `arm_idle`, which is
     /// a field of a `T` in an `Arc` and holds a reference to it.
     unsafe extern "C" fn expire(raw: *mut b::hrtimer) -> b::hrtimer_restart {
-        // SAFETY: `raw` is the `raw` field of an `HrTimer<T, ID>`, itself
-        // `T::OFFSET` into its owner; by the invariant the queued timer
-        // held a reference to the owner, and the core dequeued it before
-        // calling us, so that reference is ours now.
-        let owner =
-            unsafe { owner_of::<T>(raw.cast(), T::OFFSET + core::mem::offset_of!(Self, raw)) };
+        let owner = raw
+            .cast::<u8>()
+            .wrapping_sub(T::OFFSET + core::mem::offset_of!(Self, raw))
+            .cast::<T>()
+            .cast_const();
+        // SAFETY: By the invariant the queued timer held a reference to the
+        // owner; the core dequeued it before calling us, so that reference
+        // is ours now.
+        let owner = unsafe { Arc::from_raw(owner) };
         T::expired(owner);
         NORESTART
     }
 
     fn is_in(&self, owner: &Arc<T>) -> bool {
-        lives_in(T::hrtimer(owner), self)
+        if ptr::eq(T::hrtimer(owner), self) {
+            return true;
+        }
+        pr_warn!("hrtimer used with an owner it does not belong to\n");
+        false
     }
 
     /// Gives back the reference a queued timer held on `owner`, after the
     /// caller dequeued it.
     fn release(owner: &Arc<T>) {
+        let held: *const T = &**owner;
         // SAFETY: By the invariant the queued timer held a reference to
-        // this owner; dequeuing it made it the caller's.
-        unsafe { give_back(owner) };
+        // this owner (an `Arc::into_raw` of it); dequeuing it made it the
+        // caller's. The caller's own `owner` keeps the count above zero.
+        drop(unsafe { Arc::from_raw(held) });
     }
 
     /// Arms the timer to expire `delay_ns` from now, unless it is already

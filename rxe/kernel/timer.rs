@@ -100,43 +100,6 @@ impl Jiffies {
     }
 }
 
-/// Whether `timer`, found in an owner, is `this` one; warns if not. For
-/// the timer types here, whose methods take the owner they live in.
-pub(super) fn lives_in<X>(timer: &X, this: &X) -> bool {
-    if ptr::eq(timer, this) {
-        return true;
-    }
-    pr_warn!("timer used with an owner it does not belong to\n");
-    false
-}
-
-/// The owner of an expired timer, from the timer's raw field.
-///
-/// # Safety
-///
-/// `field` is `offset` bytes into a `T` that lives in an [`Arc`], and the
-/// caller owns one reference to that `T` (an `Arc::into_raw` of it).
-pub(super) unsafe fn owner_of<T>(field: *mut u8, offset: usize) -> Arc<T> {
-    let owner = field.wrapping_sub(offset).cast::<T>().cast_const();
-    // SAFETY: `owner` is the `T` the caller describes, whose reference
-    // the caller hands over.
-    unsafe { Arc::from_raw(owner) }
-}
-
-/// Gives back one reference to `owner` that a timer held and its caller
-/// took over by dequeuing the timer.
-///
-/// # Safety
-///
-/// The caller owns a reference to `owner`'s object (an `Arc::into_raw`
-/// of a clone of it) besides `owner` itself.
-pub(super) unsafe fn give_back<T>(owner: &Arc<T>) {
-    let held: *const T = &**owner;
-    // SAFETY: The caller owns this reference; its own `owner` keeps the
-    // count above zero.
-    drop(unsafe { Arc::from_raw(held) });
-}
-
 /// What happens when a timer expires.
 pub(crate) trait TimerOwner<const ID: u64>: Sized + Send + Sync + 'static {
     /// Runs in softirq context with the reference the armed timer held.
@@ -231,26 +194,38 @@ where
     /// Called by the timer core for a `raw` armed by `arm_at`, which is a
     /// field of a `T` in an `Arc` and holds a reference to it.
     unsafe extern "C" fn expire(raw: *mut b::timer_list) {
-        // SAFETY: `raw` is the `raw` field of a `Timer<T, ID>`, itself
-        // `T::OFFSET` into its owner; by the invariant the armed timer held
-        // a reference to the owner, and the timer core detached it before
-        // calling us, so that reference is ours now.
-        let owner =
-            unsafe { owner_of::<T>(raw.cast(), T::OFFSET + core::mem::offset_of!(Self, raw)) };
+        // `raw` is the first field of the timer, which is `T::OFFSET` into
+        // its owner.
+        let owner = raw
+            .cast::<u8>()
+            .wrapping_sub(T::OFFSET + core::mem::offset_of!(Self, raw))
+            .cast::<T>()
+            .cast_const();
+        // SAFETY: By the invariant the armed timer held a reference to the
+        // owner; the timer core detached it before calling us, so that
+        // reference is ours now.
+        let owner = unsafe { Arc::from_raw(owner) };
         T::expired(owner);
     }
 
     /// Whether `owner` is the object this timer lives in.
     fn is_in(&self, owner: &Arc<T>) -> bool {
-        lives_in(T::timer(owner), self)
+        if ptr::eq(T::timer(owner), self) {
+            return true;
+        }
+        pr_warn!("timer used with an owner it does not belong to\n");
+        false
     }
 
     /// Gives back the reference a pending timer held on `owner`, after the
     /// caller deactivated it.
     fn release(owner: &Arc<T>) {
+        let held: *const T = &**owner;
         // SAFETY: By the invariant the pending timer held a reference to
-        // this owner; deactivating the timer made it the caller's.
-        unsafe { give_back(owner) };
+        // this owner (an `Arc::into_raw` of it); deactivating the timer made
+        // it the caller's. The caller's own `owner` keeps the count above
+        // zero.
+        drop(unsafe { Arc::from_raw(held) });
     }
 
     /// Arms (or re-arms) the timer to expire at `expires`. Does nothing

@@ -109,17 +109,6 @@ impl T {
     }
 }
 
-/// What went out, in order: (an ACK-type packet, its PSN) or (a read
-/// response, its PSN).
-fn wire_order(out: &[Out]) -> Vec<(bool, u32)> {
-    out.iter()
-        .map(|o| match o {
-            Out::Ack(a) => (true, a.psn),
-            Out::Read(r, _) => (false, r.psn),
-        })
-        .collect()
-}
-
 fn ack(psn: u32, msn: u32) -> Ack {
     Ack {
         opcode: Opcode::RcAck,
@@ -291,7 +280,14 @@ fn coalesced_acks() {
     t.io.push(with_reth(rq(Opcode::RcReadRequest, 105, 0), va, 64), vec![]);
     write64(&mut t, 106, 9);
     t.drain();
-    let order = wire_order(&t.io.out);
+    let order: Vec<(bool, u32)> =
+        t.io.out
+            .iter()
+            .map(|o| match o {
+                Out::Ack(a) => (true, a.psn),
+                Out::Read(r, _) => (false, r.psn),
+            })
+            .collect();
     assert_eq!(order, [(true, 104), (false, 105), (true, 106)]);
 
     // Write then a PSN gap: the held ACK, then the sequence NAK.
@@ -394,7 +390,14 @@ fn held_acks() {
     t.drain();
     t.io.push(with_reth(rq(Opcode::RcReadRequest, 104, 0), va, 64), vec![]);
     t.drain();
-    let order = wire_order(&t.io.out);
+    let order: Vec<(bool, u32)> =
+        t.io.out
+            .iter()
+            .map(|o| match o {
+                Out::Ack(a) => (true, a.psn),
+                Out::Read(r, _) => (false, r.psn),
+            })
+            .collect();
     assert_eq!(order, [(true, 103), (false, 104)]);
     t.io.out.clear();
     write64(&mut t, 105);

@@ -16,7 +16,7 @@ use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::recv::RxPacket;
-use crate::rxe::{completer, requester, responder};
+use crate::rxe::{completer, requester};
 
 impl Shared {
     /// A packet for this QP passed the receive checks: the responder takes
@@ -126,7 +126,6 @@ impl Shared {
     /// The QP entered ERR: the datapath flushes both queues with error
     /// completions. Datapath hook.
     pub(crate) fn on_error(self: &Arc<Self>) {
-        responder::send_held_ack(self);
         self.want_comp.store(true, Ordering::Release);
         self.kick_requester();
         self.resp_task.schedule(self);
@@ -137,8 +136,6 @@ impl Shared {
     pub(super) fn on_reset(self: &Arc<Self>) {
         self.send_task.disable();
         self.resp_task.disable();
-        // No responder runs now to hold another one.
-        responder::send_held_ack(self);
         self.retrans_timer.cancel(self);
         self.rnr_timer.cancel(self);
         self.ack_timer.cancel(self);
@@ -155,8 +152,6 @@ impl Shared {
     pub(super) fn on_destroy(self: &Arc<Self>) {
         self.send_task.shutdown();
         self.resp_task.shutdown();
-        // No responder runs now to hold another one.
-        responder::send_held_ack(self);
         self.retrans_timer.shutdown(self);
         self.rnr_timer.shutdown(self);
         self.ack_timer.shutdown(self);
