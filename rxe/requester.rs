@@ -39,7 +39,6 @@ use crate::rxe::proto::uapi::{
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Shared};
 use crate::rxe::queue::Queue;
-use crate::rxe::responder;
 
 /// The transmit flow's waker: schedules the requester once its skbs in
 /// flight have drained below the low mark.
@@ -914,17 +913,10 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let mut held: Option<net::TxPacket<'_>> = None;
     // The step's packets reach the device together (see `net::TxBatch`).
     let mut batch = net::TxBatch::new(&qp.flow);
-    // An RC QP's first packet of the step may be the reply the responder
-    // holds an ACK for: that ACK goes first, in the same batch.
-    let mut ack_ahead = qp.qp_type == qp::Type::Rc;
     for _ in 0..PACKETS_PER_STEP {
         let built;
         (outcome, built) = run_once(qp, &snap, held.is_some(), draining);
         if let Some(b) = built {
-            if ack_ahead {
-                ack_ahead = false;
-                responder::ahead_of_send(qp, &mut batch);
-            }
             if let Some(mut h) = held.take() {
                 // On failure the packet still asks: only a wasted ACK.
                 if b.clear_held {

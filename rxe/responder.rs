@@ -11,27 +11,6 @@
 //! takes the RQ, SRQ and CQ locks, never another engine's. Receive
 //! completions go into the CQ under it, in order, but the CQ's handler (and
 //! the QP's LAST_WQE_REACHED event) run after it is released.
-//!
-//! # Held ACKs
-//!
-//! A request-response peer (a latency test, an RPC) sends a request, and
-//! our side replies with a request of its own soon after. rdma_rxe sends
-//! the request's ACK first, on its own, before our consumer can even see
-//! the request: a trip through the IP stack and the device on the path of
-//! the reply, and one more packet for the peer to take in. Here, once the
-//! QP's recent replies have each left within `ACK_HOLD_NS` of the request
-//! they answer (`AckHold`), the ACK of a request answered with nothing
-//! queued behind it is held (`resp_machine::Io::hold_ack`), and the
-//! requester sends it just ahead of its next packet, in the same batch
-//! ([`ahead_of_send`]). A backstop timer (`Shared::ack_timer`, at
-//! `ACK_HOLD_NS`) sends it if no reply comes, and stops the holding until
-//! replies are quick again. An ACK is held only while our own requester
-//! waits for no ACK itself (its retransmit timer is idle), so two QPs never
-//! hold each other's acknowledgements. The delay stays far below the ACK
-//! delay the device reports (`LOCAL_CA_ACK_DELAY`, 134 ms), which a peer's
-//! timeout allows for.
-
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -41,12 +20,10 @@ use crate::rxe::device::Device;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::event::QpEvent;
-use crate::rxe::kernel::hrtimer::now_ns;
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
-use crate::rxe::kernel::timer::TimerOwner;
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, PendingFault, QpId};
-use crate::rxe::net::{self, Av, TxBatch, TxFlow, TxPacket, TxWake};
+use crate::rxe::net::{self, Av, TxFlow};
 use crate::rxe::proto::conv::{len64, to_usize};
 use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::events::Event;
@@ -55,7 +32,6 @@ use crate::rxe::proto::ip::NetworkType;
 use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::opcode::{Mask, Opcode};
-use crate::rxe::proto::params::pacing::{ACK_HOLD_AFTER_REPLIES, ACK_HOLD_NS};
 use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::QpAttrs;
@@ -119,37 +95,6 @@ impl WqeHold {
     fn clear(&mut self) {
         self.live = false;
         self.retry = false;
-    }
-}
-
-/// What the requester and the backstop timer read of a held ACK, without
-/// the responder's lock (see the module doc).
-pub(crate) struct AckHold {
-    /// The responder state holds an ACK for the QP's next packet.
-    held: AtomicBool,
-    /// When the responder last answered a request that asked for an ACK
-    /// with nothing queued behind it (`now_ns`); 0 once the QP's next
-    /// packet has measured its reply time against it.
-    answered_at: AtomicU64,
-    /// Replies in a row that left within `ACK_HOLD_NS` of the request they
-    /// answered, up to `ACK_HOLD_AFTER_REPLIES`.
-    quick: AtomicU32,
-}
-
-impl AckHold {
-    pub(crate) const fn new() -> Self {
-        Self {
-            held: AtomicBool::new(false),
-            answered_at: AtomicU64::new(0),
-            quick: AtomicU32::new(0),
-        }
-    }
-
-    /// Forgets a held ACK and the reply history (RESET).
-    pub(crate) fn reset(&self) {
-        self.held.store(false, Ordering::Relaxed);
-        self.answered_at.store(0, Ordering::Relaxed);
-        self.quick.store(0, Ordering::Relaxed);
     }
 }
 
@@ -427,8 +372,6 @@ const RUNS_PER_STEP: u32 = 4;
 struct Io<'a> {
     sh: &'a Arc<Shared>,
     f: &'a Facts,
-    /// The QP is in RTS, where its requester sends new requests.
-    rts: bool,
     /// The status change count `f` was read at.
     gen: u32,
     head: &'a mut Option<RxPacket>,
@@ -452,8 +395,26 @@ impl<'a> Io<'a> {
         Some(&self.sh.dev)
     }
 
+    /// The reply AV: back to the request's source along the QP's path.
+    /// Without a request at hand (a held ACK sent once the queue ran dry or
+    /// the QP failed, after its request was freed), to the QP's peer, as
+    /// rdma_rxe addresses every RC response.
     fn reply_av(&self) -> Option<Av> {
-        reply_av(self.sh, self.f, self.head.as_ref())
+        let (sgid_index, dmac, tos, ttl) = self.f.path?;
+        let (src, dst) = match self.head.as_ref() {
+            Some(p) => (p.dst(), p.src()),
+            None => qp::av_path(self.sh.status().attrs.pri_av.as_ref()?),
+        };
+        Some(Av {
+            src,
+            dst,
+            sgid_index,
+            dmac,
+            traffic_class: tos,
+            hop_limit: ttl,
+            flow_label: 0,
+            sport: self.f.sport,
+        })
     }
 
     /// Records an access of the held MR that found a page absent.
@@ -496,120 +457,21 @@ impl<'a> Io<'a> {
     ) -> Result<(), SendFailed> {
         let sh: &'a Arc<Shared> = self.sh;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
-        let mut tx = reply_packet(sh, self.f, &av, opcode, psn, (aeth, orig), len, pages)?;
+        let mut tx = net::alloc_packet_with(&sh.dev, &av, opcode, to_usize(len), pages)
+            .map_err(|_| SendFailed::Send)?;
+        tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn))
+            .map_err(|_| SendFailed::Send)?;
+        if opcode.has(Mask::AETH) {
+            tx.write_ext(&aeth).map_err(|_| SendFailed::Send)?;
+        }
+        if opcode.has(Mask::ATMACK) {
+            tx.write_ext(&AtmAck { orig })
+                .map_err(|_| SendFailed::Send)?;
+        }
         if !tx.payload_in_frags() {
             fill(tx.payload_mut())?;
         }
         self.batch.send(tx).map_err(|_| SendFailed::Send)
-    }
-}
-
-/// The reply AV: back to the request's source along the QP's path. Without
-/// a request at hand (a coalesced or held ACK sent after its request was
-/// freed), to the QP's peer, as rdma_rxe addresses every RC response.
-fn reply_av(sh: &Shared, f: &Facts, head: Option<&RxPacket>) -> Option<Av> {
-    let (sgid_index, dmac, tos, ttl) = f.path?;
-    let (src, dst) = match head {
-        Some(p) => (p.dst(), p.src()),
-        None => qp::av_path(sh.status().attrs.pri_av.as_ref()?),
-    };
-    Some(Av {
-        src,
-        dst,
-        sgid_index,
-        dmac,
-        traffic_class: tos,
-        hop_limit: ttl,
-        flow_label: 0,
-        sport: f.sport,
-    })
-}
-
-/// A reply's packet with its headers; the payload (`len` bytes, in `pages`
-/// when given) is the caller's to fill.
-#[allow(clippy::too_many_arguments)]
-fn reply_packet<'a>(
-    sh: &'a Shared,
-    f: &Facts,
-    av: &Av,
-    opcode: Opcode,
-    psn: u32,
-    (aeth, orig): (Aeth, u64),
-    len: u32,
-    pages: Option<&mut PayloadPages>,
-) -> Result<TxPacket<'a>, SendFailed> {
-    let mut tx = net::alloc_packet_with(&sh.dev, av, opcode, to_usize(len), pages)
-        .map_err(|_| SendFailed::Send)?;
-    tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, f.dest_qpn, psn))
-        .map_err(|_| SendFailed::Send)?;
-    if opcode.has(Mask::AETH) {
-        tx.write_ext(&aeth).map_err(|_| SendFailed::Send)?;
-    }
-    if opcode.has(Mask::ATMACK) {
-        tx.write_ext(&AtmAck { orig })
-            .map_err(|_| SendFailed::Send)?;
-    }
-    Ok(tx)
-}
-
-/// The QP's requester is about to send a packet (`batch` holds none of
-/// the step's yet): the reply a held ACK waits for. Records how soon it
-/// came after the last request answered, and puts a held ACK into
-/// `batch` first. Any context the requester runs in; takes `resp` with
-/// no other engine lock held.
-pub(crate) fn ahead_of_send<'a, W: TxWake>(sh: &'a Arc<Shared>, batch: &mut TxBatch<'a, W>) {
-    let h = &sh.ack_hold;
-    let at = h.answered_at.swap(0, Ordering::Relaxed);
-    if at != 0 {
-        if now_ns().wrapping_sub(at) <= ACK_HOLD_NS {
-            let q = h.quick.load(Ordering::Relaxed);
-            h.quick
-                .store((q + 1).min(ACK_HOLD_AFTER_REPLIES), Ordering::Relaxed);
-        } else {
-            h.quick.store(0, Ordering::Relaxed);
-        }
-    }
-    if !h.held.load(Ordering::Acquire) {
-        return;
-    }
-    let tx = {
-        let mut guard = sh.resp.lock();
-        if !h.held.swap(false, Ordering::AcqRel) {
-            return;
-        }
-        sh.ack_timer.cancel(sh);
-        let st = &mut *guard;
-        let v = view(sh, &mut st.view);
-        let Some(a) = resp_machine::take_owed_ack(&mut st.rs) else {
-            return;
-        };
-        if !v.valid {
-            return;
-        }
-        let aeth = Aeth {
-            syndrome: a.syndrome,
-            msn: a.msn,
-        };
-        let Some(av) = reply_av(sh, &v.facts, None) else {
-            return;
-        };
-        match reply_packet(sh, &v.facts, &av, a.opcode, a.psn, (aeth, 0), 0, None) {
-            Ok(tx) => tx,
-            Err(_) => return,
-        }
-    };
-    // Lost like any packet if this fails: the peer's retry gets it again.
-    let _ = batch.send(tx);
-}
-
-/// The backstop of a held ACK: no reply came within `ACK_HOLD_NS`. The
-/// responder sends the ACK (its queue is dry and the timer no longer
-/// pending, so `still_hold_ack` says no), and holds no more until replies
-/// are quick again.
-impl TimerOwner<{ qp::ACK_TIMER }> for Shared {
-    fn expired(this: Arc<Self>) {
-        this.ack_hold.quick.store(0, Ordering::Relaxed);
-        this.resp_task.schedule(&this);
     }
 }
 
@@ -640,27 +502,6 @@ impl resp_machine::Io for Io<'_> {
 
     fn more_queued(&mut self) -> bool {
         !self.sh.resp_pkts.lock().is_empty()
-    }
-
-    fn hold_ack(&mut self) -> bool {
-        let sh = self.sh;
-        let h = &sh.ack_hold;
-        h.answered_at.store(now_ns().max(1), Ordering::Relaxed);
-        // Our requester waiting for an ACK itself would not send the reply
-        // the peer waits for until that ACK comes: hold nothing then.
-        if !self.rts
-            || h.quick.load(Ordering::Relaxed) < ACK_HOLD_AFTER_REPLIES
-            || sh.retrans_timer.pending()
-        {
-            return false;
-        }
-        h.held.store(true, Ordering::Release);
-        sh.ack_timer.arm_idle(sh, ACK_HOLD_NS);
-        true
-    }
-
-    fn still_hold_ack(&mut self) -> bool {
-        self.sh.ack_hold.held.load(Ordering::Relaxed) && self.sh.ack_timer.pending()
     }
 
     fn qp_in_error(&mut self) -> bool {
@@ -941,11 +782,6 @@ impl resp_machine::Io for Io<'_> {
     }
 
     fn send_ack(&mut self, a: &Ack) {
-        // Whatever the engine sends covers or follows a held ACK, which it
-        // has sent first.
-        if self.sh.ack_hold.held.swap(false, Ordering::Relaxed) {
-            self.sh.ack_timer.cancel(self.sh);
-        }
         let aeth = Aeth {
             syndrome: a.syndrome,
             msn: a.msn,
@@ -1044,7 +880,6 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             let mut io = Io {
                 sh: this,
                 f,
-                rts: state == qp::State::Rts,
                 gen: *gen,
                 head,
                 wqe,

@@ -14,27 +14,13 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::{
-    hrtimer::{impl_has_hrtimer, HrTimer},
     task::{impl_has_task, new_task, Progress, Task, TaskOwner, MAX_ITERATIONS},
-    timer::{impl_has_timer, new_timer, Jiffies, Timer, TimerOwner},
+    timer::{impl_has_timer, msleep, new_timer, Jiffies, Timer, TimerOwner},
 };
-
-/// Sleeps `ms` milliseconds. Process context.
-fn msleep(ms: u32) {
-    // SAFETY: FFI call; the self-test runs at module load, in process
-    // context.
-    unsafe { crate::rxe::sys::msleep(ms) };
-}
-
-/// A delay of `ms` milliseconds, rounded up to jiffies.
-fn msecs(ms: u32) -> Jiffies {
-    Jiffies::from_usecs(ms * 1000)
-}
 
 const A: u64 = 0;
 const B: u64 = 1;
 const T: u64 = 0;
-const H: u64 = 1;
 
 static DROPPED: AtomicBool = AtomicBool::new(false);
 
@@ -46,10 +32,6 @@ struct Probe {
     b: Task<Probe, B>,
     #[pin]
     t: Timer<Probe, T>,
-    #[pin]
-    h: HrTimer<Probe, H>,
-    /// Expiries of `h`.
-    h_fired: AtomicU32,
     /// Steps of task A.
     a_steps: AtomicU32,
     /// Task A returns `More` while this is non-zero, counting it down.
@@ -71,9 +53,6 @@ impl_has_task! {
 
 impl_has_timer! {
     impl HasTimer<T> for Probe { self.t }
-}
-impl_has_hrtimer! {
-    impl HasHrTimer<H> for Probe { self.h }
 }
 
 impl TaskOwner<A> for Probe {
@@ -115,15 +94,6 @@ impl TimerOwner<T> for Probe {
     }
 }
 
-impl TimerOwner<H> for Probe {
-    fn expired(this: Arc<Self>) {
-        this.h_fired.fetch_add(1, Ordering::SeqCst);
-        if this.fire_schedules_b.load(Ordering::SeqCst) {
-            this.b.schedule(&this);
-        }
-    }
-}
-
 #[pinned_drop]
 impl PinnedDrop for Probe {
     fn drop(self: Pin<&mut Self>) {
@@ -138,8 +108,6 @@ fn probe() -> Result<Arc<Probe>> {
             a <- new_task!("selftest_a"),
             b <- new_task!("selftest_b"),
             t <- new_timer!("selftest_t"),
-            h <- HrTimer::new(),
-            h_fired: AtomicU32::new(0),
             a_steps: AtomicU32::new(0),
             a_more: AtomicU32::new(0),
             a_sleep: AtomicU32::new(0),
@@ -293,20 +261,20 @@ fn timers() -> Result {
     let p = probe()?;
     let fired = || p.fired.load(Ordering::SeqCst);
 
-    p.t.arm_in(&p, msecs(10));
+    p.t.arm_in(&p, Jiffies::from_msecs(10));
     check!(p.t.pending(), "armed timer pending");
     check!(wait_for(2000, || fired() == 1), "timer fires");
     check!(!p.t.pending(), "fired timer not pending");
 
     // Re-arming a pending timer moves it; it fires once.
-    p.t.arm_in(&p, msecs(10));
-    p.t.arm_in(&p, msecs(40));
+    p.t.arm_in(&p, Jiffies::from_msecs(10));
+    p.t.arm_in(&p, Jiffies::from_msecs(40));
     check!(wait_for(2000, || fired() == 2), "re-armed timer fires");
     msleep(100);
     check!(fired() == 2, "re-armed timer fires once");
 
     // Cancel.
-    p.t.arm_in(&p, msecs(50));
+    p.t.arm_in(&p, Jiffies::from_msecs(50));
     p.t.cancel(&p);
     check!(!p.t.pending(), "cancelled timer not pending");
     msleep(150);
@@ -321,9 +289,9 @@ fn timers() -> Result {
     );
 
     // Shutdown while pending, then arming does nothing.
-    p.t.arm_in(&p, msecs(50));
+    p.t.arm_in(&p, Jiffies::from_msecs(50));
     p.t.shutdown(&p);
-    p.t.arm_in(&p, msecs(1));
+    p.t.arm_in(&p, Jiffies::from_msecs(1));
     check!(!p.t.pending(), "shut down timer does not arm");
     msleep(150);
     check!(fired() == 3, "shut down timer does not fire");
@@ -337,7 +305,7 @@ fn timers() -> Result {
 
     // An armed timer keeps its owner until it fires.
     let p = probe()?;
-    p.t.arm_in(&p, msecs(20));
+    p.t.arm_in(&p, Jiffies::from_msecs(20));
     drop(p);
     check!(
         !DROPPED.load(Ordering::SeqCst),
@@ -350,73 +318,9 @@ fn timers() -> Result {
     Ok(())
 }
 
-fn hrtimers() -> Result {
-    let p = probe()?;
-    let fired = || p.h_fired.load(Ordering::SeqCst);
-    const MS: u64 = 1_000_000;
-
-    p.h.arm_idle(&p, 10 * MS);
-    check!(p.h.pending(), "armed hrtimer pending");
-    check!(wait_for(2000, || fired() == 1), "hrtimer fires");
-    check!(!p.h.pending(), "fired hrtimer not pending");
-
-    // Arming a queued timer keeps its deadline; it fires once.
-    p.h.arm_idle(&p, 20 * MS);
-    p.h.arm_idle(&p, 1000 * MS);
-    check!(wait_for(500, || fired() == 2), "first deadline stands");
-    msleep(100);
-    check!(fired() == 2, "hrtimer armed twice fires once");
-
-    // Cancel.
-    p.h.arm_idle(&p, 50 * MS);
-    p.h.cancel(&p);
-    check!(!p.h.pending(), "cancelled hrtimer not pending");
-    msleep(150);
-    check!(fired() == 2, "cancelled hrtimer does not fire");
-
-    // The callback can schedule a task (softirq context), and a short
-    // delay fires well within a tick.
-    p.fire_schedules_b.store(true, Ordering::SeqCst);
-    p.h.arm_idle(&p, 200_000);
-    check!(
-        wait_for(2000, || p.b_steps.load(Ordering::SeqCst) == 1),
-        "hrtimer schedules a task"
-    );
-
-    // Shutdown while queued, then arming does nothing.
-    p.h.arm_idle(&p, 50 * MS);
-    p.h.shutdown(&p);
-    p.h.arm_idle(&p, MS);
-    check!(!p.h.pending(), "shut down hrtimer does not arm");
-    msleep(150);
-    check!(fired() == 3, "shut down hrtimer does not fire");
-    p.t.shutdown(&p);
-    p.a.shutdown();
-    p.b.shutdown();
-    drop(p);
-    check!(
-        DROPPED.load(Ordering::SeqCst),
-        "hrtimer holds no reference after shutdown"
-    );
-
-    // A queued timer keeps its owner until it fires.
-    let p = probe()?;
-    p.h.arm_idle(&p, 20 * MS);
-    drop(p);
-    check!(
-        !DROPPED.load(Ordering::SeqCst),
-        "queued hrtimer keeps its owner"
-    );
-    check!(
-        wait_for(2000, || DROPPED.load(Ordering::SeqCst)),
-        "owner freed after hrtimer expiry"
-    );
-    Ok(())
-}
-
 fn fifo() -> Result {
     let mut f = Fifo::new(2, 8, GFP_KERNEL)?;
-    check!(f.capacity() == 2 && f.is_empty(), "fifo starts empty");
+    check!(f.capacity() == 2 && f.len() == 0, "fifo starts empty");
     check!(
         f.push(KBox::new(0u32, GFP_KERNEL)?).is_ok(),
         "fifo takes an item"
@@ -442,11 +346,7 @@ fn fifo() -> Result {
 
 /// Runs the self-test; errors are logged and do not fail the load.
 pub(crate) fn run() {
-    match fifo()
-        .and_then(|()| tasks())
-        .and_then(|()| timers())
-        .and_then(|()| hrtimers())
-    {
+    match fifo().and_then(|()| tasks()).and_then(|()| timers()) {
         Ok(()) => pr_info!("selftest: ok\n"),
         Err(_) => pr_err!("selftest: FAILED\n"),
     }

@@ -20,7 +20,6 @@ pub(crate) mod cq_srq;
 pub(crate) mod crc32;
 pub(crate) mod errno;
 pub(crate) mod event;
-pub(crate) mod hrtimer;
 pub(crate) mod ibdev;
 pub(crate) mod link;
 pub(crate) mod lock;

@@ -235,13 +235,6 @@ pub(crate) mod pacing {
     /// Steps a task takes in the receive softirq before a worker takes over
     /// (a NAPI poll's budget of packets).
     pub(crate) const INLINE_STEPS: u32 = 64;
-    /// The longest the responder holds an RC ACK for the QP's own next
-    /// packet to carry (responder.rs, "Held ACKs"): its backstop timer, and
-    /// how soon a reply must follow the request it answers to count as
-    /// quick.
-    pub(crate) const ACK_HOLD_NS: u64 = 200_000;
-    /// Quick replies in a row before the responder holds ACKs.
-    pub(crate) const ACK_HOLD_AFTER_REPLIES: u32 = 2;
     /// `RXE_NSEC_ARB_TIMER_DELAY`.
     pub(crate) const NSEC_ARB_TIMER_DELAY: u32 = 200;
 }

@@ -191,19 +191,6 @@ pub(crate) trait Io {
     fn more_queued(&mut self) -> bool {
         false
     }
-    /// Nothing waits behind the request being handled, which asks for an
-    /// ACK: whether its ACK may wait for the QP's own next packet, which
-    /// then carries it along (the engine holds it, with a backstop). A
-    /// request-response peer gets it with the reply, one packet less each
-    /// way and nothing sent before the reply can be. `false`: send it now.
-    fn hold_ack(&mut self) -> bool {
-        false
-    }
-    /// The queue ran dry with an ACK owed: whether it is one
-    /// [`Io::hold_ack`] held, still to wait (its backstop has not fired).
-    fn still_hold_ack(&mut self) -> bool {
-        false
-    }
     /// Reports `ev` for the port counters.
     fn count(&mut self, _ev: Event) {}
     /// Whether the access that just failed failed only because a page of
@@ -319,19 +306,6 @@ struct Run<'a, I: Io> {
     mr_held: bool,
 }
 
-/// The ACK the responder owes (coalesced or held, see
-/// [`resp_rules::State::ack_owed`]), now no longer owed: for the engine
-/// to send, in a run or ahead of the QP's own next packet.
-pub(crate) fn take_owed_ack(st: &mut resp_rules::State) -> Option<Ack> {
-    st.ack_owed.take().map(|o| Ack {
-        opcode: Opcode::RcAck,
-        psn: o.psn,
-        syndrome: ACK,
-        msn: o.msn,
-        orig: 0,
-    })
-}
-
 /// Runs the responder once over the request at the head of the queue.
 pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
     let mut r = Run {
@@ -417,14 +391,11 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
                     fault: true,
                 };
             }
-            // St::Exit (the queue ran dry: a coalesced ACK goes now, one
-            // held for our next packet waits on), and states that need a
-            // packet reached without one (not possible: only GetReq sets it
-            // and every path starts there).
+            // St::Exit (the queue ran dry: a held ACK goes now), and states
+            // that need a packet reached without one (not possible: only
+            // GetReq sets it and every path starts there).
             _ => {
-                if r.st.ack_owed.is_none() || !r.io.still_hold_ack() {
-                    r.flush_ack();
-                }
+                r.flush_ack();
                 return Outcome::default();
             }
         };
@@ -439,8 +410,14 @@ impl<I: Io> Run<'_, I> {
 
     /// Sends the ACK held back by [`Run::acknowledge`], if any.
     fn flush_ack(&mut self) {
-        if let Some(a) = take_owed_ack(self.st) {
-            self.io.send_ack(&a);
+        if let Some(o) = self.st.ack_owed.take() {
+            self.io.send_ack(&Ack {
+                opcode: Opcode::RcAck,
+                psn: o.psn,
+                syndrome: ACK,
+                msn: o.msn,
+                orig: 0,
+            });
         }
     }
 
@@ -841,7 +818,7 @@ impl<I: Io> Run<'_, I> {
         } else if p.ack_req {
             // Any held ACK is within MAX_COALESCED_PSNS here (see above).
             // One still held when the QP fails goes out then (`St::Error`).
-            if self.io.more_queued() || self.io.hold_ack() {
+            if self.io.more_queued() {
                 self.st.ack_owed = Some(OwedAck {
                     psn: p.psn,
                     msn: self.st.msn,

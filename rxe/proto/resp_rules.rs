@@ -207,10 +207,7 @@ pub(crate) struct State {
     /// An ACK held back because more requests were queued: the ACK of a
     /// later one covers it (coalesced acknowledgement). Sent before any
     /// other response, when the queue runs dry, and once it covers
-    /// `MAX_COALESCED_PSNS`. Or held for the QP's own next packet
-    /// (`resp_machine::Io::hold_ack`): then the queue running dry keeps it,
-    /// and the engine sends it ahead of that packet or when its backstop
-    /// fires.
+    /// `MAX_COALESCED_PSNS`.
     pub(crate) ack_owed: Option<OwedAck>,
 }
 

@@ -71,12 +71,6 @@ pub(crate) struct RespModel {
     /// Report the requests queued behind the head ([`Io::more_queued`]),
     /// as the driver does; off, every ACK goes out at once.
     pub(crate) coalesce: bool,
-    /// [`Io::hold_ack`]'s answer: the engine holds the ACK of a request
-    /// answered with an empty queue for the QP's next packet.
-    pub(crate) hold: bool,
-    /// [`Io::still_hold_ack`]'s answer: the held ACK's backstop has not
-    /// fired.
-    pub(crate) still_hold: bool,
 }
 
 impl RespModel {
@@ -141,14 +135,6 @@ impl Io for RespModel {
 
     fn more_queued(&mut self) -> bool {
         self.coalesce && self.reqs.len() > 1
-    }
-
-    fn hold_ack(&mut self) -> bool {
-        self.hold
-    }
-
-    fn still_hold_ack(&mut self) -> bool {
-        self.still_hold
     }
 
     fn qp_in_error(&mut self) -> bool {

@@ -138,8 +138,6 @@ impl Shared {
         self.resp_task.disable();
         self.retrans_timer.cancel(self);
         self.rnr_timer.cancel(self);
-        self.ack_timer.cancel(self);
-        self.ack_hold.reset();
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
         requester::reset(self);
@@ -154,7 +152,6 @@ impl Shared {
         self.resp_task.shutdown();
         self.retrans_timer.shutdown(self);
         self.rnr_timer.shutdown(self);
-        self.ack_timer.shutdown(self);
         // No requester runs any more to arm it: break the QP -> waker cycle.
         self.flow.waker().disarm();
         self.comp_pkts.lock().clear();

@@ -39,10 +39,7 @@
 //!   CQ's ring `rxe_cq` (a full CQE batch goes in at once; its handler
 //!   waits for the batch's post), local operations and payload reads (the
 //!   key lookups below) and the AH (`rxe_pool` -> `rxe_ah_av`). The
-//!   packet is sent after the lock is released; before the step's first
-//!   packet, with `rxe_qp_req` released, the requester takes `rxe_qp_resp`
-//!   to send an ACK the responder holds for it (responder.rs, "Held
-//!   ACKs").
+//!   packet is sent after the lock is released.
 //! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
 //!   `rxe_qp_state` (the responder's view of the status when its change
 //!   count moved, `is_in`; the QP's path for a reply with no request
@@ -52,8 +49,7 @@
 //!   limit event under `rxe_srq_link` and LAST_WQE_REACHED under
 //!   `rxe_qp_link`), the key lookups below,
 //!   and a reply's send: `rxe_route_cache`, and on loopback the receive of
-//!   the reply (the receive path below, on the peer QP); arming a held
-//!   ACK's backstop takes `rxe_hrtimer`.
+//!   the reply (the receive path below, on the peer QP).
 //!
 //! `rxe_qp_comp`, `rxe_qp_req` and `rxe_qp_resp` are the engine locks.
 //! `rxe_qp_req` and `rxe_qp_resp` are never held together (modify_qp takes
@@ -100,8 +96,7 @@
 //!
 //! Taken alone, under whatever the caller holds: `rxe_task`, `rxe_timer`
 //! (a timer is armed after the engine locks are released; cancelling one
-//! takes no lock), `rxe_hrtimer` (the held ACK's backstop, armed under
-//! `rxe_qp_resp`; cancelling it takes no lock), `rxe_route_cache` (the route lookup runs outside it),
+//! takes no lock), `rxe_route_cache` (the route lookup runs outside it),
 //! `rxe_req_wake` -> `rxe_task` (the transmit skbs drained: a destructor,
 //! so under whatever lock the skb's last holder has), `rxe_mmaps`, and
 //! `rxe_mcast` on attach and detach (the netdev's multicast list is
@@ -128,7 +123,6 @@ use crate::rxe::device::{Device, DeviceRef, DeviceState, ObjCount, ObjKind};
 use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::event::QpLink;
-use crate::rxe::kernel::hrtimer::{impl_has_hrtimer, HrTimer};
 use crate::rxe::kernel::lock::{
     new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq, SpinLockIrqGuard,
 };
@@ -298,12 +292,6 @@ pub(crate) struct Shared {
     /// RNR NAK wait before the requester resends.
     #[pin]
     pub(crate) rnr_timer: Timer<Shared, RNR_TIMER>,
-    /// The responder's ACK held for this QP's next packet
-    /// (responder.rs, "Held ACKs").
-    pub(crate) ack_hold: crate::rxe::responder::AckHold,
-    /// The held ACK's backstop.
-    #[pin]
-    pub(crate) ack_timer: HrTimer<Shared, ACK_TIMER>,
 }
 
 /// Task and timer identities of a QP.
@@ -311,7 +299,6 @@ pub(crate) const SEND_TASK: u64 = 0;
 pub(crate) const RESP_TASK: u64 = 2;
 pub(crate) const RETRANS_TIMER: u64 = 0;
 pub(crate) const RNR_TIMER: u64 = 1;
-pub(crate) const ACK_TIMER: u64 = 2;
 
 /// Packets a QP queues per engine: room to start with, and the most it
 /// grows to before it drops (RC peers retransmit; UC and UD lose the
@@ -330,9 +317,6 @@ impl_has_timer! {
 }
 impl_has_timer! {
     impl HasTimer<RNR_TIMER> for Shared { self.rnr_timer }
-}
-impl_has_hrtimer! {
-    impl HasHrTimer<ACK_TIMER> for Shared { self.ack_timer }
 }
 
 /// The QP's status, locked for reading.
@@ -658,8 +642,6 @@ impl Qp {
                 resp_task <- new_task!("rxe_resp"),
                 retrans_timer <- new_timer!("rxe_retrans"),
                 rnr_timer <- new_timer!("rxe_rnr"),
-                ack_hold: crate::rxe::responder::AckHold::new(),
-                ack_timer <- HrTimer::new(),
             }? Error),
             GFP_KERNEL,
         )?;

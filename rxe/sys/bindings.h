@@ -8,7 +8,6 @@
 #include <linux/delay.h>
 #include <linux/errname.h>
 #include <linux/etherdevice.h>
-#include <linux/hrtimer.h>
 #include <linux/if_vlan.h>
 #include <linux/inetdevice.h>
 #include <linux/llist.h>

@@ -44,9 +44,7 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
-#include <linux/hrtimer.h>
 #include <linux/jiffies.h>
-#include <linux/timekeeping.h>
 #include <linux/llist.h>
 #include <linux/percpu.h>
 #include <linux/timer.h>
@@ -355,32 +353,6 @@ unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs)
 bool rxe_rs_timer_pending(const struct timer_list *timer)
 {
 	return timer_pending(timer);
-}
-
-void rxe_rs_hrtimer_setup(struct hrtimer *timer,
-			  enum hrtimer_restart (*func)(struct hrtimer *))
-{
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
-	hrtimer_setup(timer, func, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
-#else
-	hrtimer_init(timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
-	timer->function = func;
-#endif
-}
-
-void rxe_rs_hrtimer_start_ns(struct hrtimer *timer, u64 delay_ns)
-{
-	hrtimer_start(timer, ns_to_ktime(delay_ns), HRTIMER_MODE_REL_SOFT);
-}
-
-bool rxe_rs_hrtimer_queued(struct hrtimer *timer)
-{
-	return hrtimer_is_queued(timer);
-}
-
-u64 rxe_rs_now_ns(void)
-{
-	return ktime_get_ns();
 }
 
 /* rdma-core's rxe tooling matches devices to netdevs through "parent". */

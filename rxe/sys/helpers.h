@@ -72,12 +72,6 @@ unsigned long rxe_rs_jiffies(void);
 unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
 unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
 bool rxe_rs_timer_pending(const struct timer_list *timer);
-struct hrtimer;
-void rxe_rs_hrtimer_setup(struct hrtimer *timer,
-			  enum hrtimer_restart (*func)(struct hrtimer *));
-void rxe_rs_hrtimer_start_ns(struct hrtimer *timer, u64 delay_ns);
-bool rxe_rs_hrtimer_queued(struct hrtimer *timer);
-u64 rxe_rs_now_ns(void);
 
 /* Packet layer: skb fields and inlines, routes, sockets, GID-table ndevs. */
 unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev);
