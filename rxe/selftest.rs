@@ -15,8 +15,20 @@ use kernel::{prelude::*, sync::Arc};
 use crate::rxe::fifo::Fifo;
 use crate::rxe::kernel::{
     task::{impl_has_task, new_task, Progress, Task, TaskOwner, MAX_ITERATIONS},
-    timer::{impl_has_timer, msleep, new_timer, Jiffies, Timer, TimerOwner},
+    timer::{impl_has_timer, new_timer, Jiffies, Timer, TimerOwner},
 };
+
+/// Sleeps `ms` milliseconds. Process context.
+fn msleep(ms: u32) {
+    // SAFETY: FFI call; the self-test runs at module load, in process
+    // context.
+    unsafe { crate::rxe::sys::msleep(ms) };
+}
+
+/// A delay of `ms` milliseconds, rounded up to jiffies.
+fn msecs(ms: u32) -> Jiffies {
+    Jiffies::from_usecs(ms * 1000)
+}
 
 const A: u64 = 0;
 const B: u64 = 1;
@@ -261,20 +273,20 @@ fn timers() -> Result {
     let p = probe()?;
     let fired = || p.fired.load(Ordering::SeqCst);
 
-    p.t.arm_in(&p, Jiffies::from_msecs(10));
+    p.t.arm_in(&p, msecs(10));
     check!(p.t.pending(), "armed timer pending");
     check!(wait_for(2000, || fired() == 1), "timer fires");
     check!(!p.t.pending(), "fired timer not pending");
 
     // Re-arming a pending timer moves it; it fires once.
-    p.t.arm_in(&p, Jiffies::from_msecs(10));
-    p.t.arm_in(&p, Jiffies::from_msecs(40));
+    p.t.arm_in(&p, msecs(10));
+    p.t.arm_in(&p, msecs(40));
     check!(wait_for(2000, || fired() == 2), "re-armed timer fires");
     msleep(100);
     check!(fired() == 2, "re-armed timer fires once");
 
     // Cancel.
-    p.t.arm_in(&p, Jiffies::from_msecs(50));
+    p.t.arm_in(&p, msecs(50));
     p.t.cancel(&p);
     check!(!p.t.pending(), "cancelled timer not pending");
     msleep(150);
@@ -289,9 +301,9 @@ fn timers() -> Result {
     );
 
     // Shutdown while pending, then arming does nothing.
-    p.t.arm_in(&p, Jiffies::from_msecs(50));
+    p.t.arm_in(&p, msecs(50));
     p.t.shutdown(&p);
-    p.t.arm_in(&p, Jiffies::from_msecs(1));
+    p.t.arm_in(&p, msecs(1));
     check!(!p.t.pending(), "shut down timer does not arm");
     msleep(150);
     check!(fired() == 3, "shut down timer does not fire");
@@ -305,7 +317,7 @@ fn timers() -> Result {
 
     // An armed timer keeps its owner until it fires.
     let p = probe()?;
-    p.t.arm_in(&p, Jiffies::from_msecs(20));
+    p.t.arm_in(&p, msecs(20));
     drop(p);
     check!(
         !DROPPED.load(Ordering::SeqCst),
@@ -320,7 +332,7 @@ fn timers() -> Result {
 
 fn fifo() -> Result {
     let mut f = Fifo::new(2, 8, GFP_KERNEL)?;
-    check!(f.capacity() == 2 && f.len() == 0, "fifo starts empty");
+    check!(f.capacity() == 2 && f.is_empty(), "fifo starts empty");
     check!(
         f.push(KBox::new(0u32, GFP_KERNEL)?).is_ok(),
         "fifo takes an item"
