@@ -24,6 +24,15 @@
 # (system+irq+softirq) go into the line as seconds, for the client (cli_*)
 # and the server (srv_*). A row that fails gives a line with "ok": false, the
 # command and the end of what it printed, and the run goes on.
+#
+# The server also samples its CPU and its link's byte counters (received
+# plus sent) every 0.1 s while its program runs. The transfer is the span
+# from the first to the last interval that moved at least a tenth of the
+# row's peak rate; its non-idle CPU and bytes (srv_xfer_cpu_s,
+# srv_xfer_bytes, against srv_link_bytes over the whole row) give the
+# server's CPU per byte while data moves, without the programs' start-up
+# (buffer fill, registration, connection), which the whole-row figures
+# include.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
@@ -82,6 +91,47 @@ uptime_cs() {
 	read -r up _rest </proc/uptime
 	up=${up/./}
 	printf -v "$1" '%d' $((10#$up))
+}
+# link_bytes VAR: bytes eth0 received and sent so far.
+link_bytes() {
+	local _rx _tx
+	read -r _rx </sys/class/net/eth0/statistics/rx_bytes
+	read -r _tx </sys/class/net/eth0/statistics/tx_bytes
+	printf -v "$1" '%d' $((_rx + _tx))
+}
+# xfer_sample: appends "UPTIME_CS NONIDLE LINK_BYTES" to the array xfer.
+xfer_sample() {
+	local _t _c _b
+	uptime_cs _t
+	cpu_jiffies _c
+	link_bytes _b
+	xfer+=("$_t ${_c%% *} $_b")
+}
+# xfer_sum VAR: "CPU_JIFFIES BYTES ROW_BYTES" of the transfer in xfer (see
+# the top): from the first to the last interval whose rate was at least a
+# tenth of the highest one, and the bytes of the whole sampled span.
+xfer_sum() {
+	local -a t=() c=() b=() rate=()
+	local i=0 n=${#xfer[@]} s peak=0 first=0 last=0
+	for s in "${xfer[@]}"; do
+		read -r t[i] c[i] b[i] <<<"$s"
+		i=$((i + 1))
+	done
+	for ((i = 1; i < n; i++)); do
+		rate[i]=0
+		((t[i] <= t[i - 1])) || rate[i]=$(((b[i] - b[i - 1]) * 100 / (t[i] - t[i - 1])))
+		((rate[i] <= peak)) || peak=${rate[i]}
+	done
+	for ((i = 1; i < n; i++)); do
+		((peak > 0 && rate[i] * 10 >= peak)) || continue
+		((first > 0)) || first=$i
+		last=$i
+	done
+	if ((first == 0)); then
+		printf -v "$1" '0 0 0'
+		return
+	fi
+	printf -v "$1" '%d %d %d' $((c[last] - c[first - 1])) $((b[last] - b[first - 1])) $((b[n - 1] - b[0]))
 }
 # hwc_read VAR: "name=value ..." of the device's port counters (builtins
 # only), read around each client program: a row's retries and duplicates
@@ -226,30 +276,34 @@ row() {
 	cli=("${cli[@]//@SERVER@/$server_addr}")
 	local slog=$logs/$id.server.log clog=$logs/$id.client.log a b a1 a2 b1 b2 rc=0 h0= h1= row_hwc={}
 	if is_server; then
-		local pid ok=1 tail=
+		local pid ok=1 tail= xfer=() xs
 		perf_start "$id"
 		timeout -k 5 "$row_timeout" "${srv[@]}" >"$slog" 2>&1 &
 		pid=$!
 		listening "$pid" "$port" || ok=0
 		cpu_jiffies a
+		xfer_sample
 		put "ready.$tag" "$ok"
 		while kill -0 "$pid" 2>/dev/null; do
 			if [ -e "$SHARED_DIR/value.abort.$tag" ]; then
 				kill "$pid" 2>/dev/null || true
 				break
 			fi
-			nap 0.25
+			nap 0.1
+			xfer_sample
 		done
 		wait "$pid" || rc=$?
 		cpu_jiffies b
+		xfer_sample
+		xfer_sum xs
 		perf_stop "$id"
 		read -r a1 a2 <<<"$a"
 		read -r b1 b2 <<<"$b"
 		((rc == 0)) || tail=$(tail -n 3 "$slog" | jstr)
 		[ "$kind" != bw_rx ] || cp "$slog" "$SHARED_DIR/server-log.$tag"
-		put "srv.$tag" "$rc $((b1 - a1)) $((b2 - a2)) $tail"
+		put "srv.$tag" "$rc $((b1 - a1)) $((b2 - a2)) $xs $tail"
 	else
-		local ok t0 t1 srv_line srv_rc srv_all srv_k srv_tail
+		local ok t0 t1 srv_line srv_rc srv_all srv_k srv_xc srv_xb srv_rb srv_tail
 		perf_start "$id"
 		get ok "ready.$tag" $((row_timeout + 60))
 		cpu_jiffies a
@@ -268,7 +322,7 @@ row() {
 		((rc == 0)) || put "abort.$tag" 1
 		perf_stop "$id"
 		get srv_line "srv.$tag" $((row_timeout + 60))
-		read -r srv_rc srv_all srv_k srv_tail <<<"$srv_line"
+		read -r srv_rc srv_all srv_k srv_xc srv_xb srv_rb srv_tail <<<"$srv_line"
 		read -r a1 a2 <<<"$a"
 		read -r b1 b2 <<<"$b"
 		local flog=$clog
@@ -277,7 +331,7 @@ row() {
 			cp "$SHARED_DIR/server-log.$tag" "$flog" 2>/dev/null || : >"$flog"
 		fi
 		emit "$id" "$kind" "$rc" "$srv_rc" "$((b1 - a1))" "$((b2 - a2))" "$srv_all" "$srv_k" \
-			"$((t1 - t0))" "$flog" "${srv_tail:-}" "${cli[*]}"
+			"$((t1 - t0))" "$flog" "${srv_tail:-}" "${cli[*]}" "$srv_xc $srv_xb $srv_rb"
 	fi
 }
 
@@ -322,8 +376,8 @@ figures() { # KIND LOG
 	esac
 }
 
-emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_TAIL CMD
-	local id=$1 kind=$2 rc=$3 srv_rc=$4 fig ok=true err="" drv=$RXE_DRIVER c1 c2 s1 s2 el cmd
+emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_TAIL CMD XFER
+	local id=$1 kind=$2 rc=$3 srv_rc=$4 fig ok=true err="" drv=$RXE_DRIVER c1 c2 s1 s2 el cmd xc xb rb x1
 	fig=$(figures "$kind" "${10}")
 	if [ "$kind" = bw_rx ] && [ -n "$fig" ]; then
 		# and what the sender managed, for the record
@@ -351,6 +405,11 @@ emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_T
 		[ -z "$fig" ] || printf ', %s' "$fig"
 		printf ', "cli_cpu_s": %s, "cli_kcpu_s": %s, "srv_cpu_s": %s, "srv_kcpu_s": %s, "seconds": %s' \
 			"$c1" "$c2" "$s1" "$s2" "$el"
+		read -r xc xb rb <<<"${13}"
+		if [[ $xc =~ ^[0-9]+$ && $xb =~ ^[0-9]+$ && $rb =~ ^[0-9]+$ ]] && ((xb > 0)); then
+			secs x1 "$xc"
+			printf ', "srv_xfer_cpu_s": %s, "srv_xfer_bytes": %s, "srv_link_bytes": %s' "$x1" "$xb" "$rb"
+		fi
 		printf ', "cli_hwc": %s' "$row_hwc"
 		printf ', "cmd": "%s"' "$cmd"
 		[ -z "$err" ] || printf ', "error": "%s"' "$err"
