@@ -25,8 +25,10 @@
 # and the server (srv_*). A row that fails gives a line with "ok": false, the
 # command and the end of what it printed, and the run goes on.
 #
-# The server also samples its CPU and its link's byte counters (received
-# plus sent) every 0.1 s while its program runs. The transfer is the span
+# In the perftest bandwidth rows read at the client (kind bw: the RC rows,
+# message rate, atomic bandwidth) the server also samples its CPU and its
+# link's byte counters (received plus sent) every 0.1 s while its program
+# runs; other rows poll every 0.25 s, unsampled. The transfer is the span
 # from the first to the last interval that moved at least a tenth of the
 # row's peak rate; its non-idle CPU and bytes (srv_xfer_cpu_s,
 # srv_xfer_bytes, against srv_link_bytes over the whole row) give the
@@ -276,25 +278,26 @@ row() {
 	cli=("${cli[@]//@SERVER@/$server_addr}")
 	local slog=$logs/$id.server.log clog=$logs/$id.client.log a b a1 a2 b1 b2 rc=0 h0= h1= row_hwc={}
 	if is_server; then
-		local pid ok=1 tail= xfer=() xs
+		local pid ok=1 tail= xfer=() xs step=0.25
+		[ "$kind" != bw ] || step=0.1
 		perf_start "$id"
 		timeout -k 5 "$row_timeout" "${srv[@]}" >"$slog" 2>&1 &
 		pid=$!
 		listening "$pid" "$port" || ok=0
 		cpu_jiffies a
-		xfer_sample
+		[ "$kind" != bw ] || xfer_sample
 		put "ready.$tag" "$ok"
 		while kill -0 "$pid" 2>/dev/null; do
 			if [ -e "$SHARED_DIR/value.abort.$tag" ]; then
 				kill "$pid" 2>/dev/null || true
 				break
 			fi
-			nap 0.1
-			xfer_sample
+			nap "$step"
+			[ "$kind" != bw ] || xfer_sample
 		done
 		wait "$pid" || rc=$?
 		cpu_jiffies b
-		xfer_sample
+		[ "$kind" != bw ] || xfer_sample
 		xfer_sum xs
 		perf_stop "$id"
 		read -r a1 a2 <<<"$a"
