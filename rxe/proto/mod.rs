@@ -21,6 +21,7 @@ pub(crate) mod events;
 pub(crate) mod headers;
 pub(crate) mod icrc;
 pub(crate) mod ip;
+pub(crate) mod local_ops;
 pub(crate) mod mr_logic;
 pub(crate) mod odp_logic;
 pub(crate) mod opcode;
