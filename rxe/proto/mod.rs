@@ -17,6 +17,7 @@ pub(crate) mod comp_machine;
 pub(crate) mod conv;
 pub(crate) mod cq_srq;
 pub(crate) mod crc32;
+pub(crate) mod device_attr;
 pub(crate) mod events;
 pub(crate) mod headers;
 pub(crate) mod icrc;
