@@ -26,6 +26,7 @@ pub(crate) mod local_ops;
 pub(crate) mod mr_logic;
 pub(crate) mod odp_logic;
 pub(crate) mod opcode;
+pub(crate) mod packet;
 pub(crate) mod params;
 pub(crate) mod post;
 pub(crate) mod psn;
