@@ -17,10 +17,11 @@ use crate::rxe::kernel::netns::{Net, TunnelUse};
 use crate::rxe::kernel::random;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
-use crate::rxe::proto::params as p;
-use crate::rxe::proto::params::{
-    DeviceReport, IbMtu, PhysState, PortAttr, PortImmutable, PortState,
+use crate::rxe::proto::device_attr::{
+    guid_from_mac, guid_source, DeviceReport, PhysState, PortAttr, PortImmutable, PortState,
+    PORT_ATTR,
 };
+use crate::rxe::proto::params::{self as p, IbMtu};
 use crate::rxe::{ah, mcast, mr, mw, qp};
 
 /// An rxe device: the core's `ib_device` followed by its [`DeviceState`].
@@ -142,7 +143,7 @@ impl DeviceState {
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
             port: Port {
                 active_mtu: AtomicU32::new(IbMtu::from_netdev_mtu(netdev_mtu).as_raw()),
-                cap_flags: AtomicU32::new(p::PORT_ATTR.port_cap_flags),
+                cap_flags: AtomicU32::new(PORT_ATTR.port_cap_flags),
                 qkey_viol_cntr: zero(),
                 bad_pkey_cntr: zero(),
             },
@@ -196,7 +197,7 @@ impl DeviceState {
         let active = ndev.is_running_with_carrier();
         // The width/speed the core derives from the netdev's link settings.
         let (active_speed, active_width) = dev.eth_speed()?;
-        let d = &p::PORT_ATTR;
+        let d = &PORT_ATTR;
         Ok(PortAttr {
             state: if active {
                 PortState::Active
@@ -333,7 +334,7 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice, net: &Net, tunnels: TunnelU
         return Err(EEXIST);
     }
     let random = [(); 6].map(|()| random::u8());
-    let guid = p::guid_from_mac(p::guid_source(ndev.mac(), ndev.addr_len(), random));
+    let guid = guid_from_mac(guid_source(ndev.mac(), ndev.addr_len(), random));
     let identity = Identity {
         node_guid: guid,
         node_desc: b"rxe",

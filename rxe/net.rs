@@ -59,6 +59,7 @@ use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
 use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType};
 use crate::rxe::proto::opcode::Opcode;
+use crate::rxe::proto::packet::{packet_len, pad_for};
 use crate::rxe::proto::params::{pacing, ROCE_V2_UDP_DPORT};
 use crate::rxe::recv;
 
@@ -134,7 +135,7 @@ pub(crate) fn alloc_packet_with<'a>(
         return Err(EINVAL);
     }
     let ndev = route::gid_netdev(dev, u32::from(av.sgid_index)).ok_or(EINVAL)?;
-    let paylen = headers::packet_len(opcode, payload_len).ok_or(EINVAL)?;
+    let paylen = packet_len(opcode, payload_len).ok_or(EINVAL)?;
     // The UDP length field and the IPv4/IPv6 length fields are 16 bits wide.
     if paylen + ip::UDP_HLEN + ip::IPV6_HLEN > usize::from(u16::MAX) {
         return Err(errno::emsgsize());
@@ -201,7 +202,7 @@ impl TxPacket<'_> {
     /// Writes the BTH, with the packet's opcode and pad count whatever `bth` says.
     pub(crate) fn write_bth(&mut self, mut bth: Bth) -> Result {
         bth.opcode = self.opcode.bits();
-        bth.pad = headers::pad_for(self.payload_len);
+        bth.pad = pad_for(self.payload_len);
         bth.write(self.skb.data_mut()).map_err(|_| EINVAL)
     }
 

@@ -4,7 +4,7 @@
 //! of our own) to the QP or multicast group it is for.
 //!
 //! Every datagram is validated once here, in rdma_rxe's order: device, UDP
-//! length, destination address, transport headers (`proto::headers::parse`),
+//! length, destination address, transport headers (`proto::packet::parse`),
 //! QP lookup and the QP's type/state/address/key checks
 //! (`proto::accept`), then the ICRC. What passes is counted in `rcvd_pkts`
 //! and handed over as an [`RxPacket`]:
@@ -25,12 +25,11 @@ use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::headers::{
-    self, Aeth, AtmAck, Deth, ExtHeader, PacketInfo, BTH_LEN, MULTICAST_QPN,
-};
+use crate::rxe::proto::headers::{Aeth, AtmAck, Deth, ExtHeader, BTH_LEN, MULTICAST_QPN};
 use crate::rxe::proto::icrc::{self, IpHdr};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
 use crate::rxe::proto::opcode::{Mask, Opcode};
+use crate::rxe::proto::packet::{self, PacketInfo};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
 use crate::rxe::{mcast, net, qp};
 
@@ -254,7 +253,7 @@ impl RxPacket {
         if ipinfo.src.network_type() != ipinfo.dst.network_type() {
             return None;
         }
-        let info = headers::parse(data.get(ip::UDP_HLEN..ip::UDP_HLEN + paylen)?).ok()?;
+        let info = packet::parse(data.get(ip::UDP_HLEN..ip::UDP_HLEN + paylen)?).ok()?;
         let vlan_id = skb.rx_vlan_id();
         skb.pull(ip::UDP_HLEN as u32).ok()?;
         Some(RxPacket {

@@ -9,7 +9,7 @@ use kernel::ffi::c_int;
 
 use crate::rxe::proto::av::{ah_attr_from_av, AhAttr, SgidAttr};
 use crate::rxe::proto::cq_srq::SrqAttr;
-use crate::rxe::proto::params::{self as p, DeviceReport, PortAttr, PortImmutable};
+use crate::rxe::proto::device_attr::{self, DeviceReport, PortAttr, PortImmutable};
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::{Caps, ModifyAttr, QpAttrs};
 use crate::rxe::proto::uapi::GlobalRoute;
@@ -107,8 +107,8 @@ impl From<&PortAttr> for b::ib_port_attr {
     }
 }
 
-const _: () = assert!(p::CORE_CAP_FLAGS == b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP);
-const _: () = assert!(p::MAX_MAD_SIZE == b::IB_MGMT_MAD_SIZE);
+const _: () = assert!(device_attr::CORE_CAP_FLAGS == b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP);
+const _: () = assert!(device_attr::MAX_MAD_SIZE == b::IB_MGMT_MAD_SIZE);
 
 /// What get_port_immutable returns.
 impl From<&PortImmutable> for b::ib_port_immutable {

@@ -5,7 +5,8 @@
 //! the numbers derived from addresses and QPNs (UDP source ports, the
 //! Ethernet address of a multicast GID).
 
-use super::params::{PORT_ATTR, ROCE_V2_SPORT};
+use super::device_attr::PORT_ATTR;
+use super::params::ROCE_V2_SPORT;
 use super::qp_attr::AttrError;
 use super::uapi::{av as av_off, sockaddr, Av, GlobalRoute, NetworkType};
 

@@ -10,7 +10,7 @@
 //! boundary and anywhere, pad bits, opcodes of another transport, every
 //! AETH syndrome class, duplicates and reordering), with the ICRC made
 //! right again most of the time so they get past it. Each frame runs the
-//! checks `rxe/recv.rs` makes (IP, UDP, `headers::parse`, `accept::check`,
+//! checks `rxe/recv.rs` makes (IP, UDP, `packet::parse`, `accept::check`,
 //! the ICRC), then goes to a live responder (RC, UC and UD QPs over a
 //! `RespModel` with remote-access MRs) or to a completer with a model send
 //! queue. Valid traffic is interleaved so both make progress, and a QP
@@ -30,13 +30,14 @@ use super::accept::{self, PacketFacts, QpFacts};
 use super::comp_machine::{self, CopyFault, Head, Response, Sq};
 use super::events::Event;
 use super::headers::{
-    self, write_ext, Aeth, AtmAck, AtmEth, Bth, Deth, Feth, Ieth, ImmDt, PacketInfo, Rdeth, Reth,
-    BTH_LEN, DEFAULT_PKEY, GSI_QKEY, ICRC_LEN,
+    write_ext, Aeth, AtmAck, AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Rdeth, Reth, BTH_LEN,
+    DEFAULT_PKEY, GSI_QKEY, ICRC_LEN,
 };
 use super::icrc::{self, IpHdr, TableCrc32};
 use super::ip::{self, IpAddr, Ipv4Out, Ipv6Out, NetworkType, UdpHdr};
 use super::mr_logic::{Access, AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
+use super::packet::{self, PacketInfo};
 use super::psn::{psn_add, psn_after, psn_diff, psn_sub, PSN_MASK};
 use super::qp;
 use super::req_rules::{self, Progress, WqeInfo};
@@ -148,7 +149,7 @@ struct Pkt {
 impl Pkt {
     fn new(op: Opcode, qpn: u32, psn: u32, payload_len: usize) -> Pkt {
         let mut bth = Bth::new(op, DEFAULT_PKEY, qpn, psn);
-        bth.pad = headers::pad_for(payload_len);
+        bth.pad = packet::pad_for(payload_len);
         Pkt {
             layout: op,
             bth,
@@ -172,7 +173,7 @@ impl Pkt {
 
     fn set_payload_len(&mut self, n: usize) {
         self.payload.resize(n, 0xa5);
-        self.bth.pad = headers::pad_for(n);
+        self.bth.pad = packet::pad_for(n);
     }
 
     /// The transport packet: BTH through the (not yet computed) ICRC.
@@ -331,7 +332,7 @@ fn receive(f: &[u8], stats: &mut Stats) -> Rx {
         return Rx::Dropped;
     }
     let pkt = &data[ip::UDP_HLEN..ip::UDP_HLEN + paylen];
-    let info = match headers::parse(pkt) {
+    let info = match packet::parse(pkt) {
         Ok(i) => i,
         Err(_) => {
             stats.parse_err += 1;
@@ -393,7 +394,7 @@ fn receive(f: &[u8], stats: &mut Stats) -> Rx {
     }
 }
 
-/// What `headers::parse` promises about a packet it accepts.
+/// What `packet::parse` promises about a packet it accepts.
 fn check_info(info: &PacketInfo, pkt: &[u8]) {
     assert_eq!(info.paylen, pkt.len());
     assert_eq!(

@@ -304,7 +304,7 @@ pub(crate) fn icrc_ok<C: Crc32>(crc: &mut C, ip: IpHdr<'_>, udp: &[u8], pkt: &[u
 
 #[cfg(test)]
 mod tests {
-    use super::super::headers::parse;
+    use super::super::packet::parse;
     use super::*;
 
     use super::super::crc32::tests::bitwise as crc_bitwise;
@@ -554,10 +554,10 @@ mod tests {
 #[cfg(test)]
 mod fuzz {
     use super::super::headers::{
-        packet_len, pad_for, parse, Aeth, AtmAck, AtmEth, Bth, Deth, Feth, Ieth, ImmDt, ParseError,
-        Rdeth, Reth, DEFAULT_PKEY,
+        Aeth, AtmAck, AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Rdeth, Reth, DEFAULT_PKEY,
     };
     use super::super::opcode::{Hdr, Mask, Opcode, ALL};
+    use super::super::packet::{packet_len, pad_for, parse, ParseError};
     use super::*;
     use std::vec::Vec;
 

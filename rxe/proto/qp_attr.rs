@@ -5,7 +5,8 @@
 //! the errors here are the ones they return). Address vectors are in `av`.
 
 use super::av::{av_from_ah_attr, check_ah_attr, AhAttr};
-use super::params::{limits, IbMtu, PORT_ATTR};
+use super::device_attr::PORT_ATTR;
+use super::params::{limits, IbMtu};
 use super::qp::{self, modify_is_ok, AttrMask};
 use super::uapi::{access, Av};
 

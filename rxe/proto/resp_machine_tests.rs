@@ -9,7 +9,7 @@ use crate::proto::opcode::ALL;
 use crate::proto::psn::{psn_sub, PSN_MASK};
 use crate::proto::test_model::{Out, RespModel};
 use crate::proto::test_rng::Rng;
-use crate::proto::uapi::access;
+use crate::proto::uapi::{access, wc_flags, WcOpcode};
 use std::vec;
 use std::vec::Vec;
 

@@ -28,9 +28,10 @@
 //! completes every posted receive WQE with `IB_WC_WR_FLUSH_ERR` (with an
 //! SRQ it raises `IB_EVENT_QP_LAST_WQE_REACHED` instead).
 
-use super::headers::{AtmEth, Feth, PacketInfo, Reth, FLUSH_GLOBAL, FLUSH_PERSISTENT};
+use super::headers::{AtmEth, Feth, Reth, FLUSH_GLOBAL, FLUSH_PERSISTENT};
 use super::mr_logic::Access;
 use super::opcode::{Mask, Opcode, Transport};
+use super::packet::PacketInfo;
 use super::psn::{psn_add, psn_before, psn_diff};
 use super::qp;
 use super::uapi::access;
@@ -69,7 +70,7 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// Reads the request fields of a packet parsed by `headers::parse`.
+    /// Reads the request fields of a packet parsed by `packet::parse`.
     /// `None` when a header the opcode carries is missing (a parsed packet
     /// always has them).
     pub(crate) fn from_packet(info: &PacketInfo, pkt: &[u8]) -> Option<Request> {

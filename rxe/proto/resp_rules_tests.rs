@@ -5,6 +5,7 @@
 use super::*;
 use crate::proto::headers::{self, Bth, Deth, ExtHeader, Ieth, ImmDt};
 use crate::proto::opcode::ALL;
+use crate::proto::packet;
 use crate::proto::psn::{psn_sub, PSN_MASK};
 use crate::proto::test_rng::Rng;
 use std::vec;
@@ -488,7 +489,7 @@ fn request_from_packet() {
     headers::write_ext(op, &mut buf, &Ieth { rkey: 0xabcd }).unwrap();
     // 16 bytes of headers, 5 of payload, 3 pad, 4 ICRC.
     buf.truncate(16 + 5 + 3 + 4);
-    let info = headers::parse(&buf).unwrap();
+    let info = packet::parse(&buf).unwrap();
     let r = Request::from_packet(&info, &buf).unwrap();
     assert_eq!(
         (r.psn, r.ack_req, r.se, r.pad, r.payload),
@@ -512,7 +513,7 @@ fn request_from_packet() {
     )
     .unwrap();
     headers::write_ext(op, &mut buf, &ImmDt([1, 2, 3, 4])).unwrap();
-    let info = headers::parse(&buf).unwrap();
+    let info = packet::parse(&buf).unwrap();
     let r = Request::from_packet(&info, &buf).unwrap();
     assert_eq!(
         (r.src_qp, r.imm, r.payload),
