@@ -10,12 +10,19 @@
 //! Requester and completer share one lock (`Shared::req`) over [`State`]:
 //! C lets both tasks touch `qp->req` and `qp->comp` freely; one lock keeps
 //! the two engines from ever holding two engine locks at once.
+//!
+//! `sq.rs` holds the SQ as the engines track it (the shadow and the WQE
+//! copies); `build.rs` turns one planned packet into an skb.
+
+mod build;
+mod sq;
+
+use build::{build, BuildError};
+use sq::slot_at;
+pub(crate) use sq::{head_wr_id, Shadow, Track};
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::ah;
-use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
-use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::Progress as TaskProgress;
@@ -24,21 +31,14 @@ use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
 use crate::rxe::proto::comp_machine::{self as cl, Head};
-use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::odp_logic::{Next, Retry};
-use crate::rxe::proto::opcode::{Mask, Opcode};
-use crate::rxe::proto::params::{IbMtu, DEFAULT_PKEY_FULL};
+use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::req_rules::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
-use crate::rxe::proto::tx_frags;
-use crate::rxe::proto::uapi::{
-    self, Payload, SendFlags, SendWqe, SqLimits, WcStatus, WqeState, WrOpcode, WrParams,
-};
+use crate::rxe::proto::uapi::{self, SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Shared};
-use crate::rxe::queue::Queue;
 
 /// The transmit flow's waker: schedules the requester once its skbs in
 /// flight have drained below the low mark.
@@ -82,133 +82,6 @@ impl net::TxWake for ReqWake {
     }
 }
 
-/// What the engines know about one SQ slot.
-#[derive(Clone, Copy)]
-pub(crate) struct Shadow {
-    pub(crate) info: WqeInfo,
-    pub(crate) progress: rl::Progress,
-}
-
-impl Shadow {
-    const EMPTY: Shadow = Shadow {
-        info: WqeInfo::new(WrOpcode::Send, qp::Type::Rc, SendFlags(0), 0, 0),
-        progress: rl::Progress::posted(0, 0),
-    };
-}
-
-/// The SQ as the engines track it.
-pub(crate) struct Track {
-    /// WQEs past the SQ consumer the requester has finished with
-    /// (`req.wqe_index - consumer`).
-    pub(crate) off: u32,
-    /// WQEs past the consumer whose shadow entry is live.
-    pub(crate) touched: u32,
-    /// One entry per SQ slot: up to 2^20 + 1 of them, so kvmalloc'd.
-    shadow: KVVec<Shadow>,
-    /// Scratch copy of one SQ slot.
-    buf: KVec<u8>,
-    /// The requester's copy of the WQE it works on: the packets after the
-    /// first of a message neither copy nor parse the slot again, and all
-    /// of them agree with the shadow entry whatever user space writes to
-    /// the ring meanwhile.
-    cur: WqeCopy,
-    /// The completer's copy of the head WQE, which read responses and
-    /// atomic replies write into; forgotten when the head is retired.
-    head: WqeCopy,
-}
-
-/// A validated copy of the WQE in one SQ slot, kept while that slot holds
-/// the same WQE. The box is lent out while in use (`take`/`put`).
-struct WqeCopy {
-    wqe: Option<KBox<SendWqe>>,
-    /// The slot `wqe` was parsed from; `None` when it is stale.
-    slot: Option<u32>,
-}
-
-impl WqeCopy {
-    fn new() -> Result<Self> {
-        Ok(Self {
-            wqe: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
-            slot: None,
-        })
-    }
-
-    /// The parsed WQE `off` entries past the SQ consumer, which lies in
-    /// `slot`: the copy when it is of `slot` and `reuse` allows, otherwise
-    /// read from the ring through `buf` and parsed. `Err(None)` when the
-    /// slot cannot be read, `Err(Some(_))` when its WQE is malformed.
-    #[inline]
-    fn take(
-        &mut self,
-        qp: &Shared,
-        buf: &mut KVec<u8>,
-        off: u32,
-        slot: u32,
-        reuse: bool,
-    ) -> Result<KBox<SendWqe>, Option<uapi::WqeError>> {
-        let mut wqe = self.wqe.take().ok_or(None)?;
-        if reuse && self.slot == Some(slot) {
-            return Ok(wqe);
-        }
-        self.slot = None;
-        let parsed = match read_wqe(qp, buf, off) {
-            Some((s, len)) if s == slot => {
-                parse_wqe(qp, buf.get(..len).unwrap_or(&[]), &mut wqe).map_err(Some)
-            }
-            _ => Err(None),
-        };
-        match parsed {
-            Ok(()) => {
-                self.slot = Some(slot);
-                Ok(wqe)
-            }
-            Err(e) => {
-                self.wqe = Some(wqe);
-                Err(e)
-            }
-        }
-    }
-
-    /// Returns the box [`WqeCopy::take`] lent.
-    fn put(&mut self, wqe: KBox<SendWqe>) {
-        self.wqe = Some(wqe);
-    }
-
-    /// The slot may hold another WQE from now on.
-    fn forget(&mut self) {
-        self.slot = None;
-    }
-}
-
-impl Track {
-    /// The shadow entry of SQ slot `slot`.
-    pub(crate) fn shadow(&mut self, slot: u32) -> Option<&mut Shadow> {
-        let n = self.shadow.len();
-        if n == 0 {
-            return None;
-        }
-        self.shadow.get_mut(to_usize(slot) % n)
-    }
-
-    /// The consumer retired its head WQE.
-    pub(crate) fn retired(&mut self) {
-        self.off = self.off.saturating_sub(1);
-        self.touched = self.touched.saturating_sub(1);
-        self.head.forget();
-    }
-
-    /// The parsed head WQE, in slot `slot`; `None` if it cannot be read or
-    /// is malformed. Give it back with [`Track::put_head`].
-    pub(crate) fn take_head(&mut self, qp: &Shared, slot: u32) -> Option<KBox<SendWqe>> {
-        self.head.take(qp, &mut self.buf, 0, slot, true).ok()
-    }
-
-    /// Returns the box [`Track::take_head`] lent.
-    pub(crate) fn put_head(&mut self, wqe: KBox<SendWqe>) {
-        self.head.put(wqe);
-    }
-}
-
 /// Per-QP state of the requester and completer, behind `Shared::req`.
 pub(crate) struct State {
     pub(crate) req: rl::State,
@@ -227,84 +100,15 @@ pub(crate) struct State {
 impl State {
     /// For an SQ of `capacity` WQEs (`capacity + 1` slots).
     pub(crate) fn new(capacity: u32) -> Result<Self> {
-        let slots = to_usize(capacity) + 1;
-        let shadow = KVVec::from_elem(Shadow::EMPTY, slots, alloc::caller_sized())?;
-        let mut buf = KVec::new();
-        buf.extend_with(uapi::send_wqe::LEN + limits_area(), 0u8, GFP_KERNEL)?;
         Ok(Self {
             req: rl::State::new(0, 0),
             comp: cl::State::new(0, 0, 0),
-            sq: Track {
-                off: 0,
-                touched: 0,
-                shadow,
-                buf,
-                cur: WqeCopy::new()?,
-                head: WqeCopy::new()?,
-            },
+            sq: Track::new(capacity)?,
             odp_retry: Retry::new(),
             odp_give_up: false,
             pages: PayloadPages::new(),
         })
     }
-}
-
-/// The largest SGE/inline area after a send WQE's fixed part.
-fn limits_area() -> usize {
-    to_usize(crate::rxe::proto::params::limits::MAX_INLINE_DATA)
-}
-
-/// The slot of the WQE `off` entries past the consumer of `q`, `None` when
-/// the SQ holds no such WQE.
-fn slot_of(q: &Queue, off: u32) -> Option<u32> {
-    (off < q.count()).then(|| q.own_index().wrapping_add(off) % (q.capacity() + 1))
-}
-
-/// The slot of the WQE `off` entries past the SQ consumer.
-fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
-    slot_of(&qp.sq.lock().queue, off)
-}
-
-/// The wr_id of the head WQE, read from the ring.
-pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
-    let sq = qp.sq.lock();
-    let slot = slot_of(&sq.queue, 0)?;
-    let mut b = [0u8; 8];
-    sq.queue.read_slot(slot, &mut b).ok()?;
-    Some(u64::from_ne_bytes(b))
-}
-
-/// Copies the WQE `off` entries past the SQ consumer into the start of
-/// `buf`; returns its slot and the bytes copied, `None` when the SQ holds
-/// no such WQE.
-///
-/// Only the fixed part and the SGE or inline bytes its header names are
-/// copied, not the whole slot; the parse checks the copy against itself.
-fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<(u32, usize)> {
-    let sq = qp.sq.lock();
-    let slot = slot_of(&sq.queue, off)?;
-    let slot_len = sq.queue.elem_size().min(buf.len());
-    let head = slot_len.min(uapi::send_wqe::LEN);
-    sq.queue.read_slot(slot, buf.get_mut(..head)?).ok()?;
-    let len = SendWqe::needed_len(buf.get(..head)?, slot_len);
-    if len > head {
-        sq.queue
-            .read_slot_at(slot, head, buf.get_mut(head..len)?)
-            .ok()?;
-    }
-    Some((slot, len))
-}
-
-/// Validates the slot copy `slot` into `wqe`.
-fn parse_wqe(qp: &Shared, slot: &[u8], wqe: &mut SendWqe) -> Result<(), uapi::WqeError> {
-    let limits = SqLimits {
-        qp_type: qp.qp_type,
-        max_sge: qp.sq_caps.max_sge,
-        max_inline: qp.sq_caps.max_inline,
-        // A kernel QP's ring is written only by `post_send`.
-        kernel: !qp.is_user,
-    };
-    wqe.parse_from(slot, &limits)
 }
 
 /// The QP facts one requester run works with.
@@ -338,21 +142,6 @@ fn snapshot(qp: &Shared) -> Option<Snap> {
         av: a.pri_av,
         sport: s.src_port,
     })
-}
-
-/// A `net::Av` for an address vector, sent from `sport`.
-pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
-    let (src, dst) = qp::av_path(av);
-    net::Av {
-        src,
-        dst,
-        sgid_index: av.grh.sgid_index,
-        dmac: av.dmac,
-        traffic_class: av.grh.traffic_class,
-        hop_limit: av.grh.hop_limit,
-        flow_label: av.grh.flow_label,
-        sport,
-    }
 }
 
 /// Moves the QP to ERR (`rxe_qp_error()`) and lets the engines flush.
@@ -434,20 +223,6 @@ enum Outcome {
     Fault(Option<PendingFault>),
 }
 
-/// Why a packet was not built.
-enum BuildError {
-    /// The WQE fails with this status.
-    Status(WcStatus),
-    /// Its payload met an absent ODP page.
-    Absent(Option<PendingFault>),
-}
-
-impl From<WcStatus> for BuildError {
-    fn from(s: WcStatus) -> Self {
-        Self::Status(s)
-    }
-}
-
 /// Runs a local operation of `wqe`; `Err` with the status it fails with.
 fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
     let dev = qp.dev.state();
@@ -500,169 +275,6 @@ fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
         }
         _ => Err(status),
     }
-}
-
-/// The address a packet of `wqe` goes to.
-fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
-    if qp.qp_type.is_datagram() {
-        let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
-            return None;
-        };
-        let av = if ah_num != 0 {
-            ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av()
-        } else {
-            ah::embedded_av(&qp.dev, av?)?
-        };
-        Some(net_av(&av, snap.sport))
-    } else {
-        snap.av.as_ref().map(|av| net_av(av, snap.sport))
-    }
-}
-
-/// The `len` payload bytes of `wqe` from `done` on as referenced page
-/// pieces, or `None` when they must be copied. Fails as the copy would.
-fn ref_payload(
-    qp: &Shared,
-    wqe: &SendWqe,
-    done: u32,
-    len: u32,
-    pages: &mut PayloadPages,
-) -> Result<bool, WcStatus> {
-    let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
-    let mut cur = Cursor::new(wqe.length);
-    cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-    cur.ref_from_mem(&mem, wqe, to_usize(len), pages)
-        .map_err(|e| e.requester_status())
-}
-
-/// Builds the packet `p` of `wqe`, `done` bytes into its payload, with the
-/// empty page list `pages` for a payload sent from the MR's pages (what the
-/// skb does not take stays there for the caller to clear).
-fn build<'a>(
-    qp: &'a Shared,
-    snap: &Snap,
-    wqe: &SendWqe,
-    p: &rl::Packet,
-    done: u32,
-    odp_give_up: bool,
-    pages: &mut PayloadPages,
-) -> Result<net::TxPacket<'a>, BuildError> {
-    let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
-    let op: Opcode = p.opcode;
-    let mask = op.mask();
-    let referenced = match wqe.payload {
-        Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
-            ref_payload(qp, wqe, done, p.payload, pages)?
-        }
-        _ => false,
-    };
-    let pages = referenced.then_some(pages);
-    let mut tx = net::alloc_packet_with(&qp.dev, &av, op, to_usize(p.payload), pages)
-        .map_err(|_| WcStatus::LocQpOpErr)?;
-    let (dest_qpn, qkey) = match wqe.wr {
-        // A remote qkey with the top bit set means the QP's own.
-        WrParams::Ud {
-            remote_qpn,
-            remote_qkey,
-            ..
-        } => (
-            remote_qpn,
-            if (remote_qkey as i32) < 0 {
-                snap.qkey
-            } else {
-                remote_qkey
-            },
-        ),
-        _ => (snap.dest_qpn, snap.qkey),
-    };
-    let mut bth = Bth::new(op, DEFAULT_PKEY_FULL, dest_qpn, p.psn);
-    bth.se = p.solicited;
-    bth.ack_req = p.ack_req;
-    tx.write_bth(bth).map_err(|_| WcStatus::LocQpOpErr)?;
-    let rkey = wqe.wr.remote_key();
-    let hdr_err = |_| WcStatus::LocQpOpErr;
-    if mask.contains(Mask::RETH) {
-        tx.write_ext(&Reth {
-            va: p.reth_va,
-            rkey,
-            len: p.reth_len,
-        })
-        .map_err(hdr_err)?;
-    }
-    if mask.contains(Mask::FETH) {
-        if let WrParams::Flush { kind, level, .. } = wqe.wr {
-            tx.write_ext(&Feth { ptype: kind, level })
-                .map_err(hdr_err)?;
-        }
-    }
-    if mask.contains(Mask::IMMDT) {
-        tx.write_ext(&ImmDt(wqe.ex.to_ne_bytes()))
-            .map_err(hdr_err)?;
-    }
-    if mask.contains(Mask::IETH) {
-        tx.write_ext(&Ieth { rkey: wqe.ex }).map_err(hdr_err)?;
-    }
-    if mask.contains(Mask::ATMETH) {
-        if let WrParams::Atomic {
-            compare_add, swap, ..
-        } = wqe.wr
-        {
-            let eth = if op == Opcode::RcCompareSwap {
-                AtmEth {
-                    va: p.reth_va,
-                    rkey,
-                    swap_add: swap,
-                    compare: compare_add,
-                }
-            } else {
-                AtmEth {
-                    va: p.reth_va,
-                    rkey,
-                    swap_add: compare_add,
-                    compare: 0,
-                }
-            };
-            tx.write_ext(&eth).map_err(hdr_err)?;
-        }
-    }
-    if mask.contains(Mask::DETH) {
-        tx.write_ext(&Deth {
-            qkey,
-            src_qpn: qp.qpn,
-        })
-        .map_err(hdr_err)?;
-    }
-    if p.payload > 0 && !tx.payload_in_frags() {
-        let out = tx.payload_mut();
-        match wqe.payload {
-            Payload::Inline { .. } => {
-                let start = to_usize(done);
-                let src = wqe
-                    .inline_data()
-                    .get(start..start + out.len())
-                    .ok_or(WcStatus::LocLenErr)?;
-                out.copy_from_slice(src);
-            }
-            Payload::AtomicWrite(bytes) => {
-                let src = bytes.get(..out.len()).ok_or(WcStatus::LocLenErr)?;
-                out.copy_from_slice(src);
-            }
-            Payload::Sges { .. } => {
-                let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
-                let mut cur = Cursor::new(wqe.length);
-                cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-                match cur.copy_from_mem(&mem, wqe, out) {
-                    Ok(()) => {}
-                    Err(DmaError::Absent) if !odp_give_up => {
-                        return Err(BuildError::Absent(cur.take_fault()))
-                    }
-                    Err(e) => return Err(e.requester_status().into()),
-                }
-            }
-            Payload::None => {}
-        }
-    }
-    Ok(tx)
 }
 
 /// A packet [`run_once`] built, and how the step sends it.
