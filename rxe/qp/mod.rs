@@ -25,7 +25,7 @@
 //! of object (the task and timer helpers give all tasks one `rxe_task` and
 //! all timers one `rxe_timer`).
 //!
-//! QP engines (this module, `completer.rs`, `requester/`, `responder.rs`):
+//! QP engines (this module, `completer.rs`, `requester/`, `responder/`):
 //!
 //! - `rxe_qp_comp` (`Shared::comp`: the completer's CQE batch and ODP
 //!   retry state, held for a whole completer step) -> `rxe_qp_comp_pkts`
@@ -258,7 +258,7 @@ pub(crate) struct Shared {
     /// The engines' transmit socket and skb count.
     pub(crate) flow: TxFlow<requester::ReqWake>,
 
-    // The datapath engines' locks (rxe/requester/, rxe/completer.rs, rxe/responder.rs;
+    // The datapath engines' locks (rxe/requester/, rxe/completer.rs, rxe/responder/;
     // their order is in the module doc): the requester and the completer
     // share `req` (one protocol state), the responder has `resp`.
     #[pin]
