@@ -84,7 +84,7 @@
 //! softirq list (`Task::schedule_bh`), a lock-free `llist` pushed under
 //! `rxe_task` and run by a softirq work item that takes `rxe_task` alone.
 //!
-//! Keys and memory (`pool.rs`, `mr.rs`, `mw.rs`, `ah.rs`,
+//! Keys and memory (`pool.rs`, `mr/`, `mw.rs`, `ah.rs`,
 //! `kernel/odp.rs`): `rxe_pool` (an index to an object, released before
 //! the object's lock), then one of `rxe_mr`, `rxe_mw` or `rxe_ah_av`;
 //! `rxe_mr` -> `rxe_odp_table` (an access to an ODP MR). Faults and

@@ -3,6 +3,11 @@
 //! Memory regions: the registration verbs, rdma_rxe's key and state rules,
 //! and the memory-access API of the datapath.
 //!
+//! This file holds the region the datapath shares, its key and state
+//! rules, the key lookups and the local operations; `access.rs` the
+//! datapath's accesses to a region's bytes and its ODP faults; `reg.rs` the
+//! [`Mr`] an `ib_mr` owns and the registration verbs.
+//!
 //! # Datapath API
 //!
 //! - [`lookup`]`(dev, key, kind, pd, access) -> Result<Arc<Shared>, AccessError>`
@@ -37,23 +42,26 @@
 //! allocated until its `Arc` goes, while the pin of the user range ends at
 //! deregistration as in C.
 
+mod access;
+mod reg;
+
+pub(crate) use access::PendingFault;
+pub(crate) use reg::Mr;
+
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use kernel::{alloc::flags::__GFP_NOWARN, page::PAGE_SHIFT, prelude::*, sync::Arc};
+use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
-use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
+use crate::rxe::device::DeviceState;
 use crate::rxe::kernel::{
-    alloc::caller_sized,
     lock::{new_spinlock_bh, SpinLockBh},
-    odp::{Odp, OdpError, OdpReg},
-    page::{DmaSpace, PageError, PageList, PageRef, PayloadPages},
-    random,
-    umem::Umem,
+    odp::{Odp, OdpError},
+    page::{DmaSpace, PageError, PageList},
 };
 use crate::rxe::mw;
-use crate::rxe::proto::conv::{len64, to_usize};
+use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::mr_logic::{
-    self as rules, rereg, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
+    self as rules, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
 };
 use crate::rxe::proto::odp_logic::{self, Span};
 use crate::rxe::qp;
@@ -393,209 +401,6 @@ impl Shared {
         }
     }
 
-    /// Copies `data` into the region at `iova`.
-    pub(crate) fn copy_in(&self, iova: u64, data: &[u8]) -> Result<(), AccessError> {
-        if data.is_empty() {
-            return Ok(());
-        }
-        if let Some(w) = &self.window {
-            return w.mr.copy_in(w.target(iova, len64(data.len()))?, data);
-        }
-        let i = self.inner.lock();
-        i.usable()?;
-        if let Memory::Dma(d) = &i.mem {
-            return Ok(d.write(iova, data)?);
-        }
-        if let Some(o) = i.odp(iova, len64(data.len())) {
-            let (odp, va) = o?;
-            return Ok(odp.write(va, data)?);
-        }
-        i.each_chunk(iova, data.len(), |pages, c| {
-            let src = data.get(c.pos..c.pos + c.len).ok_or(AccessError::Fault)?;
-            Ok(pages.write(c.block, c.offset, src)?)
-        })
-    }
-
-    /// Copies `out.len()` bytes of the region at `iova` into `out`.
-    pub(crate) fn copy_out(&self, iova: u64, out: &mut [u8]) -> Result<(), AccessError> {
-        if out.is_empty() {
-            return Ok(());
-        }
-        if let Some(w) = &self.window {
-            return w.mr.copy_out(w.target(iova, len64(out.len()))?, out);
-        }
-        let i = self.inner.lock();
-        i.usable()?;
-        if let Memory::Dma(d) = &i.mem {
-            return Ok(d.read(iova, out)?);
-        }
-        if let Some(o) = i.odp(iova, len64(out.len())) {
-            let (odp, va) = o?;
-            return Ok(odp.read(va, out)?);
-        }
-        i.each_chunk(iova, out.len(), |pages, c| {
-            let dst = out
-                .get_mut(c.pos..c.pos + c.len)
-                .ok_or(AccessError::Fault)?;
-            Ok(pages.read(c.block, c.offset, dst)?)
-        })
-    }
-
-    /// Adds `len` bytes of the region at `iova` to `out` as page pieces,
-    /// each with a page reference, for sending without a copy. The checks
-    /// are those of [`Shared::copy_out`]; `Ok(false)` when the memory
-    /// cannot be referenced (kernel slab memory, too many pieces), and the
-    /// caller copies instead.
-    pub(crate) fn ref_pages(
-        &self,
-        iova: u64,
-        len: usize,
-        out: &mut PayloadPages,
-    ) -> Result<bool, AccessError> {
-        if len == 0 {
-            return Ok(true);
-        }
-        if let Some(w) = &self.window {
-            return w.mr.ref_pages(w.target(iova, len64(len))?, len, out);
-        }
-        let i = self.inner.lock();
-        i.usable()?;
-        if let Memory::Dma(d) = &i.mem {
-            return Ok(d.ref_into(iova, len, out)?);
-        }
-        if let Memory::Odp { .. } = &i.mem {
-            // ODP pages may be invalidated and freed while an skb would
-            // still hold them: always copy.
-            return Ok(false);
-        }
-        let mut ok = true;
-        i.each_chunk(iova, len, |pages, c| {
-            if ok {
-                ok = pages.ref_into(c.block, c.offset, c.len, out)?;
-            }
-            Ok(())
-        })?;
-        Ok(ok)
-    }
-
-    /// Runs an 8-byte atomic at `iova` and returns the value it found.
-    pub(crate) fn atomic_op(&self, iova: u64, op: AtomicOp) -> Result<u64, AccessError> {
-        if let Some(w) = &self.window {
-            return w.mr.atomic_op(w.target(iova, 8)?, op);
-        }
-        let i = self.inner.lock();
-        i.usable()?;
-        match &i.mem {
-            Memory::Dma(d) => Ok(d.atomic(iova, op)?),
-            Memory::Odp { .. } => {
-                let (odp, va) = i.odp(iova, 8).ok_or(AccessError::Fault)??;
-                Ok(odp.atomic(va, op)?)
-            }
-            Memory::Pages(pages) => {
-                if !i.in_range(iova, 8) {
-                    return Err(AccessError::Range);
-                }
-                let (block, off) = i.layout().locate(iova).ok_or(AccessError::Range)?;
-                Ok(pages.atomic(block, off, op)?)
-            }
-            Memory::None => Err(AccessError::Fault),
-        }
-    }
-
-    /// Stores 8 bytes at `iova` after everything written before (the
-    /// ATOMIC WRITE operation).
-    pub(crate) fn atomic_write(&self, iova: u64, value: u64) -> Result<(), AccessError> {
-        if let Some(w) = &self.window {
-            return w.mr.atomic_write(w.target(iova, 8)?, value);
-        }
-        let i = self.inner.lock();
-        i.usable()?;
-        match &i.mem {
-            Memory::Dma(d) => Ok(d.store_release(iova, value)?),
-            Memory::Odp { .. } => {
-                let (odp, va) = i.odp(iova, 8).ok_or(AccessError::Fault)??;
-                Ok(odp.store_release(va, value)?)
-            }
-            Memory::Pages(pages) => {
-                if !i.in_range(iova, 8) {
-                    return Err(AccessError::Range);
-                }
-                let (block, off) = i.layout().locate(iova).ok_or(AccessError::Range)?;
-                Ok(pages.store_release(block, off, value)?)
-            }
-            Memory::None => Err(AccessError::Fault),
-        }
-    }
-
-    /// Writes `[iova, iova + len)` back from the CPU caches (FLUSH). Not
-    /// available on DMA MRs, as in C.
-    pub(crate) fn flush(&self, iova: u64, len: u64) -> Result<(), AccessError> {
-        if len == 0 {
-            return Ok(());
-        }
-        if let Some(w) = &self.window {
-            return w.mr.flush(w.target(iova, len)?, len);
-        }
-        let len = usize::try_from(len).map_err(|_| AccessError::Range)?;
-        let i = self.inner.lock();
-        if let Memory::Dma(_) = i.mem {
-            return Err(AccessError::Fault);
-        }
-        if let Some(o) = i.odp(iova, len64(len)) {
-            let (odp, va) = o?;
-            return Ok(odp.flush(va, len)?);
-        }
-        i.each_chunk(iova, len, |pages, c| {
-            Ok(pages.flush(c.block, c.offset, c.len)?)
-        })
-    }
-
-    /// Makes the pages of `[iova, iova + len)` present (writable when
-    /// `write`) for an access that failed with [`AccessError::Absent`].
-    /// Sleeps: process context, with no datapath lock held. `Ok` for MRs
-    /// that are not ODP MRs (nothing to do).
-    pub(crate) fn fault(&self, iova: u64, len: u64, write: bool) -> Result<(), AccessError> {
-        self.odp_map(iova, len, write, true)
-    }
-
-    /// [`Shared::fault`], or with `fault` false a snapshot of the pages
-    /// already present (prefetch without faults).
-    fn odp_map(&self, iova: u64, len: u64, write: bool, fault: bool) -> Result<(), AccessError> {
-        if let Some(w) = &self.window {
-            return w.mr.odp_map(w.target(iova, len)?, len, write, fault);
-        }
-        let (odp, va) = {
-            let i = self.inner.lock();
-            let Memory::Odp { odp, .. } = &i.mem else {
-                return Ok(());
-            };
-            let (_, va) = i.odp(iova, len).ok_or(AccessError::Fault)??;
-            (odp.clone(), va)
-        };
-        odp.map(va, len, write, fault)
-            .map_err(|_| AccessError::Fault)
-    }
-
-    /// Whether `[iova, iova + len)` can be accessed without a fault: always
-    /// for MRs that are not ODP MRs (and for ranges the access itself will
-    /// refuse).
-    pub(crate) fn present(&self, iova: u64, len: u64, write: bool) -> bool {
-        if let Some(w) = &self.window {
-            return match w.target(iova, len) {
-                Ok(t) => w.mr.present(t, len, write),
-                Err(_) => true,
-            };
-        }
-        let Ok(n) = usize::try_from(len) else {
-            return true;
-        };
-        let i = self.inner.lock();
-        match i.odp(iova, len) {
-            Some(Ok((odp, va))) => odp.present(va, n, write),
-            _ => true,
-        }
-    }
-
     /// Executes a REG_MR work request: a free fast-reg MR of the QP's PD
     /// takes the new key byte, rights and range (`iova`/`length` are the
     /// `ib_mr` fields the kernel user set up through `ib_map_mr_sg`, and
@@ -658,22 +463,6 @@ impl Shared {
     fn retire(&self) {
         let mut i = self.inner.lock();
         i.state = State::Invalid;
-    }
-}
-
-/// An access that found an ODP page absent: what to fault in before it
-/// runs again.
-pub(crate) struct PendingFault {
-    pub(crate) mr: Arc<Shared>,
-    pub(crate) iova: u64,
-    pub(crate) len: u64,
-    pub(crate) write: bool,
-}
-
-impl PendingFault {
-    /// Faults the range in. Process context, no datapath lock held.
-    pub(crate) fn resolve(&self) -> Result<(), AccessError> {
-        self.mr.fault(self.iova, self.len, self.write)
     }
 }
 
@@ -777,218 +566,4 @@ pub(crate) fn invalidate_key(
         .get(rules::key_index(key))
         .ok_or(InvalidateError::Invalid)?;
     mr.invalidate(key, pd)
-}
-
-/// A memory region, as its `ib_mr` owns it.
-pub(crate) struct Mr {
-    shared: Arc<Shared>,
-    index: u32,
-    /// Fast-reg MRs: how many blocks a mapping may hold (`max_num_sg`).
-    max_sg: usize,
-    /// User MRs: the pinned range, unpinned when the MR goes.
-    umem: Option<Umem>,
-    /// ODP MRs: the registration, ended when the MR goes.
-    _odp: Option<OdpReg>,
-    _slot: ObjCount,
-}
-
-/// What the `ib_mr` of a new MR reports.
-pub(crate) struct Keys {
-    pub(crate) lkey: u32,
-    pub(crate) rkey: u32,
-}
-
-impl Mr {
-    /// Puts a new MR into the device's pool under a fresh key.
-    fn publish(
-        dev: &Device,
-        shared: Arc<Shared>,
-        slot: ObjCount,
-        umem: Option<Umem>,
-        max_sg: usize,
-        state: State,
-    ) -> Result<Self> {
-        let index = dev.state().mrs.insert(shared.clone())?;
-        let key = rules::make_key(index, random::u8());
-        shared.activate(key, state);
-        Ok(Self {
-            shared,
-            index,
-            max_sg,
-            umem,
-            _odp: None,
-            _slot: slot,
-        })
-    }
-
-    /// `get_dma_mr`: an MR over all kernel memory, for kernel users.
-    pub(crate) fn dma(dev: &Device, pd: PdId, access: u32, space: DmaSpace) -> Result<Self> {
-        let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let inner = Shared::blank(pd, Access::from_raw(access), 0, 0, Memory::Dma(space));
-        let shared = Arc::pin_init(Shared::new(MrType::Dma, None, inner), GFP_KERNEL)?;
-        Self::publish(dev, shared, slot, None, 0, State::Valid)
-    }
-
-    /// `reg_user_mr`: pins `[start, start + length)` of the caller, seen by
-    /// the MR's users at `iova`.
-    pub(crate) fn user(
-        dev: &Device,
-        pd: PdId,
-        start: u64,
-        length: u64,
-        iova: u64,
-        access: u32,
-    ) -> Result<Self> {
-        let access = Access::from_raw(access);
-        rules::check_reg_access(access).map_err(rule_errno)?;
-        if access.contains(Access::ON_DEMAND) {
-            return Self::user_odp(dev, pd, start, length, iova, access);
-        }
-        let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let umem = Umem::get(dev, start, length, access.bits())?;
-        let pages = umem.pages()?;
-        if access.contains(Access::FLUSH_PERSISTENT) && !pages.all_pmem() {
-            return Err(EINVAL);
-        }
-        let inner = Shared::blank(pd, access, iova, length, Memory::Pages(pages));
-        let shared = Arc::pin_init(Shared::new(MrType::User, None, inner), GFP_KERNEL)?;
-        Self::publish(dev, shared, slot, Some(umem), 0, State::Valid)
-    }
-
-    /// `reg_user_mr` with `IB_ACCESS_ON_DEMAND`: nothing is pinned; pages
-    /// are looked up as they are, faulted in when an access finds them
-    /// absent and dropped when the MMU notifier invalidates them.
-    fn user_odp(
-        dev: &Device,
-        pd: PdId,
-        start: u64,
-        length: u64,
-        iova: u64,
-        access: Access,
-    ) -> Result<Self> {
-        odp_logic::check_reg(start, length, iova).map_err(|_| EINVAL)?;
-        let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let odp = Odp::get(dev, start, length, access.bits())?;
-        let reg = OdpReg::new(odp.clone());
-        let mem = Memory::Odp { odp, start };
-        let inner = Shared::blank(pd, access, iova, length, mem);
-        let shared = Arc::pin_init(Shared::new(MrType::User, None, inner), GFP_KERNEL)?;
-        let mut mr = Self::publish(dev, shared, slot, None, 0, State::Valid)?;
-        mr._odp = Some(reg);
-        Ok(mr)
-    }
-
-    /// `alloc_mr(IB_MR_TYPE_MEM_REG)`: a fast-reg MR of up to `max_sg`
-    /// pages, free until a REG_MR makes it valid.
-    ///
-    /// Both block lists (the one in use and the one the next `map_mr_sg`
-    /// fills) are allocated here: kernel users map in atomic context
-    /// (nvme-rdma from `queue_rq`, under RCU), where only small atomic
-    /// allocations are allowed, as C preallocates its page list here too.
-    pub(crate) fn fast(dev: &Device, pd: PdId, max_sg: u32) -> Result<Self> {
-        let max_sg = usize::try_from(max_sg).map_err(|_| EINVAL)?;
-        let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let pages = PageList::with_capacity(max_sg, caller_sized())?;
-        let staging = PageList::with_capacity(max_sg, caller_sized())?;
-        // Fast-reg MRs always allow remote access until a REG_MR says
-        // otherwise, as in C.
-        let mut inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
-        inner.staging = Some(staging);
-        let shared = Arc::pin_init(Shared::new(MrType::MemReg, None, inner), GFP_KERNEL)?;
-        Self::publish(dev, shared, slot, None, max_sg, State::Free)
-    }
-
-    pub(crate) fn keys(&self) -> Keys {
-        let i = self.shared.inner.lock();
-        Keys {
-            lkey: i.lkey,
-            rkey: i.rkey,
-        }
-    }
-
-    /// `rereg_user_mr` in place: a new PD and/or new rights.
-    pub(crate) fn rereg(&self, flags: u32, access: u32, new_pd: PdId) -> Result {
-        let access = Access::from_raw(access);
-        // C's order: unsupported flags, then the pin's writability, then
-        // the new rights.
-        rules::check_rereg(flags, Access::NONE).map_err(rule_errno)?;
-        if let Some(umem) = &self.umem {
-            umem.check_rereg(flags, access.bits())?;
-        }
-        rules::check_rereg(flags, access).map_err(rule_errno)?;
-        let mut i = self.shared.inner.lock();
-        if flags & rereg::PD != 0 {
-            i.pd = new_pd;
-        }
-        if flags & rereg::ACCESS != 0 {
-            i.access = access;
-        }
-        Ok(())
-    }
-
-    /// Starts a `map_mr_sg` with MR pages of `page_size` bytes: readies an
-    /// empty block list the `set_page` callbacks fill. May run in atomic
-    /// context: the list allocated at `alloc_mr` is reused, and only MR
-    /// pages larger than a system page need it to grow (atomically).
-    pub(crate) fn begin_map(&self, page_size: u32) -> Result {
-        if self.shared.mr_type != MrType::MemReg || !page_size.is_power_of_two() {
-            return Err(EINVAL);
-        }
-        let sys = 1u32 << PAGE_SHIFT;
-        let per_page = if page_size > sys {
-            to_usize(page_size / sys)
-        } else {
-            1
-        };
-        let blocks = per_page.checked_mul(self.max_sg).ok_or(ENOMEM)?;
-        let mut i = self.shared.inner.lock();
-        let list = match &mut i.staging {
-            Some(l) => l,
-            None => i
-                .staging
-                .insert(PageList::with_capacity(blocks, GFP_ATOMIC | __GFP_NOWARN)?),
-        };
-        // A list too large to have atomically is the caller's ENOMEM, quietly.
-        list.reset(blocks, GFP_ATOMIC | __GFP_NOWARN)?;
-        i.staging_shift = page_size.trailing_zeros();
-        Ok(())
-    }
-
-    /// `set_page` of a mapping: one MR page at kernel address `addr`. Pages
-    /// larger than a system page are stored as their system pages.
-    ///
-    /// `block` is a [`PageRef`] for each system-page-sized piece of the MR
-    /// page, made by the caller from `addr`.
-    pub(crate) fn map_block(&self, block: PageRef) -> Result {
-        let mut i = self.shared.inner.lock();
-        i.staging.as_mut().ok_or(EINVAL)?.push(block)
-    }
-
-    /// The MR page size of the mapping in progress.
-    pub(crate) fn map_page_size(&self) -> u64 {
-        1u64 << self.shared.inner.lock().staging_shift
-    }
-
-    /// Ends a mapping: the filled list replaces the old one, which is kept
-    /// for the next mapping.
-    pub(crate) fn end_map(&self) {
-        let mut i = self.shared.inner.lock();
-        if let Some(new) = i.staging.take() {
-            i.page_shift = i.staging_shift;
-            if let Memory::Pages(old) = core::mem::replace(&mut i.mem, Memory::Pages(new)) {
-                i.staging = Some(old);
-            }
-        }
-    }
-
-    /// `dereg_mr`: refused while windows are bound to the MR (IBA
-    /// 10.6.7.2.6); otherwise the key stops resolving at once.
-    pub(crate) fn dereg(&self, dev: &Device) -> Result {
-        if self.shared.bound_mws() > 0 {
-            return Err(EINVAL);
-        }
-        let _ = dev.state().mrs.remove(self.index);
-        self.shared.retire();
-        Ok(())
-    }
 }
