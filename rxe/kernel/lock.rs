@@ -20,7 +20,7 @@ use crate::rxe::sys as b;
 /// through a C wrapper would be two calls per lock operation, and the
 /// datapath takes about a dozen locks per packet (under QEMU's TCG, the
 /// bench's emulator, every call and return costs several times a branch).
-/// Elsewhere, the wrappers in `helpers.c`.
+/// Elsewhere, the wrappers in `helpers_core.c`.
 mod raw {
     use super::b;
     #[cfg(not(rxe_kernel_7))]

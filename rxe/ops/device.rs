@@ -42,7 +42,7 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 }
 
 fn unsafe_device_group() -> *const b::attribute_group {
-    // SAFETY: Returns a pointer to static data in helpers.c.
+    // SAFETY: Returns a pointer to static data in helpers_core.c.
     unsafe { b::rxe_rs_device_group() }
 }
 

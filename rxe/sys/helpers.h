@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * One-line wrappers of static inline functions and macros the Rust side
- * needs. Declared here so bindgen generates their Rust signatures.
+ * needs. Declared here so bindgen generates their Rust signatures; defined
+ * in helpers_core.c, helpers_mem.c and helpers_net.c.
  */
 #ifndef RXE_RS_HELPERS_H
 #define RXE_RS_HELPERS_H
