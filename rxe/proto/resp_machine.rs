@@ -766,5 +766,5 @@ impl<I: Io> Run<'_, I> {
 }
 
 #[cfg(test)]
-#[path = "resp_machine_tests.rs"]
+#[path = "resp_machine_tests/mod.rs"]
 mod tests;
