@@ -180,8 +180,8 @@ demo:
 bench:
 	scripts/bench
 
-# The QEMU TCG plugin that charges host cycles to guest code (README,
-# "Host-time profile"). Plain C, no QEMU headers needed.
+# The QEMU TCG plugin that charges host cycles to guest code (docs/benchmark.md,
+# "Profiles"). Plain C, no QEMU headers needed.
 tbprof: $(top)build/tbprof.so
 $(top)build/tbprof.so: $(top)qemu-test/tbprof/tbprof.c
 	mkdir -p $(top)build

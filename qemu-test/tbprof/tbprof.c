@@ -18,7 +18,7 @@
  * (polled every 2^18 blocks). At exit the counts go to PREFIX.exit.txt.
  * Lines: "vaddr execs insns cycles" per block, after a "# gaps N" line.
  *
- * Build: make tbprof (build/tbprof.so). Use: see README, "Host-time profile".
+ * Build: make tbprof (build/tbprof.so). Use: docs/benchmark.md, "Profiles".
  */
 #include <stdint.h>
 #include <stdio.h>

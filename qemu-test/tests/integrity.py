@@ -101,7 +101,7 @@ def read_source(seed):
 # INTEGRITY_MIN_SIZE=1 (both nodes alike: the sizes come from the shared
 # seed): no zero-length operations. loss.sh sets it under heavy loss when
 # rdma_rxe takes part: rdma_rxe's responder replays a duplicate RDMA READ
-# that follows a zero-length request without its MR (README, Known issues).
+# that follows a zero-length request without its MR (docs/known-issues.md).
 MIN_SIZE = int(os.environ.get("INTEGRITY_MIN_SIZE", "0") or 0)
 
 

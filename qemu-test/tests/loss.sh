@@ -103,7 +103,7 @@ integrity=$REPO/qemu-test/tests/integrity.py
 if [ -x "$integrity" ]; then
 	# rdma_rxe's responder replays a duplicate RDMA READ that follows a
 	# zero-length request without its MR: a WARN in rxe_mr_copy and a NAK
-	# (README, Known issues). Heavy loss duplicates enough requests to hit
+	# (docs/known-issues.md). Heavy loss duplicates enough requests to hit
 	# it, so with rdma_rxe on either node that run has no empty operations.
 	publish "loss-driver.node$NODE_INDEX" "$RXE_DRIVER"
 	min_size=0

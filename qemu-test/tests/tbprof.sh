@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The guest half of a host-time profile (qemu-test/tbprof, README "Host-time
-# profile"): on both nodes, zero the plugin's counts, run one perftest
+# The guest half of a host-time profile (qemu-test/tbprof, docs/benchmark.md,
+# "Profiles"): on both nodes, zero the plugin's counts, run one perftest
 # program as perftest.sh does (node 2 serves, node 1 is the client), then
 # have the counts written to $OUT_DIR/tbprof.0.txt beside the guest's
 # /proc/kallsyms. Run it with the plugin loaded:

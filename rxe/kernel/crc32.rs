@@ -9,7 +9,7 @@
 //! An emulated CPU is not a fast one: QEMU's TCG (before 8.2) computes
 //! each carry-less multiply bit by bit and saves the vector state in a
 //! helper, so in host time the fold costs about twice the table CRC there
-//! (README, performance log), and the software CRC is used under TCG.
+//! (docs/benchmark.md), and the software CRC is used under TCG.
 //!
 //! 6.12's `crc32_le` is table-driven (the crypto API's `crc32-pclmul`
 //! needs a module and a transform object); from 6.14 `crc32_le` itself uses

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! Device, port and pool limits that rdma_rxe of Linux 6.12 enforces
-//! (`rxe_param.h`, `rxe_pool.c`); 7.3's are the same (README, "Against newer
-//! rdma_rxe"). The attributes `query_device` and `query_port` report from
-//! them are in [`device_attr`](super::device_attr).
+//! (`rxe_param.h`, `rxe_pool.c`); 7.3's are the same (docs/differences.md,
+//! "Against rdma_rxe of 7.3"). The attributes `query_device` and
+//! `query_port` report from them are in [`device_attr`](super::device_attr).
 
 /// The common default limit of rxe: 2^20.
 pub(crate) const DEFAULT_MAX_VALUE: u32 = 1 << 20;
