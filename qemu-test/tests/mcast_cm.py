@@ -6,6 +6,7 @@ completion before it leaves.
 
     mcast_cm.py recv GROUP BIND COUNT TAG
     mcast_cm.py send GROUP BIND COUNT TAG
+    mcast_cm.py probe GROUP BIND 0 -
 
 Both join GROUP (an IPv4 or IPv6 multicast address) from the RDMA device
 of BIND (a local address) through librdmacm, which attaches the CM's UD QP
@@ -19,7 +20,7 @@ message is lost to the sender's own teardown (mckey posts its sends
 unsignaled and leaves right away; a driver that sends from a worker can
 then still be holding some when the AH and QP go).
 
-Exit 0 when all went through, 1 on a failure (the reason on stderr), 4
+probe only joins and leaves. Exit 0 when all went through, 1 on a failure (the reason on stderr), 4
 when the CM refuses the group (ENOTSUPP/EOPNOTSUPP: IPv6 groups on RoCE v2
 in the kernels tested).
 """
@@ -60,7 +61,7 @@ def message(tag, i):
 
 
 def main():
-    if len(sys.argv) != 6 or sys.argv[1] not in ("send", "recv"):
+    if len(sys.argv) != 6 or sys.argv[1] not in ("send", "recv", "probe"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     role, group, bind, count, tag = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -70,6 +71,7 @@ def main():
     cmid.bind_addr(ai)
     cmid.resolve_addr(ai, 2000)
     event(chan, ce.RDMA_CM_EVENT_ADDR_RESOLVED)
+    count = max(count, 1)
     cap = QPCap(max_send_wr=count, max_recv_wr=count, max_send_sge=1, max_recv_sge=1)
     cmid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_UD, cap=cap))
     mrs = [cmid.reg_msgs(GRH + MSG) for _ in range(count if role == "recv" else 1)]
@@ -87,7 +89,9 @@ def main():
     print(f"mcast_cm: joined {group} qpn {cmid.qpn} (group qpn {ud.qp_num:#x} qkey {ud.qkey:#x})", flush=True)
     if ud.qp_num != MCAST_QPN or ud.qkey != UDP_QKEY:
         fail(f"join gave qpn {ud.qp_num:#x} qkey {ud.qkey:#x}")
-    if role == "send":
+    if role == "probe":
+        pass
+    elif role == "send":
         ah = AH(cmid.pd, attr=ud.ah_attr)
         for i in range(count):
             mrs[0].write(message(tag, i), MSG)
