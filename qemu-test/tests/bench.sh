@@ -19,6 +19,13 @@
 #                     `perf report` of each to DIR/<row>-node<N>.txt
 #   --row-timeout S   a row's programs are killed after S seconds (default 120)
 #
+# The link's MTU is the run's (qemu-test/run --mtu, RXE_MTU): both nodes
+# check at the start that eth0 has it and that the rdma device reports the
+# active MTU the drivers derive from it (4096 at 9000, 1024 at 1500); every
+# line records the client's eth0 MTU (read again per row) as "mtu" and the
+# device's as "active_mtu", and a row run at another MTU than the one asked
+# for, or with another active MTU, fails.
+#
 # Per row, both nodes read /proc/stat before and after: the non-idle jiffies
 # (user+nice+system+irq+softirq+steal) and the kernel part of them
 # (system+irq+softirq) go into the line as seconds, for the client (cli_*)
@@ -67,6 +74,17 @@ is_client && mkdir -p "$(dirname "$results")"
 # perftest's default GID 0 is the link-local IPv6 one: use the RoCE v2 GID
 # of this node's IPv4 address.
 gidx=$(roce_gid_index v4) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
+
+# The MTUs (see the top). Both drivers take the largest IB MTU that fits
+# the netdev MTU less 80 bytes of headers (at least 256).
+want_mtu=${RXE_MTU:-1500}
+want_active=256
+for m in 4096 2048 1024 512; do
+	if ((want_mtu - 80 >= m)); then want_active=$m && break; fi
+done
+read -r my_mtu </sys/class/net/eth0/mtu
+my_active=$(ibv_devinfo -d "$RXE_DEV" 2>/dev/null | awk '$1 == "active_mtu:" { print $2; exit }')
+my_active=${my_active:-0}
 
 # Everything below runs between and around the measured programs, on one
 # emulated CPU: it sticks to bash builtins (no sleep, cat, awk per step).
@@ -247,6 +265,23 @@ perf_stop() { # ROW
 		>"$profile/$1-node$NODE_INDEX-offsets.txt" 2>&1 || true
 }
 
+# mtu_err: why every row of this boot fails, or empty.
+mtu_err=
+put "mtu.node$NODE_INDEX" "$my_mtu $my_active"
+if is_client; then
+	get peer_mtus "mtu.node2" 120
+	read -r peer_mtu peer_active <<<"$peer_mtus"
+	for v in "node1 $my_mtu $my_active" "node2 $peer_mtu $peer_active"; do
+		read -r nd m a <<<"$v"
+		if [ "$m" != "$want_mtu" ]; then
+			mtu_err+="$nd: eth0 MTU $m, not $want_mtu; "
+		elif [ "$a" != "$want_active" ]; then
+			mtu_err+="$nd: $RXE_DEV active MTU $a at netdev MTU $m, not $want_active; "
+		fi
+	done
+	[ -z "$mtu_err" ] || say "bench: WARNING: every row fails: $mtu_err"
+fi
+
 server_addr=$(server_ip)
 rowno=0
 port_base=19000 # the same on both nodes
@@ -387,7 +422,12 @@ emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_T
 		fig+=$(awk '/^[ \t]*[0-9]+[ \t]+[0-9]+[ \t]+[0-9.]+[ \t]+[0-9.]+[ \t]+[0-9.]+/ { l = $0 } END {
 			if (l != "") { split(l, f); printf ", \"tx_iters\": %d, \"tx_mib_s\": %s, \"tx_mpps\": %s", f[2], f[4], f[5] } }' "$logs/$id.client.log")
 	fi
-	if [ "$rc" != 0 ] || [ "$srv_rc" != 0 ] || [ -z "$fig" ]; then
+	local row_mtu
+	read -r row_mtu </sys/class/net/eth0/mtu
+	if [ -n "$mtu_err" ] || [ "$row_mtu" != "$want_mtu" ]; then
+		ok=false
+		err="MTU: ${mtu_err:-node1: eth0 MTU $row_mtu during the row, not $want_mtu}"
+	elif [ "$rc" != 0 ] || [ "$srv_rc" != 0 ] || [ -z "$fig" ]; then
 		ok=false
 		err="client exit $rc, server exit $srv_rc: client: $(tail -n 4 "${10}" | jstr) | server: ${11}"
 	elif grep -q 'Correlation coefficient' "${10}"; then
@@ -405,6 +445,7 @@ emit() { # ID KIND RC SRV_RC CLI_ALL CLI_K SRV_ALL SRV_K CENTISECONDS CLOG SRV_T
 	{
 		printf '{"driver": "%s", "boot": "%s", "rep": %s, "row": "%s", "kind": "%s", "ok": %s, "clocksource": "%s"' \
 			"$drv" "$RXE_DRIVER" "$rep" "$id" "$kind" "$ok" "$clocksource"
+		printf ', "mtu": %d, "active_mtu": %d' "$row_mtu" "$my_active"
 		[ -z "$fig" ] || printf ', %s' "$fig"
 		printf ', "cli_cpu_s": %s, "cli_kcpu_s": %s, "srv_cpu_s": %s, "srv_kcpu_s": %s, "seconds": %s' \
 			"$c1" "$c2" "$s1" "$s2" "$el"
@@ -439,7 +480,7 @@ perftest() {
 # perftest times with the cycle counter, calibrated against gettimeofday:
 # that needs the TSC as the clocksource (qemu-test/run passes tsc=reliable).
 read -r clocksource </sys/devices/system/clocksource/clocksource0/current_clocksource
-say "bench: driver $RXE_DRIVER, rep $rep, GID index $gidx, scale $scale, clocksource $clocksource, results $results"
+say "bench: driver $RXE_DRIVER, rep $rep, GID index $gidx, scale $scale, clocksource $clocksource, MTU $my_mtu (active $my_active), results $results"
 [ "$clocksource" = tsc ] || say "bench: WARNING: clocksource $clocksource, not tsc: perftest's figures will be wrong"
 
 # Warm-up, not recorded: binaries and libraries into the page cache.
