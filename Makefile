@@ -17,6 +17,9 @@
 #   make bench               rs vs c vs TCP benchmark table
 #   make tbprof              build/tbprof.so, the QEMU plugin of the host-time
 #                            profile (qemu-test/tests/tbprof.sh, scripts/tbprof-report)
+#   make insns               guest instructions per RoCE packet, rs vs c, per
+#                            row and side (scripts/insns; scripts/insns-compare
+#                            A.json B.json flags a row that moved over 10%)
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
 #   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
 #                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
@@ -49,7 +52,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
 
 all: module
 	@echo "built $(MODULE)"
@@ -179,6 +182,9 @@ demo:
 
 bench:
 	scripts/bench
+
+insns:
+	scripts/insns
 
 # The QEMU TCG plugin that charges host cycles to guest code (docs/benchmark.md,
 # "Profiles"). Plain C, no QEMU headers needed.

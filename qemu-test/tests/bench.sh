@@ -18,6 +18,17 @@
 #   --profile DIR     perf record -a -g on both nodes during each row, and save
 #                     `perf report` of each to DIR/<row>-node<N>.txt
 #   --row-timeout S   a row's programs are killed after S seconds (default 120)
+#   --insns PREFIX    guest instruction counts per row (scripts/insns): the
+#                     tbprof plugin is loaded with out=PREFIX (a guest path);
+#                     its attribution is switched on with the guest's
+#                     kallsyms, its counts are zeroed on both nodes before
+#                     each row and dumped after it to PREFIX.<row>.txt,
+#                     beside the port counters before and after in
+#                     $OUT_DIR/insns/<row>.hwc.{before,after}. Every perftest
+#                     row runs twice: first as <row>-base with 5 iterations
+#                     (perftest's least), then in full; the difference is
+#                     the packets' cost without the programs' set-up and
+#                     teardown. No TCP rows.
 #
 # The link's MTU is the run's (qemu-test/run --mtu, RXE_MTU): both nodes
 # check at the start that eth0 has it and that the rdma device reports the
@@ -53,6 +64,7 @@ scale=1
 tcp=1
 profile=
 row_timeout=120
+insns=
 while (($#)); do
 	case "$1" in
 	--results) results=$2; shift 2 ;;
@@ -62,6 +74,7 @@ while (($#)); do
 	--no-tcp) tcp=0; shift ;;
 	--profile) profile=$2; shift 2 ;;
 	--row-timeout) row_timeout=$2; shift 2 ;;
+	--insns) insns=$2; tcp=0; shift 2 ;;
 	*) fail "unknown option $1" ;;
 	esac
 done
@@ -227,6 +240,40 @@ listening() {
 	return 1
 }
 
+# The tbprof plugin's control files (qemu-test/tbprof/tbprof.c): it looks
+# for them every 2^18 blocks and removes each one it acted on. Keep the
+# vCPU busy with builtins (no system calls) until FILE is gone (bounded).
+spin_until_gone() { # FILE
+	local i
+	for ((i = 0; i < 2000000; i++)); do
+		((i % 1000)) || [ -e "$1" ] || return 0
+	done
+	say "bench: $1 still there: is the tbprof plugin loaded (scripts/insns)?"
+}
+# Zero the counts before a row, dump them after it with the port counters.
+insns_start() { # ROW
+	[ -n "$insns" ] && [ "$1" != warmup ] || return 0
+	local h
+	hwc_read h
+	printf '%s\n' $h >"$OUT_DIR/insns/$1.hwc.before"
+	: >"$insns.reset"
+	spin_until_gone "$insns.reset"
+}
+insns_stop() { # ROW
+	[ -n "$insns" ] && [ "$1" != warmup ] || return 0
+	local h
+	hwc_read h
+	printf '%s\n' $h >"$OUT_DIR/insns/$1.hwc.after"
+	printf '%s\n' "$1" >"$insns.dump"
+	spin_until_gone "$insns.dump"
+}
+if [ -n "$insns" ]; then
+	mkdir -p "$OUT_DIR/insns"
+	cat /proc/kallsyms >"$OUT_DIR/kallsyms"
+	grep -i ' t ' "$OUT_DIR/kallsyms" >"$insns.syms"
+	spin_until_gone "$insns.syms"
+fi
+
 perf_pid=
 perf_start() { # ROW
 	[ -n "$profile" ] || return 0
@@ -301,7 +348,7 @@ port_base=19000 # the same on both nodes
 row() {
 	local id=$1 kind=$2
 	shift 2
-	[[ $id =~ $rows_re ]] || return 0
+	[[ ${id%-base} =~ $rows_re ]] || return 0
 	rowno=$((rowno + 1))
 	local srv=() cli=()
 	while (($#)) && [ "$1" != -- ]; do srv+=("$1"); shift; done
@@ -316,6 +363,7 @@ row() {
 		local pid ok=1 tail= xfer=() xs step=0.25
 		[ "$kind" != bw ] || step=0.1
 		perf_start "$id"
+		insns_start "$id"
 		timeout -k 5 "$row_timeout" "${srv[@]}" >"$slog" 2>&1 &
 		pid=$!
 		listening "$pid" "$port" || ok=0
@@ -331,6 +379,7 @@ row() {
 			[ "$kind" != bw ] || xfer_sample
 		done
 		wait "$pid" || rc=$?
+		insns_stop "$id"
 		cpu_jiffies b
 		[ "$kind" != bw ] || xfer_sample
 		xfer_sum xs
@@ -343,6 +392,7 @@ row() {
 	else
 		local ok t0 t1 srv_line srv_rc srv_all srv_k srv_xc srv_xb srv_rb srv_tail
 		perf_start "$id"
+		insns_start "$id"
 		get ok "ready.$tag" $((row_timeout + 60))
 		cpu_jiffies a
 		hwc_read h0
@@ -354,6 +404,7 @@ row() {
 			rc=255
 		fi
 		uptime_cs t1
+		insns_stop "$id"
 		hwc_read h1
 		row_hwc=$(hwc_json "$h0" "$h1")
 		cpu_jiffies b
@@ -474,6 +525,10 @@ perftest() {
 	shift 3
 	# Line-buffered, so a program killed by the row timeout leaves its output.
 	local base=(stdbuf -oL "$1" -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n "$n" "${@:2}")
+	if [ -n "$insns" ]; then
+		local b5=(stdbuf -oL "$1" -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n 5 "${@:2}")
+		row "$id-base" "$kind" "${b5[@]}" -- "${b5[@]}" @SERVER@
+	fi
 	row "$id" "$kind" "${base[@]}" -- "${base[@]}" @SERVER@
 }
 
@@ -512,8 +567,15 @@ perftest atomic_lat lat 5000 ib_atomic_lat
 # measured after a -f margin at each end), and the figure is the receiver's.
 ud_d=$(((5 * scale_milli + 500) / 1000))
 ((ud_d >= 3)) || ud_d=3
+ud_base() { # ID SIZE: the -base row of --insns
+	[ -n "$insns" ] || return 0
+	local c=(stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n 5 -c UD -s "$2")
+	row "$1-base" bw_rx "${c[@]}" -- "${c[@]}" @SERVER@
+}
+ud_base ud_send_bw_64 64
 row ud_send_bw_64 bw_rx stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 64 -- \
 	stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 64 @SERVER@
+ud_base ud_send_bw_1024 1024
 row ud_send_bw_1024 bw_rx stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 1024 -- \
 	stdbuf -oL ib_send_bw -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -D "$ud_d" -f 1 -c UD -s 1024 @SERVER@
 perftest ud_send_lat_2 lat 5000 ib_send_lat -c UD -s 2
