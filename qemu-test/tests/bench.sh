@@ -525,7 +525,7 @@ perftest() {
 	shift 3
 	# Line-buffered, so a program killed by the row timeout leaves its output.
 	local base=(stdbuf -oL "$1" -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n "$n" "${@:2}")
-	if [ -n "$insns" ]; then
+	if [ -n "$insns" ] && [ "$id" != warmup ]; then
 		local b5=(stdbuf -oL "$1" -d "$RXE_DEV" -F -x "$gidx" -p @PORT@ -n 5 "${@:2}")
 		row "$id-base" "$kind" "${b5[@]}" -- "${b5[@]}" @SERVER@
 	fi
