@@ -264,13 +264,16 @@ insns_stop() { # ROW
 	local h
 	hwc_read h
 	printf '%s\n' $h >"$OUT_DIR/insns/$1.hwc.after"
-	printf '%s\n' "$1" >"$insns.dump"
+	# Written whole, then renamed: the plugin may look at any moment.
+	printf '%s\n' "$1" >"$insns.dump.tmp"
+	mv "$insns.dump.tmp" "$insns.dump"
 	spin_until_gone "$insns.dump"
 }
 if [ -n "$insns" ]; then
 	mkdir -p "$OUT_DIR/insns"
 	cat /proc/kallsyms >"$OUT_DIR/kallsyms"
-	grep -i ' t ' "$OUT_DIR/kallsyms" >"$insns.syms"
+	grep -i ' t ' "$OUT_DIR/kallsyms" >"$insns.syms.tmp"
+	mv "$insns.syms.tmp" "$insns.syms"
 	spin_until_gone "$insns.syms"
 fi
 
