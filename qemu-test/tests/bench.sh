@@ -256,7 +256,10 @@ insns_start() { # ROW
 	local h
 	hwc_read h
 	printf '%s\n' $h >"$OUT_DIR/insns/$1.hwc.before"
-	: >"$insns.reset"
+	# Created aside and renamed: the plugin must not remove a file that
+	# QEMU's 9p server is still creating (its set-up after the open fails).
+	: >"$insns.reset.tmp"
+	mv "$insns.reset.tmp" "$insns.reset"
 	spin_until_gone "$insns.reset"
 }
 insns_stop() { # ROW
@@ -264,7 +267,7 @@ insns_stop() { # ROW
 	local h
 	hwc_read h
 	printf '%s\n' $h >"$OUT_DIR/insns/$1.hwc.after"
-	# Written whole, then renamed: the plugin may look at any moment.
+	# Written whole, then renamed (as above).
 	printf '%s\n' "$1" >"$insns.dump.tmp"
 	mv "$insns.dump.tmp" "$insns.dump"
 	spin_until_gone "$insns.dump"

@@ -36,12 +36,14 @@ counters() { # FILE
 
 cat /proc/kallsyms >"$OUT_DIR/kallsyms"
 counters "$OUT_DIR/hw_counters.before"
-: >"$OUT_DIR/tbprof.reset"
+: >"$OUT_DIR/tbprof.reset.tmp"
+mv "$OUT_DIR/tbprof.reset.tmp" "$OUT_DIR/tbprof.reset"
 spin_until_gone "$OUT_DIR/tbprof.reset"
 rc=0
 bash "$REPO/qemu-test/tests/perftest.sh" "$@" || rc=$?
 counters "$OUT_DIR/hw_counters.after"
-: >"$OUT_DIR/tbprof.dump"
+: >"$OUT_DIR/tbprof.dump.tmp"
+mv "$OUT_DIR/tbprof.dump.tmp" "$OUT_DIR/tbprof.dump"
 spin_until_gone "$OUT_DIR/tbprof.dump"
 [ -f "$OUT_DIR/tbprof.0.txt" ] || echo "tbprof: no counts written (is the plugin loaded? see RXE_RS_QEMU_EXTRA)" >&2
 exit "$rc"
