@@ -16,6 +16,9 @@
  * system: PREFIX.reset zeroes the counts, PREFIX.dump writes them to
  * PREFIX.<n>.txt (n = 0, 1, ...); both files are removed when seen
  * (polled every 2^18 blocks). At exit the counts go to PREFIX.exit.txt.
+ * Create each control file under another name and rename it: QEMU's 9p
+ * server fails a guest's create when the file vanishes before its set-up
+ * after the open is done.
  * Lines: "vaddr execs insns cycles ainsns" per block, after a "# gaps N"
  * line. PREFIX.dump may name the dump: when it holds a LABEL (letters,
  * digits, '_', '-', '.'), the counts go to PREFIX.LABEL.txt instead.
