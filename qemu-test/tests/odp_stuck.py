@@ -14,9 +14,9 @@ for the daemon for good. Then, while they do:
 
 1. a bystander pair of RC QPs on ordinary memory (in this process) moves
    checked SENDs, WRITEs and READs;
-2. destroying QP A (the owner calls ibv_destroy_qp) takes it out of the
-   device's QP list within seconds (the owner itself may then wait in
-   munmap: the core holds its mmap_lock during the fault);
+2. destroying QP A (the owner calls ibv_destroy_qp) gets past the
+   destroy ioctl within seconds (the owner then waits in the provider's
+   munmap of the rings: the core holds its mmap_lock during the fault);
 3. the owner, killed, exits within seconds, and its QPs, MR and PD are
    gone from `rdma resource`;
 4. the bystander pair still works.
@@ -41,6 +41,7 @@ MNT = "/tmp/odp_stuck_fuse"
 FILE = "file"
 FILE_SIZE = 1 << 20
 PAGE = 4096
+SYS_MUNMAP = 11  # x86-64
 
 
 # --- the FUSE daemon --------------------------------------------------------
@@ -65,7 +66,7 @@ def attr_of(nodeid):
 def daemon():
     """Serves MNT until the connection goes; holds every READ."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p] * 4 + [ctypes.c_ulong, ctypes.c_char_p]
+    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
     fd = os.open("/dev/fuse", os.O_RDWR)
     opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
     if libc.mount(b"rxe_odp_stuck", MNT.encode(), b"fuse", 2 | 4, opts) != 0:
@@ -199,6 +200,29 @@ def main():
         r.log(f"{what}: not within {limit} s")
         return False
 
+    def where(pid):
+        """Logs where a process and the kernel's blocked tasks wait."""
+        for f in ("wchan", "stack"):
+            try:
+                with open(f"/proc/{pid}/{f}") as fh:
+                    r.log(f"owner {f}: {fh.read().strip()}")
+            except OSError as err:
+                r.log(f"owner {f}: {err.strerror}")
+        try:
+            with open("/proc/sysrq-trigger", "w") as fh:
+                fh.write("w")
+        except OSError:
+            pass
+
+    def syscall_of(pid):
+        """The number of the system call pid waits in (-1: none, or gone)."""
+        try:
+            with open(f"/proc/{pid}/syscall") as fh:
+                word = fh.read().split()[0]
+        except (OSError, IndexError):
+            return -1
+        return int(word) if word.lstrip("-").isdigit() else -1
+
     def line_of(proc, limit):
         """A line of a child's stdout within limit seconds ('' if none)."""
         ready, _, _ = select.select([proc.stdout], [], [], limit)
@@ -260,7 +284,6 @@ def main():
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     posted = line_of(own, 60).split()
     check("owner posted its faulting work", len(posted) == 3, " ".join(posted))
-    qpa = int(posted[1]) if len(posted) == 3 else -1
     held = line_of(fuse, 20)
     check("the daemon holds a READ (a fault is stuck)", held.startswith("daemon: READ held"), held)
     t_stuck = time.monotonic()
@@ -271,15 +294,28 @@ def main():
 
     own.stdin.write(b"destroy\n")
     own.stdin.flush()
-    check("destroy of the faulting QP completes",
-          wait_for("QP A gone from rdma resource", lambda: qpa not in qpns(), 10))
-    # The owner may now wait in munmap for the mmap_lock the fault holds.
-    closed = line_of(own, 1)
-    r.log(f"owner after destroy: {closed or 'still in ibv_destroy_qp (munmap)'}")
+    # The QP leaves `rdma resource` before the driver's destroy runs, so
+    # that says nothing. The owner's system call does: ibv_destroy_qp is
+    # the destroy ioctl, then the provider's munmap of the rings, which
+    # waits for the mmap_lock the fault holds (or "closed" if it does not).
+    said = []
+
+    def destroyed():
+        if not said and select.select([own.stdout], [], [], 0)[0]:
+            said.append(own.stdout.readline().decode().strip())
+        return said == ["closed"] or syscall_of(own.pid) == SYS_MUNMAP
+
+    gone = wait_for("QP A destroyed (the owner is past the destroy ioctl)", destroyed, 10)
+    if not gone:
+        where(own.pid)
+    check("destroy of the faulting QP completes", gone,
+          f"the owner is in system call {syscall_of(own.pid)}")
 
     own.send_signal(signal.SIGKILL)
-    check("the owner exits when killed",
-          wait_for("owner exit", lambda: own.poll() is not None, 10))
+    exited = wait_for("owner exit", lambda: own.poll() is not None, 10)
+    if not exited:
+        where(own.pid)
+    check("the owner exits when killed", exited)
     check("the owner's objects are gone",
           wait_for("owner's objects gone", lambda: qpns() <= mine and rdma_resources() == base, 10),
           f"{rdma_resources()} (before: {base}), QPs {qpns()}")
