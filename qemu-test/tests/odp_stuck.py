@@ -14,14 +14,17 @@ for the daemon for good. Then, while they do:
 
 1. a bystander pair of RC QPs on ordinary memory (in this process) moves
    checked SENDs, WRITEs and READs;
-2. destroying QP A (the owner calls ibv_destroy_qp) gets past the
+2. deregistering the MR returns within seconds, and destroying QP A (the
+   owner calls ibv_destroy_qp) gets past the
    destroy ioctl within seconds (the owner then waits in the provider's
    munmap of the rings: the core holds its mmap_lock during the fault);
-3. the owner, killed, exits within seconds, and its QPs, MR and PD are
-   gone from `rdma resource`;
+3. the owner, killed, exits within seconds (its QPs, MR and PD stay
+   until the faults end: the core's fault holds its mm, whose mappings of
+   the uverbs file keep that file open);
 4. the bystander pair still works.
-Then the FUSE connection is aborted (fusectl), which ends the faults, and
-`rdma link delete` and `rmmod` must complete within their limits.
+Then the FUSE connection is aborted (fusectl), which ends the faults; the
+owner's objects must then go, and `rdma link delete` and `rmmod` must
+complete within their limits.
 
 The faults stay stuck for well under the hung-task timeout (60 s), so a
 report means a task hung on something else than the fault itself.
@@ -160,6 +163,8 @@ def owner(path):
     # holds its mmap_lock, and a new mapping would wait for it.
     os.write(1, f"posted {qa.qp_num} {qb.qp_num}\n".encode())
     os.read(0, 64)
+    odp.close()
+    os.write(1, b"deregistered\n")
     qa.close()
     os.write(1, b"closed\n")
     os.read(0, 64)
@@ -294,6 +299,10 @@ def main():
 
     own.stdin.write(b"destroy\n")
     own.stdin.flush()
+    said = line_of(own, 10)
+    if said != "deregistered":
+        where(own.pid)
+    check("deregistration of the faulting MR completes", said == "deregistered", said)
     # The QP leaves `rdma resource` before the driver's destroy runs, so
     # that says nothing. The owner's system call does: ibv_destroy_qp is
     # the destroy ioctl, then the provider's munmap of the rings, which
@@ -316,9 +325,10 @@ def main():
     if not exited:
         where(own.pid)
     check("the owner exits when killed", exited)
-    check("the owner's objects are gone",
-          wait_for("owner's objects gone", lambda: qpns() <= mine and rdma_resources() == base, 10),
-          f"{rdma_resources()} (before: {base}), QPs {qpns()}")
+    # Its objects stay until the faults end: the core's fault holds a
+    # reference on its mm (mmget), whose mappings of the uverbs file keep
+    # that file open.
+    r.log(f"objects while the faults are stuck: {rdma_resources()} (before the owner: {base})")
 
     err = bystander(4)
     check("bystander after the owner's exit", not err, err)
@@ -332,6 +342,9 @@ def main():
     r.log(line_of(fuse, 0) or "(no word from the daemon)")
     sh(f"umount -l {MNT}")
     own.wait()
+    check("the owner's objects are gone once the faults ended",
+          wait_for("owner's objects gone", lambda: qpns() <= mine and rdma_resources() == base, 20),
+          f"{rdma_resources()} (before: {base}), QPs {qpns()}")
 
     for o in (mx, my, qx, qy, cq, pd, ctx):
         o.close()
