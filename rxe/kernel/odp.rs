@@ -259,9 +259,8 @@ impl Odp {
 
     /// Ends the registration: the notifier is removed and the pages are
     /// unmapped. Later accesses find every page absent and later faults
-    /// fail. Process context.
-    /// Does not wait for faults in progress: the last of them releases the
-    /// umem when it ends.
+    /// fail. Process context. Does not wait for faults in progress: the
+    /// last of them releases the umem when it ends.
     pub(crate) fn release(&self) {
         let ptr = {
             let mut umem = self.umem.lock();
