@@ -16,6 +16,7 @@ mod rxe;
 use rxe::ops::Driver;
 
 use rxe::kernel::{
+    fault::FaultQueue,
     ibdev,
     link::LinkType,
     netdev::Notifier,
@@ -38,10 +39,14 @@ rxe::kernel::module_info! {
 /// namespace releases its tunnel sockets), then stop events and the
 /// per-namespace state, wait for our packets still queued in the network
 /// stack (their destructor is our code), then for the softirq runs of the
-/// receive path, and last the workqueue the QP tasks run on.
+/// receive path, and last the workqueue the QP tasks run on. The ODP
+/// faults' queue goes right after the devices: a fault holds a reference
+/// on its device, so removing the devices waits for the faults, and
+/// draining the queue then finds it empty.
 struct RxeModule {
     _link: LinkType,
     _devices: Devices,
+    _faults: FaultQueue,
     _notifier: Notifier,
     _nets: TunnelNets,
     _tx_skbs: TxSkbs,
@@ -71,6 +76,7 @@ impl kernel::Module for RxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         rxe::kernel::crc32::select();
         let wq = WorkQueue::create()?;
+        let faults = FaultQueue::create()?;
         let bh = BhRuns::init();
         #[cfg(rxe_rs_selftest)]
         rxe::selftest::run();
@@ -82,6 +88,7 @@ impl kernel::Module for RxeModule {
         Ok(Self {
             _link: link,
             _devices: Devices,
+            _faults: faults,
             _notifier: notifier,
             _nets: nets,
             _tx_skbs: TxSkbs,

@@ -22,7 +22,7 @@ use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
 use crate::rxe::proto::wire::rnr_timer_us;
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, Check, Engine, Shared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::requester::{self, Track};
 
@@ -34,8 +34,8 @@ use crate::rxe::requester::{self, Track};
 /// no step builds (and the compiler moves) a batch on the stack.
 pub(crate) struct State {
     cqes: Cqes,
-    /// A response met an absent ODP page: fault it in (on a worker, with
-    /// no lock held) before the next response.
+    /// A response met an absent ODP page: start its fault (a job of its
+    /// own, `qp/faults.rs`) before the next response.
     odp_pending: Option<PendingFault>,
     odp_retry: Retry,
     /// The retries are used up: an absent page fails the WQE.
@@ -314,16 +314,13 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         return flush(qp, &mut comp.cqes, true);
     }
     if let Some(pending) = comp.odp_pending.take() {
-        if !qp.send_task.in_worker() {
-            comp.odp_pending = Some(pending);
-            return Progress::Defer;
-        }
         drop(comp);
-        // In a worker, no lock held: the fault may sleep.
-        if pending.resolve().is_err() {
+        // The fault's end kicks the requester, which sends the request
+        // again; meanwhile the completer goes on with other responses.
+        if !qp.start_fault(Engine::Completer, Some(pending)) {
             qp.comp.lock().odp_give_up = true;
+            qp.kick_requester();
         }
-        qp.kick_requester();
         return Progress::More;
     }
     let State {
@@ -354,9 +351,15 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             }
             out.merge(one);
             if io.fault.is_some() && !*odp_give_up {
-                match odp_retry.on_absent() {
-                    Next::Fault => *odp_pending = io.fault.take(),
-                    Next::GiveUp => *odp_give_up = true,
+                // While a fault is in progress the responses it is for are
+                // dropped uncounted: the requester sends them again after it.
+                match qp.faults.check(Engine::Completer, io.fault.as_ref()) {
+                    Check::Busy => io.fault = None,
+                    Check::Failed => *odp_give_up = true,
+                    Check::Free => match odp_retry.on_absent() {
+                        Next::Fault => *odp_pending = io.fault.take(),
+                        Next::GiveUp => *odp_give_up = true,
+                    },
                 }
                 break;
             }

@@ -20,6 +20,7 @@ pub(crate) mod cq_srq;
 pub(crate) mod crc32;
 pub(crate) mod errno;
 pub(crate) mod event;
+pub(crate) mod fault;
 pub(crate) mod ibdev;
 pub(crate) mod link;
 pub(crate) mod lock;

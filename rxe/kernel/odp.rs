@@ -15,11 +15,18 @@
 //!   `umem_mutex`, then the spinlock, and clears the entries of the range
 //!   before the core unmaps the pages, so no access can still be using a
 //!   page once its invalidation returns;
-//! - [`Odp::map`] (process context, no datapath lock held) takes the
-//!   release mutex, faults the range in through the core, which returns with
-//!   `umem_mutex` held, then fills the entries under the spinlock.
+//! - [`Odp::map`] (process context, no datapath lock held) faults the
+//!   range in through the core, which returns with `umem_mutex` held, then
+//!   fills the entries under the spinlock.
 //!
-//! Lock order: release mutex, `umem_mutex`, table spinlock.
+//! A fault may never end (a FUSE daemon that does not answer), so nothing
+//! waits for one: the release mutex is held only to count the faults in
+//! progress, never across one, and a release that finds faults in progress
+//! leaves the umem to the last of them, which releases it on its way out
+//! (the umem must outlive the core's fault on it). Deregistration, and with
+//! it process exit, therefore never waits for a fault.
+//!
+//! Lock order: `umem_mutex`, table spinlock; the release mutex alone.
 
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -69,6 +76,14 @@ const MAP_BATCH: usize = 1024;
 /// An `ib_umem_odp` pointer, owned by [`Odp`].
 struct UmemPtr(NonNull<b::ib_umem_odp>);
 
+/// The umem and the faults that use it, under the release mutex.
+struct Umem {
+    /// `None` once released.
+    ptr: Option<UmemPtr>,
+    /// Calls of [`Odp::map`] in progress with the umem.
+    maps: u32,
+}
+
 // SAFETY: The umem is used only through the core's calls, which may run on
 // any thread in process context.
 unsafe impl Send for UmemPtr {}
@@ -86,13 +101,13 @@ unsafe impl Send for UmemPtr {}
 pub(crate) struct Odp {
     /// The user address of the first page of the table (page aligned).
     base: u64,
-    /// `None` once released.
     #[pin]
-    umem: Mutex<Option<UmemPtr>>,
+    umem: Mutex<Umem>,
     #[pin]
     table: SpinLockBh<KVVec<Entry>>,
     /// Set by [`Odp::release`]: the drop then has nothing to do (and takes
-    /// no mutex, as the last reference may go in atomic context).
+    /// no mutex, as the last reference may go in atomic context), and the
+    /// last map in progress releases the umem.
     released: AtomicBool,
 }
 
@@ -118,7 +133,7 @@ impl Odp {
         let odp = Arc::pin_init(
             pin_init!(Self {
                 base: first,
-                umem <- new_mutex!(None, "rxe_odp_umem"),
+                umem <- new_mutex!(Umem { ptr: None, maps: 0 }, "rxe_odp_umem"),
                 table <- new_spinlock_bh!(table, "rxe_odp_table"),
                 released: AtomicBool::new(false),
             }),
@@ -143,7 +158,7 @@ impl Odp {
                 b::rxe_rs_odp_page_shift(ptr.as_ptr()),
             )
         };
-        *odp.umem.lock() = Some(UmemPtr(ptr));
+        odp.umem.lock().ptr = Some(UmemPtr(ptr));
         // HUGETLB is refused before here, so the core uses system pages.
         // PAGE_SHIFT is a small constant (12 on x86).
         if u64::try_from(start).ok() != Some(first)
@@ -162,19 +177,54 @@ impl Odp {
 
     /// Faults `[va, va + len)` (user addresses) in, writable when `write`,
     /// and records the pages; with `fault` false only records the pages
-    /// already present. Process context only; no spinlock held.
+    /// already present. Process context only; no spinlock held. A fault
+    /// may sleep for good (see the module doc): whoever must not wait for
+    /// it calls this from a job of its own (`super::fault`), and holds a
+    /// reference on the device meanwhile, which the umem uses.
     pub(crate) fn map(&self, va: u64, len: u64, write: bool, fault: bool) -> Result {
         if len == 0 {
             return Ok(());
         }
         let span = odp_logic::pages(self.base, PAGE_SHIFT as u32, va, len).ok_or(EFAULT)?;
-        let umem = self.umem.lock();
-        let Some(UmemPtr(ptr)) = umem.as_ref() else {
-            return Err(EFAULT);
+        let ptr = {
+            let mut umem = self.umem.lock();
+            let Some(UmemPtr(ptr)) = umem.ptr.as_ref() else {
+                return Err(EFAULT);
+            };
+            let ptr = ptr.as_ptr();
+            umem.maps += 1;
+            ptr
         };
-        let ptr = ptr.as_ptr();
-        // SAFETY: The umem is alive while `umem` holds it and we hold the
-        // mutex. On success the call returns with `umem_mutex` held.
+        let res = self.map_umem(ptr, span, va, len, write, fault);
+        let last = {
+            let mut umem = self.umem.lock();
+            umem.maps -= 1;
+            if umem.maps == 0 && self.released.load(Ordering::Acquire) {
+                umem.ptr.take()
+            } else {
+                None
+            }
+        };
+        // Released while we faulted: ours is the last use of the umem.
+        if let Some(UmemPtr(ptr)) = last {
+            self.release_umem(ptr);
+        }
+        res
+    }
+
+    /// The body of [`Odp::map`], with the umem kept alive by the count of
+    /// maps in progress.
+    fn map_umem(
+        &self,
+        ptr: *mut b::ib_umem_odp,
+        span: core::ops::Range<usize>,
+        va: u64,
+        len: u64,
+        write: bool,
+        fault: bool,
+    ) -> Result {
+        // SAFETY: The umem is alive: `release` leaves it to the last map in
+        // progress. On success the call returns with `umem_mutex` held.
         to_result(unsafe { b::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
         // In batches, so a large registration does not keep bottom halves
         // off for long; `umem_mutex` keeps invalidations out meanwhile.
@@ -209,20 +259,38 @@ impl Odp {
 
     /// Ends the registration: the notifier is removed and the pages are
     /// unmapped. Later accesses find every page absent and later faults
-    /// fail. Process context.
+    /// fail. Process context. Does not wait for faults in progress: the
+    /// last of them releases the umem when it ends.
     pub(crate) fn release(&self) {
-        let mut umem = self.umem.lock();
-        self.released.store(true, Ordering::Release);
-        if let Some(UmemPtr(ptr)) = umem.take() {
-            {
-                let mut table = self.table.lock();
-                table.iter_mut().for_each(|e| *e = 0);
+        let ptr = {
+            let mut umem = self.umem.lock();
+            self.released.store(true, Ordering::Release);
+            if umem.maps == 0 {
+                umem.ptr.take()
+            } else {
+                None
             }
-            // SAFETY: We owned the umem and nothing uses it any more: faults
-            // hold the mutex we hold, and the release waits for running
-            // invalidations.
-            unsafe { b::ib_umem_odp_release(ptr.as_ptr()) };
+        };
+        // Whatever a fault in progress fills in meanwhile stays valid until
+        // its own release of the umem clears the table again.
+        self.clear_all();
+        if let Some(UmemPtr(ptr)) = ptr {
+            self.release_umem(ptr);
         }
+    }
+
+    fn clear_all(&self) {
+        let mut table = self.table.lock();
+        table.iter_mut().for_each(|e| *e = 0);
+    }
+
+    /// Releases the umem, taken out of `umem` with no map in progress.
+    fn release_umem(&self, ptr: NonNull<b::ib_umem_odp>) {
+        self.clear_all();
+        // SAFETY: We own the umem (taken out of `umem`) and nothing uses it
+        // any more: no map is in progress and none can start, and the
+        // release waits for running invalidations.
+        unsafe { b::ib_umem_odp_release(ptr.as_ptr()) };
     }
 
     /// Runs `f` on each page piece of `[va, va + len)` with the table locked,

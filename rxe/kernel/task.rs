@@ -129,9 +129,6 @@ pub(crate) enum Progress {
     More,
     /// Nothing left until the next `schedule`.
     Done,
-    /// The step needs to sleep (an ODP page fault) and was called where it
-    /// may not ([`Task::in_worker`] false): run it again on a worker.
-    Defer,
 }
 
 /// The work of a task owner.
@@ -178,8 +175,6 @@ pub(crate) struct Task<T, const ID: u64> {
     /// Runs in progress in callers' contexts ([`Task::run`]); raised under
     /// `state` when such a run takes the task.
     inline_runs: AtomicU32,
-    /// Set while a worker drives the task: its step may sleep.
-    in_worker: AtomicBool,
     /// The task's place on the softirq list ([`Task::schedule_bh`]).
     #[pin]
     bh: BhNode,
@@ -299,7 +294,6 @@ where
             work <- Work::new(name, key),
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),
             inline_runs: AtomicU32::new(0),
-            in_worker: AtomicBool::new(false),
             bh <- pin_init!(BhNode {
                 link <- Opaque::ffi_init(|slot: *mut b::llist_node| {
                     // SAFETY: `slot` is valid for writes; a null link is an
@@ -437,7 +431,7 @@ where
                 State::Queued | State::Armed | State::Disabled | State::Dead => return,
             }
         }
-        Self::drive(owner, budget, false);
+        Self::drive(owner, budget);
         // Pairs with the acquire in `stop`: the run's effects are visible
         // to whoever sees it finished.
         self.inline_runs.fetch_sub(1, Ordering::Release);
@@ -498,26 +492,14 @@ where
             }
             *state = State::Running;
         }
-        Self::drive(&this, MAX_ITERATIONS, true);
-    }
-
-    /// Whether the step running now runs on a worker, in process context
-    /// with no lock of the task held, where it may sleep. Only meaningful
-    /// from the task's own step function (the task never runs twice at
-    /// once, so the flag is the current run's).
-    pub(crate) fn in_worker(&self) -> bool {
-        self.in_worker.load(Ordering::Relaxed)
+        Self::drive(&this, MAX_ITERATIONS);
     }
 
     /// Calls the step function while there is work and budget, then leaves
     /// the task idle, or queued for the rest of its work. The caller moved
     /// the task to `Running`.
-    fn drive(this: &Arc<T>, mut budget: u32, worker: bool) {
+    fn drive(this: &Arc<T>, mut budget: u32) {
         let task = T::task(this);
-        // Only this run can see the flag until it leaves `Running`, and it
-        // clears the flag under the state lock before it does: the next
-        // run, inline or not, finds it false.
-        task.in_worker.store(worker, Ordering::Relaxed);
         loop {
             let mut progress = Progress::More;
             while budget > 0 && progress == Progress::More {
@@ -525,7 +507,6 @@ where
                 budget -= 1;
             }
             let mut state = task.state.lock();
-            task.in_worker.store(false, Ordering::Relaxed);
             match (*state, progress) {
                 (State::Running, Progress::Done) => {
                     *state = State::Idle;
@@ -534,10 +515,9 @@ where
                 // Scheduled while running: go on while the budget lasts.
                 (State::Armed, Progress::More | Progress::Done) if budget > 0 => {
                     *state = State::Running;
-                    task.in_worker.store(worker, Ordering::Relaxed);
                 }
-                // Out of budget with work left, or a step that must sleep
-                // outside a worker: yield and come back through the queue.
+                // Out of budget with work left: yield and come back through
+                // the queue.
                 (State::Running | State::Armed, _) => {
                     *state = if enqueue(this.clone()) {
                         State::Queued

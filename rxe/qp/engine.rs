@@ -140,6 +140,7 @@ impl Shared {
         self.rnr_timer.cancel(self);
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
+        self.faults.forget();
         requester::reset(self);
         self.send_task.enable();
         self.resp_task.enable();
@@ -148,6 +149,9 @@ impl Shared {
     /// The QP is being destroyed and already out of the pool: the datapath
     /// stops its tasks and timers and waits for those running. Datapath hook.
     pub(super) fn on_destroy(self: &Arc<Self>) {
+        // Faults in progress are not waited for: they end on their own and
+        // no longer kick the QP.
+        self.faults.close();
         self.send_task.shutdown();
         self.resp_task.shutdown();
         self.retrans_timer.shutdown(self);
@@ -163,29 +167,18 @@ impl Shared {
     /// for the next step.
     fn send_step(self: &Arc<Self>) -> Progress {
         let mut more = false;
-        let mut defer = false;
         let mut half = |want: &AtomicBool, step: fn(&Arc<Self>) -> Progress| {
-            if defer || !want.swap(false, Ordering::AcqRel) {
+            if !want.swap(false, Ordering::AcqRel) {
                 return;
             }
-            match step(self) {
-                Progress::Done => {}
-                Progress::More => {
-                    want.store(true, Ordering::Release);
-                    more = true;
-                }
-                // The half must sleep: it runs again, on a worker.
-                Progress::Defer => {
-                    want.store(true, Ordering::Release);
-                    defer = true;
-                }
+            if step(self) == Progress::More {
+                want.store(true, Ordering::Release);
+                more = true;
             }
         };
         half(&self.want_comp, completer::step);
         half(&self.want_req, requester::step);
-        if defer {
-            Progress::Defer
-        } else if more {
+        if more {
             Progress::More
         } else {
             Progress::Done

@@ -88,9 +88,13 @@
 //! `kernel/odp.rs`): `rxe_pool` (an index to an object, released before
 //! the object's lock), then one of `rxe_mr`, `rxe_mw` or `rxe_ah_av`;
 //! `rxe_mr` -> `rxe_odp_table` (an access to an ODP MR). Faults and
-//! registration, in process context with no spinlock held:
-//! `rxe_odp_umem` (a mutex) -> the core's `umem_mutex` -> `rxe_odp_table`;
+//! registration, in process context with no spinlock held: the core's
+//! `umem_mutex` -> `rxe_odp_table`, and `rxe_odp_umem` (a mutex) alone;
 //! the MMU notifier's invalidation takes `umem_mutex` -> `rxe_odp_table`.
+//! Faults run as jobs of their own (`faults.rs`), with none of the QP's
+//! locks held; an engine that starts or checks one takes `rxe_qp_faults`
+//! alone (under its engine lock or none), and a job that ends takes it
+//! alone, then `rxe_task` to kick the engine.
 //! A window bind builds its view of the MR (`rxe_mr`) before it takes
 //! `rxe_mw`.
 //!
@@ -103,7 +107,7 @@
 //! changed outside it).
 //!
 //! `rxe_qp_state` is never held while another lock is taken. The `_irq`
-//! locks (`rxe_qp_state`, `rxe_qp_sq`, `rxe_qp_rq`, `rxe_qp_link`,
+//! locks (`rxe_qp_state`, `rxe_qp_sq`, `rxe_qp_rq`, `rxe_qp_link`, `rxe_qp_faults`,
 //! `rxe_pool`, `rxe_ah_av`, `rxe_task`, `rxe_req_wake`) save and mask
 //! interrupts: kernel users post, modify and make AHs with interrupts off
 //! (the MAD layer posts sends under its own `spin_lock_irqsave`); no `_bh`
@@ -113,6 +117,7 @@
 //! process context with no driver lock held.
 
 mod engine;
+mod faults;
 mod post;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -147,6 +152,7 @@ use crate::rxe::recv::RxPacket;
 use crate::rxe::ucontext::Ucontext;
 use crate::rxe::{completer, requester};
 use crate::rxe::{cq, srq};
+pub(crate) use faults::{Check, Engine};
 
 /// SGEs a WQE has at most.
 const MAX_SGE: usize = to_usize(limits::MAX_SGE);
@@ -286,6 +292,8 @@ pub(crate) struct Shared {
     want_req: AtomicBool,
     #[pin]
     pub(crate) resp_task: Task<Shared, RESP_TASK>,
+    /// The engines' ODP faults in progress (`faults.rs`).
+    pub(crate) faults: Arc<faults::Faults>,
     /// Local ACK timeout: retransmit when nothing was acknowledged.
     #[pin]
     pub(crate) retrans_timer: Timer<Shared, RETRANS_TIMER>,
@@ -590,6 +598,7 @@ impl Qp {
         let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
         let flow = TxFlow::new(requester::ReqWake::new()?)?;
         let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
+        let faults = faults::Faults::new()?;
         let sq = Sq {
             slot: scratch(sq_queue.elem_size(), is_user)?,
             inline_buf: scratch(to_usize(sq_caps.max_inline), is_user)?,
@@ -640,6 +649,7 @@ impl Qp {
                 want_comp: AtomicBool::new(false),
                 want_req: AtomicBool::new(false),
                 resp_task <- new_task!("rxe_resp"),
+                faults,
                 retrans_timer <- new_timer!("rxe_retrans"),
                 rnr_timer <- new_timer!("rxe_rnr"),
             }? Error),

@@ -38,7 +38,7 @@ use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::req_rules::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
 use crate::rxe::proto::uapi::{self, SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, Check, Engine, Shared};
 
 /// The transmit flow's waker: schedules the requester once its skbs in
 /// flight have drained below the low mark.
@@ -219,7 +219,7 @@ enum Outcome {
     /// A WQE failed: the QP goes to ERR.
     Failed,
     /// The payload met an absent ODP page: nothing was sent; fault it in
-    /// (on a worker) and try the same packet again.
+    /// (a fault job, `qp/faults.rs`) and try the same packet again.
     Fault(Option<PendingFault>),
 }
 
@@ -582,15 +582,18 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
             TaskProgress::Done
         }
         Outcome::Fault(pending) => {
-            if !qp.send_task.in_worker() {
-                return TaskProgress::Defer;
+            let next = match qp.faults.check(Engine::Requester, pending.as_ref()) {
+                // The fault in progress kicks the requester when it ends.
+                Check::Busy => return TaskProgress::Done,
+                Check::Failed => Next::GiveUp,
+                Check::Free => qp.req.lock().odp_retry.on_absent(),
+            };
+            // The WQE was not committed: the fault's end kicks the
+            // requester, which builds the packet again.
+            if next == Next::Fault && qp.start_fault(Engine::Requester, pending) {
+                return TaskProgress::Done;
             }
-            let next = qp.req.lock().odp_retry.on_absent();
-            // In a worker, no lock held: the fault may sleep.
-            let ok = next == Next::Fault && pending.is_some_and(|p| p.resolve().is_ok());
-            if !ok {
-                qp.req.lock().odp_give_up = true;
-            }
+            qp.req.lock().odp_give_up = true;
             TaskProgress::More
         }
     }

@@ -32,7 +32,7 @@ use crate::rxe::proto::qp_attr::QpAttrs;
 use crate::rxe::proto::resp_machine;
 use crate::rxe::proto::resp_rules::{self, Res, RespQp, MAX_RESOURCES};
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, Check, Engine, Shared};
 use crate::rxe::recv::RxPacket;
 
 /// The receive WQE the current message lands in, with its progress.
@@ -359,9 +359,9 @@ const RUNS_PER_STEP: u32 = 4;
 /// What the responder does about an absent ODP page after a run.
 enum OdpStep {
     None,
-    /// Not on a worker: go to one.
-    Defer,
-    /// Fault the page in, then run again.
+    /// A fault is in progress: stop until it ends and kicks the responder.
+    Wait,
+    /// Start a fault job and stop until it kicks the responder.
     Fault(Option<PendingFault>),
     /// Retries used up: run again, the access now failing as a bad one.
     Rerun,
@@ -394,7 +394,6 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 }
             };
         }
-        let may_sleep = this.resp_task.in_worker();
         let (out, mut due, fault, srq_limit) = {
             let State {
                 rs,
@@ -442,16 +441,22 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
                 odp_retry.on_success();
                 *odp_give_up = false;
             }
-            let fault = match (out.fault, may_sleep) {
-                (false, _) => OdpStep::None,
-                (true, false) => OdpStep::Defer,
-                (true, true) => match odp_retry.on_absent() {
-                    Next::Fault => OdpStep::Fault(pending),
-                    Next::GiveUp => {
+            let fault = if !out.fault {
+                OdpStep::None
+            } else {
+                let next = match this.faults.check(Engine::Responder, pending.as_ref()) {
+                    Check::Busy => None,
+                    Check::Failed => Some(Next::GiveUp),
+                    Check::Free => Some(odp_retry.on_absent()),
+                };
+                match next {
+                    None => OdpStep::Wait,
+                    Some(Next::Fault) => OdpStep::Fault(pending),
+                    Some(Next::GiveUp) => {
                         *odp_give_up = true;
                         OdpStep::Rerun
                     }
-                },
+                }
             };
             (out, due, fault, srq_limit)
         };
@@ -466,14 +471,15 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
         }
         match fault {
             OdpStep::None => {}
-            OdpStep::Defer => return Progress::Defer,
+            OdpStep::Wait => return Progress::Done,
             OdpStep::Rerun => return Progress::More,
             OdpStep::Fault(pending) => {
-                // In a worker, no lock held: the fault may sleep.
-                let ok = pending.is_some_and(|p| p.resolve().is_ok());
-                if !ok {
-                    this.resp.lock().odp_give_up = true;
+                // The request stays at the head of the queue; the fault's
+                // end kicks the responder, which runs it again.
+                if this.start_fault(Engine::Responder, pending) {
+                    return Progress::Done;
                 }
+                this.resp.lock().odp_give_up = true;
                 return Progress::More;
             }
         }

@@ -66,6 +66,7 @@ struct page *rxe_rs_virt_to_page(u64 addr);
 bool rxe_rs_get_frag_page(struct page *page);
 void rxe_rs_wb_cache_pmem(void *addr, size_t len);
 struct workqueue_struct *rxe_rs_alloc_wq(void);
+struct workqueue_struct *rxe_rs_alloc_fault_wq(void);
 void rxe_rs_bh_init(void (*fn)(struct llist_node *first));
 void rxe_rs_bh_add(struct llist_node *node);
 void rxe_rs_bh_exit(void);

@@ -136,6 +136,20 @@ struct workqueue_struct *rxe_rs_alloc_wq(void)
 }
 
 /*
+ * The ODP fault workqueue. A fault may sleep for as long as the page takes
+ * to come in, which a FUSE daemon that never answers makes forever, so
+ * faults never run on the task workqueue: each one is a work item of its
+ * own here, and a stuck one holds a worker of this queue only. Unbound,
+ * with the most concurrent workers a queue may have, so that stuck faults
+ * leave the others room. Not a reclaim queue: faults serve user-space ODP
+ * MRs only, never a storage ULP's memory, and nothing flushes them.
+ */
+struct workqueue_struct *rxe_rs_alloc_fault_wq(void)
+{
+	return alloc_workqueue("rxe_rs_fault", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE);
+}
+
+/*
  * Softirq runs of the receive path: per CPU, a lock-free list of waiting
  * task nodes and a work item that is only ever queued on system_bh_wq, so
  * it always runs in softirq context (a task's own work item runs on the
