@@ -35,7 +35,9 @@ struct Layout {
 
 impl Layout {
     fn new(min: u32, max: u32) -> Option<Self> {
-        let span = usize::try_from(max.checked_sub(min)?).ok()?.checked_add(1)?;
+        let span = usize::try_from(max.checked_sub(min)?)
+            .ok()?
+            .checked_add(1)?;
         let mut layout = Layout {
             span,
             levels: 0,

@@ -96,14 +96,23 @@ fn layouts() {
     assert_eq!(qp.levels, 4);
     let all = Layout::new(0, u32::MAX).unwrap();
     assert_eq!(all.levels, MAX_LEVELS);
-    assert_eq!(all.words(), (1 << 26) + (1 << 20) + (1 << 14) + (1 << 8) + 4 + 1);
+    assert_eq!(
+        all.words(),
+        (1 << 26) + (1 << 20) + (1 << 14) + (1 << 8) + 4 + 1
+    );
     // Too few words.
     assert!(Alloc::new(0, 64, vec![0; 2]).is_none());
 }
 
 #[test]
 fn hands_out_in_order_then_fails_when_full() {
-    for (min, max) in [(7, 7), (0, 63), (16, 16 + 64), (1, 4097), (3, 3 + 64 * 64 * 64)] {
+    for (min, max) in [
+        (7, 7),
+        (0, 63),
+        (16, 16 + 64),
+        (1, 4097),
+        (3, 3 + 64 * 64 * 64),
+    ] {
         let mut a = alloc(min, max);
         for want in min..=max {
             assert_eq!(a.alloc(), Some(want));
