@@ -15,6 +15,8 @@
 
 use core::ops::DerefMut;
 
+use super::conv::to_usize;
+
 /// Bits per bitmap word.
 const BITS: usize = 64;
 /// Levels for the largest span, 2^32 indices: 2^26, 2^20, 2^14, 2^8, 4, 1 words.
@@ -35,9 +37,7 @@ struct Layout {
 
 impl Layout {
     fn new(min: u32, max: u32) -> Option<Self> {
-        let span = usize::try_from(max.checked_sub(min)?)
-            .ok()?
-            .checked_add(1)?;
+        let span = to_usize(max.checked_sub(min)?) + 1;
         let mut layout = Layout {
             span,
             levels: 0,
@@ -165,7 +165,7 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
             let below = (1u64 << (pos % BITS)) - 1;
             let w = self.word(level, i) | below;
             if w != !0 {
-                pos = i * BITS + (!w).trailing_zeros() as usize;
+                pos = i * BITS + to_usize((!w).trailing_zeros());
                 break;
             }
             level += 1;
@@ -178,7 +178,7 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
             if w == !0 {
                 return None;
             }
-            pos = pos * BITS + (!w).trailing_zeros() as usize;
+            pos = pos * BITS + to_usize((!w).trailing_zeros());
         }
         (pos < self.layout.span).then_some(pos)
     }
@@ -216,7 +216,7 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
         if idx > self.max {
             return None;
         }
-        usize::try_from(idx.checked_sub(self.min)?).ok()
+        Some(to_usize(idx.checked_sub(self.min)?))
     }
 
     /// Takes the first free index at or after the cursor, wrapping to `min`
