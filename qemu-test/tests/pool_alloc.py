@@ -31,7 +31,7 @@ from testlib import DEBUG_KERNEL, DEV, DRIVER, check, expect, memory_usage, sett
 
 # Key index range of the MW pool (RXE_MIN/MAX_MW_INDEX): the top 24 bits of
 # an rkey.
-MW_INDEX = (0x80001, 0xFFFFF)
+MW_INDEX = (0x80001, 0x100000)
 ROUNDS = 10
 BOUND_MS = 10.0 if DEBUG_KERNEL else 2.0
 # Kernel memory one type-1 MW may cost (uverbs object, ib_mw, the driver's
