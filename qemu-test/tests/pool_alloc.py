@@ -12,6 +12,7 @@ pool with COUNT type-1 MWs (default and at most the device's max_mw), checks
 that one more fails with EINVAL when COUNT is max_mw, frees the one in the
 middle, then times ten allocate/free rounds again: the median allocation
 must stay under 2 ms (10 ms on the debug kernel) however full the pool is.
+On the debug kernel kmemleak must find nothing afterwards.
 Also prints what the windows cost the kernel (slab and vmalloc growth per
 MW, and for max_mw of them). With COUNT below max_mw the pool keeps free
 indices after the cursor, so only the full pool shows the cost of the
@@ -27,7 +28,8 @@ from pyverbs.mr import MW
 from pyverbs.pd import PD
 import pyverbs.enums as e
 
-from testlib import DEBUG_KERNEL, DEV, DRIVER, check, expect, memory_usage, settle_memory, summary
+from testlib import (DEBUG_KERNEL, DEV, DRIVER, check, expect, kmemleak_clean, kmemleak_clear, memory_usage,
+                     settle_memory, summary)
 
 # Key index range of the MW pool (RXE_MIN/MAX_MW_INDEX): the top 24 bits of
 # an rkey.
@@ -62,6 +64,7 @@ def report(what, alloc_ms, free_ms):
 
 def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None
+    kmemleak_clear()
     ctx = Context(name=DEV)
     pd = PD(ctx)
     max_mw = ctx.query_device().max_mw
@@ -121,6 +124,7 @@ def main():
     print(f"freed {target} MWs in {time.perf_counter() - t0:.1f} s")
     pd.close()
     ctx.close()
+    check("kmemleak reports nothing", kmemleak_clean())
     return summary(f"pool_alloc ({DRIVER or 'rs'})")
 
 
