@@ -139,6 +139,11 @@ impl DeviceState {
             ]),
             GFP_KERNEL,
         )?;
+        let qps = Pool::new(p::pool::QP.min_index, p::pool::QP.max_index)?;
+        let mrs = Pool::new(p::pool::MR.min_index, p::pool::MR.max_index)?;
+        let mws = Pool::new(p::pool::MW.min_index, p::pool::MW.max_index)?;
+        let ahs = Pool::new(p::pool::AH.min_index, p::pool::AH.max_index)?;
+        let srqs = Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index)?;
         Ok(try_pin_init!(Self {
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
             port: Port {
@@ -148,11 +153,11 @@ impl DeviceState {
                 bad_pkey_cntr: zero(),
             },
             counts,
-            qps <- Pool::new(p::pool::QP.min_index, p::pool::QP.max_index),
-            mrs <- Pool::new(p::pool::MR.min_index, p::pool::MR.max_index),
-            mws <- Pool::new(p::pool::MW.min_index, p::pool::MW.max_index),
-            ahs <- Pool::new(p::pool::AH.min_index, p::pool::AH.max_index),
-            srqs <- Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index),
+            qps <- qps,
+            mrs <- mrs,
+            mws <- mws,
+            ahs <- ahs,
+            srqs <- srqs,
             counters: Counters::new(),
             gsi_qp_index: AtomicU32::new(0),
             mcast <- mcast::Groups::new(),

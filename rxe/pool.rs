@@ -5,7 +5,9 @@
 //!
 //! Indices are handed out cyclically in `[min, max]`, so a number freed by a
 //! destroy is not reused at once and a stale QPN or key misses instead of
-//! reaching a new object.
+//! reaching a new object. A bitmap radix (`proto::index_alloc`) finds the
+//! next free index in a few word operations however full the pool is; the
+//! red-black tree maps indices to objects for lookups.
 //!
 //! An index can be reserved before its object exists (the object may need
 //! its own number to be built) and filled in once the object is complete;
@@ -16,16 +18,20 @@
 //! softirq context.
 
 use kernel::{
-    alloc::Flags,
+    alloc::{Flags, VVec},
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
 };
 
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::proto::index_alloc::IndexAlloc;
 
+/// # Invariants
+///
+/// `ids` has an index taken exactly when `map` has it as a key.
 struct Inner<T> {
     map: RBTree<u32, Option<T>>,
-    next: u32,
+    ids: IndexAlloc<VVec<u64>>,
 }
 
 /// A map from index to `T` (an `Arc` of the object, so lookups can keep the
@@ -34,18 +40,20 @@ struct Inner<T> {
 pub(crate) struct Pool<T> {
     #[pin]
     inner: SpinLockIrq<Inner<T>>,
-    min: u32,
-    max: u32,
 }
 
 // `Unpin`: a lock guard gives `&mut` access only to `Unpin` data on 7.x.
 impl<T: Clone + Unpin> Pool<T> {
-    pub(crate) fn new(min: u32, max: u32) -> impl PinInit<Self> {
-        pin_init!(Self {
-            inner <- new_spinlock_irq!(Inner { map: RBTree::new(), next: min }, "rxe_pool"),
-            min,
-            max,
-        })
+    /// A pool of the indices `[min, max]`. Its bitmap (an eighth of a byte
+    /// per index: 65 KiB for the MW pool, 130 KiB for the QP pool) is
+    /// allocated here, once, so taking an index never allocates it.
+    pub(crate) fn new(min: u32, max: u32) -> Result<impl PinInit<Self>> {
+        let words = IndexAlloc::<VVec<u64>>::words_for(min, max).ok_or(EINVAL)?;
+        let words = VVec::from_elem(0u64, words, GFP_KERNEL)?;
+        let ids = IndexAlloc::new(min, max, words).ok_or(EINVAL)?;
+        Ok(pin_init!(Self {
+            inner <- new_spinlock_irq!(Inner { map: RBTree::new(), ids }, "rxe_pool"),
+        }))
     }
 
     /// Takes a free index with no value yet; `set` fills it, `remove`
@@ -69,20 +77,11 @@ impl<T: Clone + Unpin> Pool<T> {
     fn insert_slot(&self, value: Option<T>, flags: Flags) -> Result<u32> {
         let node = RBTreeNodeReservation::new(flags)?;
         let mut inner = self.inner.lock();
-        let span = self.max - self.min + 1;
-        let mut idx = inner.next;
-        for _ in 0..span {
-            if idx < self.min || idx > self.max {
-                idx = self.min;
-            }
-            if inner.map.get(&idx).is_none() {
-                inner.map.insert(node.into_node(idx, value));
-                inner.next = if idx == self.max { self.min } else { idx + 1 };
-                return Ok(idx);
-            }
-            idx = idx.wrapping_add(1);
-        }
-        Err(ENOMEM)
+        // The object counts (`take_slot`) keep each pool below its size;
+        // a full pool fails all the same.
+        let idx = inner.ids.alloc().ok_or(ENOMEM)?;
+        inner.map.insert(node.into_node(idx, value));
+        Ok(idx)
     }
 
     /// A clone of the value at `idx`, if any.
@@ -121,6 +120,9 @@ impl<T: Clone + Unpin> Pool<T> {
 
     /// Removes the index (reserved or filled) and returns its value.
     pub(crate) fn remove(&self, idx: u32) -> Option<T> {
-        self.inner.lock().map.remove(&idx).flatten()
+        let mut inner = self.inner.lock();
+        let slot = inner.map.remove(&idx)?;
+        inner.ids.free(idx);
+        slot
     }
 }

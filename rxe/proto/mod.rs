@@ -21,6 +21,7 @@ pub(crate) mod device_attr;
 pub(crate) mod events;
 pub(crate) mod headers;
 pub(crate) mod icrc;
+pub(crate) mod index_alloc;
 pub(crate) mod ip;
 pub(crate) mod local_ops;
 pub(crate) mod mr_logic;
