@@ -26,10 +26,12 @@ GIDs, which route inside nsR (all four addresses are local there):
    path again and must be delivered.
 
 A route held past its namespace's end (an IPv6 route's `dst_ops` live in
-the namespace) is a use-after-free that KASAN reports on the debug kernel:
-at the UD QPs' reuse of the path (the cached route's validity check), or
-at their destroy. The harness fails the boot on it. Also checked: nothing
-leaks (kmemleak).
+the namespace) would be a use-after-free at the UD QPs' reuse of the path
+(the cached route's validity check) or at their destroy, which KASAN on
+the debug kernel reports and the harness fails the boot on. Without the
+driver dropping such routes this test has not yet shown a report: the
+namespace may still be alive when the UD QPs touch the route. Also
+checked: nothing leaks (kmemleak).
 """
 
 import subprocess
