@@ -81,7 +81,7 @@ impl kernel::Module for RxeModule {
         #[cfg(rxe_rs_selftest)]
         rxe::selftest::run();
         // Tunnel sockets come with the first device of each namespace.
-        let nets = TunnelNets::register()?;
+        let nets = TunnelNets::register::<Driver>()?;
         let notifier = Notifier::register::<Driver>()?;
         let link = LinkType::register::<Driver>()?;
         pr_info!("loaded\n");

@@ -13,8 +13,9 @@ use kernel::{
 use crate::rxe::counters::{Counter, Counters};
 use crate::rxe::kernel::ibdev::{self, Identity, PortEvent};
 use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
-use crate::rxe::kernel::netns::{Net, TunnelUse};
+use crate::rxe::kernel::netns::{Net, NetId, TunnelUse};
 use crate::rxe::kernel::random;
+use crate::rxe::kernel::route::RouteScope;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::pool::Pool;
 use crate::rxe::proto::device_attr::{
@@ -353,8 +354,27 @@ pub(crate) fn newlink(name: &CStr, ndev: &NetDevice, net: &Net, tunnels: TunnelU
     )
 }
 
+/// Drops the routes that every QP of every device cached within `scope`.
+/// Process context.
+fn forget_routes(scope: RouteScope) {
+    Device::for_each(|dev| dev.state().qps.for_each(|qp| qp.forget_routes(scope)));
+}
+
+/// A namespace exits: no route of it may outlive it, whatever netdev the
+/// QP's source GID is on (the port's netdev, or a VLAN or other upper
+/// device of it moved into that namespace).
+pub(crate) fn net_exit(net: NetId) {
+    forget_routes(RouteScope::Net(net));
+}
+
 /// Netdev notifier: keep each rxe device in step with its netdev.
 pub(crate) fn net_event(ndev: &NetDevice, event: NetEvent) {
+    if matches!(event, NetEvent::Unregister) {
+        // Any netdev that goes away or leaves its namespace may be the
+        // one a QP's route leaves through (the netdev of its source GID,
+        // an upper device of a port's).
+        forget_routes(RouteScope::Dev(NetId::of(ndev), ndev.ifindex()));
+    }
     let Some(dev) = DeviceRef::by_netdev(ndev) else {
         return;
     };
@@ -365,7 +385,7 @@ pub(crate) fn net_event(ndev: &NetDevice, event: NetEvent) {
             // the device; the routes its QPs cached in the old namespace
             // go now, since a QP held open by a user can outlive that
             // namespace (a moved netdev does not hold its exit back).
-            state.qps.for_each(|qp| qp.forget_routes());
+            state.qps.for_each(|qp| qp.forget_routes(RouteScope::All));
             dev.unregister_queued()
         }
         NetEvent::Up => state.set_port_state(&dev, true),

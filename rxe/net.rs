@@ -52,7 +52,7 @@ use crate::rxe::device::Device;
 use crate::rxe::kernel::errno;
 use crate::rxe::kernel::netdev::NetDevice;
 use crate::rxe::kernel::page::PayloadPages;
-use crate::rxe::kernel::route::{self, Dst, RouteCache};
+use crate::rxe::kernel::route::{self, Dst, RouteCache, RouteScope};
 use crate::rxe::kernel::skb::{TxSkb, Xmit, GSO_BATCH_MAX, PROTO_IPV4, PROTO_IPV6};
 use crate::rxe::kernel::udp::{SkbOwner, TxSocket};
 use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
@@ -302,10 +302,16 @@ impl<W: TxWake> TxFlow<W> {
         })
     }
 
-    /// Drops the cached route (see `RouteCache::clear`); the next packet
-    /// looks its route up again.
-    pub(crate) fn forget_route(&self) {
-        self.routes.clear();
+    /// Drops the cached route if `scope` covers it (see `RouteCache`);
+    /// the next packet looks its route up again.
+    pub(crate) fn forget_route(&self, scope: RouteScope) {
+        self.routes.forget(scope);
+    }
+
+    /// Drops the cached route and caches none from now on (each packet
+    /// looks its route up).
+    pub(crate) fn close_routes(&self) {
+        self.routes.close();
     }
 
     /// Skbs sent and not yet freed.

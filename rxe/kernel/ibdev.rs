@@ -2,7 +2,7 @@
 
 //! The `ib_device` of an rxe link: allocation, registration and lookups.
 
-use core::{mem::size_of, ptr::NonNull};
+use core::{cell::UnsafeCell, mem::size_of, ptr::NonNull};
 
 use kernel::{
     error::to_result,
@@ -126,6 +126,9 @@ impl<S: DeviceData> Device<S> {
                 | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
             let ops = S::ops();
             b::ib_set_device_ops(ib, &ops);
+            // From here on a failure ends in `dealloc_driver` too, which
+            // takes the device off the list.
+            Registry::lock().add(raw.cast())?;
             to_result(b::ib_device_set_netdev(ib, ndev.as_ptr(), 1))?;
             to_result(b::ib_register_device(
                 ib,
@@ -144,9 +147,27 @@ impl<S: DeviceData> Device<S> {
     /// `ib` belongs to a `Device` whose state is initialised and is never
     /// used again after this call.
     pub(crate) unsafe fn drop_state(ib: *mut b::ib_device) {
+        // No walk of the list reaches the device once this returns.
+        Registry::lock().remove(ib);
         let dev = ib.cast::<Self>();
         // SAFETY: Per the contract, the state is initialised and now dead.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).state)) };
+    }
+}
+
+impl<S: DeviceData> Device<S> {
+    /// Calls `f` on every device of the driver whose state is alive
+    /// (process context, sleeps). The list stays locked meanwhile: `f`
+    /// must not make a device, nor drop the last reference to one.
+    pub(crate) fn for_each(mut f: impl FnMut(&Self)) {
+        let list = Registry::lock();
+        for &ib in list.devices().iter().filter(|&&d| d != 0) {
+            // SAFETY: A device on the list is one of ours (the contract of
+            // `DeviceData`: every device of the module has state `S`) whose
+            // state is initialised: `drop_state` takes it off (under the
+            // lock we hold) before dropping its state.
+            f(unsafe { Self::from_ib(ib as *mut b::ib_device) });
+        }
     }
 }
 
@@ -238,6 +259,73 @@ impl<S: DeviceData> Drop for DeviceRef<S> {
     fn drop(&mut self) {
         // SAFETY: We own one reference taken by `by_netdev`.
         unsafe { b::ib_device_put(self.0.as_ptr().cast()) };
+    }
+}
+
+/// The devices of the driver, from the moment their ops are set (and
+/// `dealloc_driver` will run) until `dealloc_driver` drops their state: for
+/// the events that concern all of them, whatever netdev they are on (a
+/// namespace's exit, any netdev's unregistration). The addresses of their
+/// `ib_device`s, as numbers; 0 is a free slot.
+struct Registry(UnsafeCell<KVec<usize>>);
+
+// SAFETY: The vector is only reached through a `RegistryGuard`, which holds
+// the C mutex `rxe_rs_devices_lock` takes.
+unsafe impl Sync for Registry {}
+
+static REGISTRY: Registry = Registry(UnsafeCell::new(KVec::new()));
+
+/// The registry's mutex, held.
+struct RegistryGuard(());
+
+impl Registry {
+    fn lock() -> RegistryGuard {
+        // SAFETY: FFI; a plain mutex, released by the guard's drop.
+        unsafe { b::rxe_rs_devices_lock() };
+        RegistryGuard(())
+    }
+}
+
+impl RegistryGuard {
+    fn devices(&self) -> &KVec<usize> {
+        // SAFETY: We hold the mutex, so nothing else reaches the vector.
+        unsafe { &*REGISTRY.0.get() }
+    }
+
+    fn devices_mut(&mut self) -> &mut KVec<usize> {
+        // SAFETY: As in `devices`, and `&mut self` makes this the only
+        // reference.
+        unsafe { &mut *REGISTRY.0.get() }
+    }
+
+    /// Puts `ib` in a free slot (0), or a new one.
+    fn add(&mut self, ib: *mut b::ib_device) -> Result {
+        let list = self.devices_mut();
+        match list.iter_mut().find(|d| **d == 0) {
+            Some(d) => *d = ib as usize,
+            None => list.push(ib as usize, GFP_KERNEL)?,
+        }
+        Ok(())
+    }
+
+    /// Frees the slot of `ib`, if it has one.
+    fn remove(&mut self, ib: *mut b::ib_device) {
+        let list = self.devices_mut();
+        if let Some(d) = list.iter_mut().find(|d| **d == ib as usize) {
+            *d = 0;
+        }
+        // The last device gives the memory back (nothing is left behind at
+        // module unload).
+        if list.iter().all(|&d| d == 0) {
+            *list = KVec::new();
+        }
+    }
+}
+
+impl Drop for RegistryGuard {
+    fn drop(&mut self) {
+        // SAFETY: Taken by `Registry::lock`.
+        unsafe { b::rxe_rs_devices_unlock() };
     }
 }
 

@@ -77,6 +77,34 @@ pub(crate) fn raw_net_of(ndev: &NetDevice) -> *mut b::net {
     unsafe { b::rxe_rs_dev_net(ndev.as_ptr()) }
 }
 
+/// A namespace's identity, without a reference: it tells whether two
+/// things are of one namespace, and is never turned back into a pointer.
+/// Whoever keeps one past the moment it was taken drops it when that
+/// namespace exits (see [`NetsOwner::net_exit`]), so an identity kept is
+/// never that of a namespace freed and reallocated since.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NetId(usize);
+
+impl NetId {
+    /// The namespace `ndev` is in now.
+    pub(crate) fn of(ndev: &NetDevice) -> Self {
+        Self(raw_net_of(ndev) as usize)
+    }
+
+    fn from_raw(net: *const b::net) -> Self {
+        Self(net as usize)
+    }
+}
+
+/// What the driver does when a namespace exits.
+pub(crate) trait NetsOwner {
+    /// Namespace `net` exits (process context, no RTNL): its devices are
+    /// gone; its memory lasts until this call and those of the other
+    /// subsystems are over and an RCU grace period has passed. Whatever
+    /// still refers to it (routes) must be dropped now.
+    fn net_exit(net: NetId);
+}
+
 /// One namespace's tunnel sockets and the devices that use them.
 #[pin_data]
 struct Tunnels {
@@ -157,7 +185,8 @@ unsafe extern "C" fn pernet_init(net: *mut b::net) -> kernel::ffi::c_int {
 /// Only the kernel calls this, through the table it was registered with,
 /// for a namespace being dismantled (process context), once after its
 /// successful `init`.
-unsafe extern "C" fn pernet_exit(net: *mut b::net) {
+unsafe extern "C" fn pernet_exit<O: NetsOwner>(net: *mut b::net) {
+    O::net_exit(NetId::from_raw(net));
     // SAFETY: `exit` of a namespace whose `init` succeeded; its count is
     // zero, so no `TunnelUse::get` reads the slot any more.
     let raw = unsafe { core::ptr::replace(slot(net), core::ptr::null()) };
@@ -174,7 +203,8 @@ unsafe extern "C" fn pernet_exit(net: *mut b::net) {
 }
 
 /// The registration of the per-namespace tunnel state: every namespace
-/// gets an empty one at creation, and releases its sockets at exit.
+/// gets an empty one at creation, and releases its sockets at exit, where
+/// `O` is told first.
 /// Dropping it runs the exit of every namespace, so drop it after the
 /// last device is gone.
 ///
@@ -190,10 +220,10 @@ unsafe impl Sync for TunnelNets {}
 impl TunnelNets {
     /// Registers the per-namespace state; [`TunnelUse::get`] works from here
     /// on, for every namespace.
-    pub(crate) fn register() -> Result<Self> {
+    pub(crate) fn register<O: NetsOwner>() -> Result<Self> {
         let ops = b::pernet_operations {
             init: Some(pernet_init),
-            exit: Some(pernet_exit),
+            exit: Some(pernet_exit::<O>),
             id: PERNET_ID.as_ptr(),
             size: core::mem::size_of::<*const Tunnels>(),
             ..Default::default()

@@ -10,6 +10,7 @@ use kernel::{error::from_err_ptr, prelude::*};
 use super::ibdev::Device;
 use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::netdev::NetDevice;
+use super::netns::NetId;
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::sys as b;
 
@@ -94,11 +95,29 @@ impl Drop for Dst {
 /// the largest fixed costs of a small message. C keeps one per RC QP in the
 /// QP's socket; this one is keyed by the path, so it serves UD too and an
 /// address change never reuses a stale route.
+///
+/// A route holds its device (until the device's unregistration moves it to
+/// a placeholder device) but not its namespace, whose memory an IPv6 route
+/// points into (its `dst_ops`). So the owner of every cache drops what it
+/// holds when a netdev unregisters ([`RouteScope::Dev`]) and when a
+/// namespace exits ([`RouteScope::Net`]), and a lookup that was under way
+/// meanwhile does not store its result: each [`RouteCache::forget`] moves a
+/// generation on, and a lookup stores only if the generation it started
+/// from is still the current one.
 pub(crate) struct RouteCache {
-    last: Pin<KBox<SpinLockBh<Option<Cached>>>>,
+    last: Pin<KBox<SpinLockBh<Slot>>>,
+}
+
+struct Slot {
+    cached: Option<Cached>,
+    /// Moved on by every `forget`.
+    generation: u64,
+    /// Set by `close`: nothing is stored any more.
+    closed: bool,
 }
 
 struct Cached {
+    net: NetId,
     oif: i32,
     src: IpAddr,
     dst: IpAddr,
@@ -106,41 +125,108 @@ struct Cached {
     cookie: u32,
 }
 
+/// Which cached routes [`RouteCache::forget`] drops.
+#[derive(Clone, Copy)]
+pub(crate) enum RouteScope {
+    /// Every route.
+    All,
+    /// The routes of a namespace (it exits).
+    Net(NetId),
+    /// The routes out of one netdev (it unregisters, or leaves the
+    /// namespace).
+    Dev(NetId, i32),
+}
+
+impl RouteScope {
+    fn covers(self, c: &Cached) -> bool {
+        match self {
+            Self::All => true,
+            Self::Net(net) => c.net == net,
+            Self::Dev(net, oif) => c.net == net && c.oif == oif,
+        }
+    }
+}
+
 impl RouteCache {
     pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Self> {
+        let slot = Slot {
+            cached: None,
+            generation: 0,
+            closed: false,
+        };
         Ok(Self {
-            last: KBox::pin_init(new_spinlock_bh!(None, "rxe_route_cache"), flags)?,
+            last: KBox::pin_init(new_spinlock_bh!(slot, "rxe_route_cache"), flags)?,
         })
     }
 
-    /// Drops the cached route. A route holds its namespace's structures
-    /// (an IPv6 route its namespace's `dst_ops`) but no reference on the
-    /// namespace: it must not outlive it.
-    pub(crate) fn clear(&self) {
-        let old = self.last.lock().take();
+    /// Drops the cached route if `scope` covers it; a lookup under way
+    /// keeps its result to itself.
+    pub(crate) fn forget(&self, scope: RouteScope) {
+        let old = {
+            let mut s = self.last.lock();
+            s.generation = s.generation.wrapping_add(1);
+            if s.cached.as_ref().is_some_and(|c| scope.covers(c)) {
+                s.cached.take()
+            } else {
+                None
+            }
+        };
         // Released outside the lock.
+        drop(old);
+    }
+
+    /// Drops the cached route and caches none from now on: for an owner
+    /// about to become unreachable to [`RouteCache::forget`]'s callers.
+    pub(crate) fn close(&self) {
+        let old = {
+            let mut s = self.last.lock();
+            s.closed = true;
+            s.cached.take()
+        };
         drop(old);
     }
 
     /// [`Dst::output`], from the cache when it holds this path's route.
     #[inline(always)]
     pub(crate) fn output(&self, ndev: &NetDevice, src: IpAddr, dst: IpAddr) -> Result<Dst> {
+        let net = NetId::of(ndev);
         let oif = ndev.ifindex();
-        if let Some(c) = self.last.lock().as_ref() {
-            if c.oif == oif && c.src == src && c.dst == dst && c.route.is_valid(c.cookie) {
-                return Ok(c.route.clone_ref());
+        let generation = {
+            let s = self.last.lock();
+            if let Some(c) = s.cached.as_ref() {
+                // A cached route is of a live namespace (it is dropped when
+                // its namespace exits), so checking it is safe.
+                if c.net == net
+                    && c.oif == oif
+                    && c.src == src
+                    && c.dst == dst
+                    && c.route.is_valid(c.cookie)
+                {
+                    return Ok(c.route.clone_ref());
+                }
             }
-        }
+            s.generation
+        };
         let route = Dst::output(ndev, src, dst)?;
         let cookie = route.cookie(matches!(dst, IpAddr::V6(_)));
         let keep = Cached {
+            net,
             oif,
             src,
             dst,
             route: route.clone_ref(),
             cookie,
         };
-        let old = self.last.lock().replace(keep);
+        let old = {
+            let mut s = self.last.lock();
+            if s.closed || s.generation != generation {
+                // A `forget` ran since the lookup began: what it was
+                // called for may concern this route too.
+                Some(keep)
+            } else {
+                s.cached.replace(keep)
+            }
+        };
         // The replaced route is released outside the lock.
         drop(old);
         Ok(route)

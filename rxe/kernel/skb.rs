@@ -60,6 +60,15 @@ impl Skb {
         NonNull::new(ptr).map(Self)
     }
 
+    /// Drops the route the stack attached. The receive path does not use
+    /// it, and a packet may wait in a QP's queue beyond the RCU section a
+    /// borrowed route is valid in, or beyond the end of the route's
+    /// namespace.
+    pub(crate) fn drop_route(&mut self) {
+        // SAFETY: We own the skb (type invariant).
+        unsafe { b::rxe_rs_skb_dst_drop(self.0.as_ptr()) };
+    }
+
     fn raw(&self) -> &b::sk_buff {
         // SAFETY: We own the skb (type invariant).
         unsafe { self.0.as_ref() }
@@ -408,9 +417,12 @@ impl TxSkb {
     }
 
     /// The skb as a received packet (for loopback delivery). Its bytes are
-    /// never written again.
+    /// never written again. Its route goes: a queued packet must not keep
+    /// a namespace's route past the namespace's end.
     pub(crate) fn into_rx(self) -> Skb {
-        self.skb
+        let mut skb = self.skb;
+        skb.drop_route();
+        skb
     }
 
     fn into_raw(self) -> *mut b::sk_buff {

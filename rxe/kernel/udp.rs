@@ -56,7 +56,8 @@ unsafe extern "C" fn encap_rcv<O: TunnelOwner>(
     skb: *mut b::sk_buff,
 ) -> kernel::ffi::c_int {
     // SAFETY: The UDP stack hands us the skb; returning 0 tells it we consumed it.
-    if let Some(skb) = unsafe { Skb::from_raw(skb) } {
+    if let Some(mut skb) = unsafe { Skb::from_raw(skb) } {
+        skb.drop_route();
         O::receive(skb);
     }
     0

@@ -10,7 +10,7 @@ use kernel::{prelude::*, str::CStr};
 use crate::rxe::kernel::{
     link::LinkOwner,
     netdev::{NetDevice, NetEvent, NotifierOwner},
-    netns::{Net, TunnelUse},
+    netns::{Net, NetId, NetsOwner, TunnelUse},
     skb::Skb,
     udp::TunnelOwner,
 };
@@ -26,6 +26,12 @@ impl LinkOwner for Driver {
         let net = Net::of(ndev)?;
         let tunnels = TunnelUse::get::<Self>(&net)?;
         device::newlink(name, ndev, &net, tunnels)
+    }
+}
+
+impl NetsOwner for Driver {
+    fn net_exit(net: NetId) {
+        device::net_exit(net);
     }
 }
 

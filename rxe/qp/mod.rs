@@ -98,6 +98,13 @@
 //! A window bind builds its view of the MR (`rxe_mr`) before it takes
 //! `rxe_mw`.
 //!
+//! Dropping cached routes (`device.rs`, process context: the netdev
+//! notifier under RTNL, a namespace's exit): `rxe_rs_devices_mutex` (the
+//! list of devices, `kernel/ibdev.rs`) -> `rxe_pool` (released before the
+//! QP is visited), the requester's `rxe_route_cache`, and `rxe_qp_resp` ->
+//! its `rxe_route_cache`. A device's registration and `dealloc_driver`
+//! take the mutex alone.
+//!
 //! Taken alone, under whatever the caller holds: `rxe_task`, `rxe_timer`
 //! (a timer is armed after the engine locks are released; cancelling one
 //! takes no lock), `rxe_route_cache` (the route lookup runs outside it),
@@ -131,6 +138,7 @@ use crate::rxe::kernel::event::QpLink;
 use crate::rxe::kernel::lock::{
     new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq, SpinLockIrqGuard,
 };
+use crate::rxe::kernel::route::RouteScope;
 use crate::rxe::kernel::task::{impl_has_task, new_task, Task};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
 use crate::rxe::kernel::udata::Udata;
@@ -366,12 +374,19 @@ impl Drop for StatusWrite<'_> {
 }
 
 impl Shared {
-    /// Drops the routes the requester and the responder cached: their
-    /// netdev is leaving its namespace, which may then go away while the
-    /// QP lives on (see `RouteCache::clear`).
-    pub(crate) fn forget_routes(&self) {
-        self.flow.forget_route();
-        self.resp.lock().forget_route();
+    /// Drops the routes the requester and the responder cached within
+    /// `scope`: their netdev or namespace is going away while the QP lives
+    /// on (see `RouteCache`).
+    pub(crate) fn forget_routes(&self, scope: RouteScope) {
+        self.flow.forget_route(scope);
+        self.resp.lock().forget_route(scope);
+    }
+
+    /// Drops the cached routes and caches none from now on: the QP is
+    /// about to leave the pool, where `forget_routes` finds it.
+    fn close_routes(&self) {
+        self.flow.close_routes();
+        self.resp.lock().close_routes();
     }
 
     /// The status and attributes, for reading.
@@ -749,6 +764,9 @@ impl Qp {
         }
         sh.status_mut().valid = false;
         sh.link.revoke();
+        // Before the QP leaves the pool: from then on no namespace exit or
+        // netdev unregistration reaches its routes.
+        sh.close_routes();
         let state = dev.state();
         state.qps.remove(sh.index);
         if sh.qp_type == Type::Gsi && state.gsi_qp_index() == Some(sh.index) {

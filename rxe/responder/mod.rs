@@ -22,6 +22,7 @@ use crate::rxe::cq::Due;
 use crate::rxe::dma::Cursor;
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::event::QpEvent;
+use crate::rxe::kernel::route::RouteScope;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
 use crate::rxe::mr::PendingFault;
 use crate::rxe::net::{self, TxFlow};
@@ -145,9 +146,14 @@ impl State {
         })
     }
 
-    /// Drops the responder's cached route.
-    pub(crate) fn forget_route(&self) {
-        self.flow.forget_route();
+    /// Drops the responder's cached route within `scope`.
+    pub(crate) fn forget_route(&self, scope: RouteScope) {
+        self.flow.forget_route(scope);
+    }
+
+    /// Drops the responder's cached route and caches none from now on.
+    pub(crate) fn close_routes(&self) {
+        self.flow.close_routes();
     }
 
     /// Drops the queued request and the held WQE (RESET, flush).

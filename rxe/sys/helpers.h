@@ -113,10 +113,13 @@ bool rxe_rs_dst_valid(struct dst_entry *dst, u32 cookie);
 struct net_device *rxe_rs_gid_ndev(struct ib_device *ibdev, u32 port,
 				   u32 index);
 bool rxe_rs_ib_device_try_get(struct ib_device *ibdev);
+void rxe_rs_devices_lock(void);
+void rxe_rs_devices_unlock(void);
 struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
 u16 rxe_rs_vlan_id(const struct net_device *ndev);
 void rxe_rs_consume_skb(struct sk_buff *skb);
 struct net *rxe_rs_dev_net(const struct net_device *ndev);
+void rxe_rs_skb_dst_drop(struct sk_buff *skb);
 struct net *rxe_rs_dev_net_get(const struct net_device *ndev);
 void rxe_rs_put_net(struct net *net);
 void *rxe_rs_net_generic(const struct net *net, unsigned int id);

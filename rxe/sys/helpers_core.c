@@ -25,6 +25,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include <linux/jiffies.h>
 #include <linux/llist.h>
+#include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
@@ -258,6 +259,19 @@ const struct attribute_group *rxe_rs_device_group(void)
 bool rxe_rs_ib_device_try_get(struct ib_device *ibdev)
 {
 	return ib_device_try_get(ibdev);
+}
+
+/* The lock of the driver's list of its devices (kept in Rust). */
+static DEFINE_MUTEX(rxe_rs_devices_mutex);
+
+void rxe_rs_devices_lock(void)
+{
+	mutex_lock(&rxe_rs_devices_mutex);
+}
+
+void rxe_rs_devices_unlock(void)
+{
+	mutex_unlock(&rxe_rs_devices_mutex);
 }
 
 /*

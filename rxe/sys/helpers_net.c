@@ -420,6 +420,12 @@ struct net *rxe_rs_skb_dst_net(const struct sk_buff *skb)
 	return dst && dst->dev ? dev_net(dst->dev) : &init_net;
 }
 
+/* Drops the skb's route (a reference, or a pointer valid under RCU only). */
+void rxe_rs_skb_dst_drop(struct sk_buff *skb)
+{
+	skb_dst_drop(skb);
+}
+
 /*
  * Calls whose C signature differs between the kernels rxe_rs builds for
  * (6.12 and 7.x); Rust sees one signature.
