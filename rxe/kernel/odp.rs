@@ -37,6 +37,7 @@ use super::alloc::caller_sized;
 use super::ibdev::Device;
 use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::page::{PageError, PageList, PageRef};
+use super::task::cond_resched;
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::mr_logic::{AtomicOp, Layout};
 use crate::rxe::proto::odp_logic;
@@ -105,21 +106,22 @@ impl Odp {
     /// Registers `[addr, addr + len)` of the calling process for on-demand
     /// paging with rights `access`, and records the pages already present
     /// (nothing is faulted in).
+    ///
+    /// The table is sized only once the core has accepted the range, from
+    /// the pages of its umem (the core's own arrays are as large), and
+    /// allocated as other caller-sized arrays are: a size no allocator can
+    /// give fails with `ENOMEM`, quietly.
     pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
-        let span = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
-        let mut table = KVVec::with_capacity(span.end, caller_sized())?;
-        for _ in 0..span.end {
-            // Within capacity: no allocation happens.
-            table.push(0, GFP_ATOMIC)?;
-        }
         let odp = Arc::pin_init(
             pin_init!(Self {
                 base: first,
                 umem <- new_mutex!(None, "rxe_odp_umem"),
-                table <- new_spinlock_bh!(table, "rxe_odp_table"),
+                // Empty until the umem exists: an invalidation before then
+                // has nothing to clear.
+                table <- new_spinlock_bh!(KVVec::new(), "rxe_odp_table"),
                 released: AtomicBool::new(false),
             }),
             GFP_KERNEL,
@@ -146,13 +148,23 @@ impl Odp {
         *odp.umem.lock() = Some(UmemPtr(ptr));
         // HUGETLB is refused before here, so the core uses system pages.
         // PAGE_SHIFT is a small constant (12 on x86).
+        let span = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len);
         if u64::try_from(start).ok() != Some(first)
             || shift != PAGE_SHIFT as u32
-            || npages != span.end
+            || span.map(|s| s.end) != Some(npages)
         {
             odp.release();
             return Err(EINVAL);
         }
+        let table = match KVVec::from_elem(0, npages, caller_sized()) {
+            Ok(t) => t,
+            Err(e) => {
+                odp.release();
+                return Err(e.into());
+            }
+        };
+        // The empty table it replaces is dropped after the lock (no free).
+        let _empty = core::mem::replace(&mut *odp.table.lock(), table);
         if let Err(e) = odp.map(addr, len, false, false) {
             odp.release();
             return Err(e);
@@ -201,6 +213,10 @@ impl Odp {
             if idx < batch_end {
                 break;
             }
+            drop(table);
+            // Only mutexes are held here: a large range gives the CPU up
+            // between batches.
+            cond_resched();
         }
         // SAFETY: Drops the `umem_mutex` the map call took.
         unsafe { b::rxe_rs_odp_unlock(ptr) };
@@ -296,9 +312,12 @@ impl Odp {
         self.with_pages(va, 8, true, |p, off, _, _| p.store_release(off, value))
     }
 
-    /// Writes `[va, va + len)` back from the CPU caches. Absent pages
-    /// are skipped: their contents went back to the page cache or swap when
-    /// they were invalidated.
+    /// Writes `[va, va + len)` back from the CPU caches to persistence,
+    /// holding the table lock throughout: callers keep `len` small (a
+    /// FLUSH goes piece by piece). Absent pages are skipped: their contents
+    /// went back to the page cache or swap when they were invalidated. A
+    /// present page that is not persistent memory fails the flush: the
+    /// memory behind an ODP MR can change after its registration checked it.
     pub(crate) fn flush(&self, va: u64, len: usize) -> Result<(), OdpError> {
         let table = self.table.lock();
         for c in layout(self.base).chunks(va, len) {
@@ -306,10 +325,44 @@ impl Odp {
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
             if let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) {
                 // Present while the table lock is held (type invariant).
-                PageList::page_ref(page).flush(c.offset, c.len)?;
+                let p = PageList::page_ref(page);
+                if !p.is_pmem() {
+                    return Err(OdpError::Page(PageError::Fault));
+                }
+                p.flush(c.offset, c.len)?;
             }
         }
         Ok(())
+    }
+
+    /// Whether every page of the range is present and persistent memory
+    /// now: what `IB_ACCESS_FLUSH_PERSISTENT` needs of an ODP MR at
+    /// registration, as every pinned page must be for other user MRs.
+    /// Process context; the table lock is taken a batch at a time.
+    pub(crate) fn all_pmem(&self) -> bool {
+        let n = self.table.lock().len();
+        let mut idx = 0;
+        while idx < n {
+            let end = n.min(idx.saturating_add(MAP_BATCH));
+            {
+                let table = self.table.lock();
+                let Some(batch) = table.get(idx..end) else {
+                    return false;
+                };
+                for &e in batch {
+                    // Present while the table lock is held (type invariant).
+                    let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) else {
+                        return false;
+                    };
+                    if !PageList::page_ref(page).is_pmem() {
+                        return false;
+                    }
+                }
+            }
+            idx = end;
+            cond_resched();
+        }
+        true
     }
 
     /// Marks `[start, end)` (user addresses) absent: the first half of an
@@ -390,6 +443,11 @@ pub(crate) struct OdpReg(Arc<Odp>);
 impl OdpReg {
     pub(crate) fn new(odp: Arc<Odp>) -> Self {
         Self(odp)
+    }
+
+    /// [`Odp::all_pmem`] of the registration.
+    pub(crate) fn all_pmem(&self) -> bool {
+        self.0.all_pmem()
     }
 }
 

@@ -609,7 +609,10 @@ fn flush_pieces_end_on_step_boundaries() {
     assert_eq!(flush_piece_end(9, 9), 9);
     // At the top of the address space: no overflow.
     assert_eq!(flush_piece_end(u64::MAX - 5, u64::MAX), u64::MAX);
-    assert_eq!(flush_piece_end(u64::MAX - S - 5, u64::MAX), u64::MAX - S + 1);
+    assert_eq!(
+        flush_piece_end(u64::MAX - S - 5, u64::MAX),
+        u64::MAX - S + 1
+    );
     // Every piece of a walk is at most one step, and the walk ends.
     let (mut next, end, mut n) = (12_345u64, 10 * S + 77, 0);
     while next < end {

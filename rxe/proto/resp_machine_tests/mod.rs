@@ -716,7 +716,10 @@ fn persistent_flush_of_a_whole_region_goes_one_piece_per_run() {
     assert_eq!(t.io.flushes.len(), want.len());
     assert_eq!(t.last_ack(), flush_ack(100, 1));
     // The next request goes on as usual.
-    t.send(with_reth(rq(Opcode::RcWriteOnly, 101, 8), BASE, 8), bytes(8, 1));
+    t.send(
+        with_reth(rq(Opcode::RcWriteOnly, 101, 8), BASE, 8),
+        bytes(8, 1),
+    );
     assert_eq!(t.last_ack(), ack(101, 2));
 }
 
@@ -777,7 +780,10 @@ fn persistent_flush_needs_the_right_on_the_region() {
 fn owed_ack_goes_before_a_long_flush() {
     let mut t = persistent(2 * MIB as usize);
     t.io.coalesce = true;
-    t.io.push(with_reth(rq(Opcode::RcWriteOnly, 100, 8), BASE, 8), bytes(8, 1));
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 100, 8), BASE, 8),
+        bytes(8, 1),
+    );
     t.io.push(pflush(101, 0, 0, 1), vec![]);
     // The write's ACK is held back for the flush behind it, then sent
     // when the flush stops after its first piece.
