@@ -47,11 +47,12 @@ pub(crate) const GRH_LEN: u32 = 40;
 /// The largest RETH DMA length rxe accepts (`IBA C9-94`).
 const MAX_RETH_LEN: u32 = 1 << 31;
 
-/// The most bytes of a FLUSH's persistent write-back one responder step
+/// The most bytes of a FLUSH's persistent write-back one responder run
 /// does: a flush of a whole large region goes piece by piece, so no step
-/// holds the region's locks, or keeps bottom halves off, for long (256
-/// pages of 4 KiB). Pieces end on multiples of it.
-pub(crate) const FLUSH_STEP: u64 = 1 << 20;
+/// holds the region's locks, or keeps bottom halves off, for long (64
+/// pages of 4 KiB; a responder step of the driver makes at most 4 runs).
+/// Pieces end on multiples of it.
+pub(crate) const FLUSH_STEP: u64 = 1 << 18;
 
 /// The end of the piece of a persistent write-back that starts at `next`
 /// and stops at `end`: at most [`FLUSH_STEP`] bytes, up to the next

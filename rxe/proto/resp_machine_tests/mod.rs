@@ -642,10 +642,10 @@ fn atomic_write_and_flush() {
 }
 
 const PRKEY: u32 = 0x5678;
-const MIB: u64 = 1 << 20;
+const STEP: u64 = resp_rules::FLUSH_STEP;
 
 /// A responder whose QP allows persistent flushes, with a region of `len`
-/// bytes at `BASE` (1 MiB aligned) under `PRKEY` that allows them too.
+/// bytes at `BASE` (aligned to the flush step) under `PRKEY` that allows them too.
 fn persistent(len: usize) -> T {
     let mut t = T::new(qp::Type::Rc);
     t.qp.access |= access::FLUSH_PERSISTENT;
@@ -687,14 +687,14 @@ fn flush_ack(psn: u32, msn: u32) -> Ack {
 
 #[test]
 fn persistent_flush_of_a_whole_region_goes_one_piece_per_run() {
-    let len = 3 * MIB as usize + 4096;
+    let len = 3 * STEP as usize + 4096;
     let mut t = persistent(len);
     t.io.push(pflush(100, 0, 0, 1), vec![]);
     let want = [
-        (BASE, MIB),
-        (BASE + MIB, MIB),
-        (BASE + 2 * MIB, MIB),
-        (BASE + 3 * MIB, 4096),
+        (BASE, STEP),
+        (BASE + STEP, STEP),
+        (BASE + 2 * STEP, STEP),
+        (BASE + 3 * STEP, 4096),
     ];
     for (n, piece) in want.iter().enumerate() {
         let o = run(&mut t.st, &t.qp, &mut t.io);
@@ -725,14 +725,14 @@ fn persistent_flush_of_a_whole_region_goes_one_piece_per_run() {
 
 #[test]
 fn persistent_flush_of_a_range_is_cut_at_step_boundaries() {
-    let mut t = persistent(4 * MIB as usize);
-    t.send(pflush(100, BASE + 100, 2 * MIB as u32, 0), vec![]);
+    let mut t = persistent(4 * STEP as usize);
+    t.send(pflush(100, BASE + 100, 2 * STEP as u32, 0), vec![]);
     assert_eq!(
         t.io.flushes,
         [
-            (BASE + 100, MIB - 100),
-            (BASE + MIB, MIB),
-            (BASE + 2 * MIB, 100)
+            (BASE + 100, STEP - 100),
+            (BASE + STEP, STEP),
+            (BASE + 2 * STEP, 100)
         ]
     );
     assert_eq!(t.last_ack(), flush_ack(100, 1));
@@ -747,7 +747,7 @@ fn persistent_flush_of_a_range_is_cut_at_step_boundaries() {
 
 #[test]
 fn persistent_flush_stops_when_its_region_goes() {
-    let mut t = persistent(3 * MIB as usize);
+    let mut t = persistent(3 * STEP as usize);
     t.io.push(pflush(100, 0, 0, 1), vec![]);
     assert!(run(&mut t.st, &t.qp, &mut t.io).progress);
     assert_eq!(t.io.flushes.len(), 1);
@@ -778,7 +778,7 @@ fn persistent_flush_needs_the_right_on_the_region() {
 
 #[test]
 fn owed_ack_goes_before_a_long_flush() {
-    let mut t = persistent(2 * MIB as usize);
+    let mut t = persistent(2 * STEP as usize);
     t.io.coalesce = true;
     t.io.push(
         with_reth(rq(Opcode::RcWriteOnly, 100, 8), BASE, 8),
