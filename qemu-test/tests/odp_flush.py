@@ -23,7 +23,10 @@ it ROUNDS times (default 32), several in flight at once:
    12's provider has no `rereg_mr`: the test calls the kernel's command
    with libibverbs' `ibv_cmd_rereg_mr`;
 4. a whole-region persistent FLUSH to the MR without the right fails with
-   REM_ACCESS_ERR, the error rdma_rxe gives.
+   REM_ACCESS_ERR, the error rdma_rxe gives;
+5. a 2 TiB ODP registration fails with ENOMEM before the core allocates
+   its per-page arrays (4 GiB each, past kvmalloc's INT_MAX, where the
+   core's allocation, without __GFP_NOWARN, would warn).
 
 Debian 12's rxe provider (rdma-core 44) cannot post a FLUSH (it has no
 `wr_flush`), so the test writes the FLUSH into the send queue itself: the
@@ -280,6 +283,12 @@ def main():
     check("whole-region persistent FLUSH without the right: REM_ACCESS_ERR",
           wc.status == e.IBV_WC_REM_ACCESS_ERR, r.status_name(wc.status))
     mr.close()
+
+    # 5. Per-page arrays past kvmalloc's limit.
+    got = outcome(lambda: MR(pd, 2 << 40, MR_ACC | ODP | ACC_FLUSH_GLOBAL, address=mem).close())
+    print(f"INFO 2 TiB ODP MR: {got}", flush=True)
+    if STRICT:
+        check("2 TiB ODP MR refused before the core allocates (ENOMEM)", got == "ENOMEM", got)
 
     problems = kernel_problems()
     check("no kernel problem report", not problems, "; ".join(problems[:3]))

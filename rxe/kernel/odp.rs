@@ -21,10 +21,12 @@
 //!
 //! Lock order: release mutex, `umem_mutex`, table spinlock.
 
+use core::mem::size_of;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::{
+    alloc::flags::__GFP_ZERO,
     error::{from_err_ptr, to_result},
     ffi::{c_int, c_ulong, c_void},
     new_mutex,
@@ -33,7 +35,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::alloc::caller_sized;
+use super::alloc::{caller_sized, vec_set_len};
 use super::ibdev::Device;
 use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::page::{PageError, PageList, PageRef};
@@ -107,14 +109,22 @@ impl Odp {
     /// paging with rights `access`, and records the pages already present
     /// (nothing is faulted in).
     ///
-    /// The table is sized only once the core has accepted the range, from
-    /// the pages of its umem (the core's own arrays are as large), and
-    /// allocated as other caller-sized arrays are: a size no allocator can
-    /// give fails with `ENOMEM`, quietly.
+    /// A range whose per-page arrays could not fit ([`odp_logic::table_fits`])
+    /// is refused with `ENOMEM` before the core allocates its own. The
+    /// table is allocated only once the core has accepted the range, with
+    /// one entry per page of its umem, zeroed by the allocator, as other
+    /// caller-sized arrays are: a size the allocator cannot give fails with
+    /// `ENOMEM`, quietly.
     pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
+        let pages = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
+        // SAFETY: Plain read of a counter.
+        let ram = unsafe { b::rxe_rs_totalram_bytes() };
+        if !odp_logic::table_fits(len64(pages.end), len64(size_of::<Entry>()), ram) {
+            return Err(ENOMEM);
+        }
         let odp = Arc::pin_init(
             pin_init!(Self {
                 base: first,
@@ -148,21 +158,23 @@ impl Odp {
         *odp.umem.lock() = Some(UmemPtr(ptr));
         // HUGETLB is refused before here, so the core uses system pages.
         // PAGE_SHIFT is a small constant (12 on x86).
-        let span = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len);
         if u64::try_from(start).ok() != Some(first)
             || shift != PAGE_SHIFT as u32
-            || span.map(|s| s.end) != Some(npages)
+            || pages.end != npages
         {
             odp.release();
             return Err(EINVAL);
         }
-        let table = match KVVec::from_elem(0, npages, caller_sized()) {
+        let mut table = match KVVec::with_capacity(npages, caller_sized() | __GFP_ZERO) {
             Ok(t) => t,
             Err(e) => {
                 odp.release();
                 return Err(e.into());
             }
         };
+        // SAFETY: The allocation holds `npages` entries, zeroed by the
+        // allocator (`__GFP_ZERO`), and zero is a valid (absent) entry.
+        unsafe { vec_set_len(&mut table, npages) };
         // The empty table it replaces is dropped after the lock (no free).
         let _empty = core::mem::replace(&mut *odp.table.lock(), table);
         if let Err(e) = odp.map(addr, len, false, false) {

@@ -61,6 +61,7 @@ size_t rxe_rs_umem_get_pages(struct ib_umem *umem, struct page **pages, size_t m
 void rxe_rs_put_page(struct page *page);
 bool rxe_rs_page_is_pmem(struct page *page);
 bool rxe_rs_umem_all_pmem(struct ib_umem *umem);
+u64 rxe_rs_totalram_bytes(void);
 void *rxe_rs_kmap_local_page(struct page *page);
 void rxe_rs_kunmap_local(void *addr);
 struct page *rxe_rs_virt_to_page(u64 addr);

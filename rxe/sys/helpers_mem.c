@@ -76,6 +76,11 @@ bool rxe_rs_page_is_pmem(struct page *page)
 				 IORES_DESC_PERSISTENT_MEMORY) == REGION_INTERSECTS;
 }
 
+u64 rxe_rs_totalram_bytes(void)
+{
+	return (u64)totalram_pages() << PAGE_SHIFT;
+}
+
 /* Whether every pinned page of the umem is persistent memory. Sleeps. */
 bool rxe_rs_umem_all_pmem(struct ib_umem *umem)
 {
