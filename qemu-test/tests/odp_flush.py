@@ -260,9 +260,14 @@ def main():
 
     # 2. Global flushes, whole region, in a loop.
     t0 = time.monotonic()
-    mr = MR(pd, SIZE, MR_ACC | ODP | ACC_FLUSH_GLOBAL, address=mem)
-    print(f"INFO {GIB} GiB ODP MR with FLUSH_GLOBAL registered ({time.monotonic() - t0:.1f}s)",
+    gmr = []
+    got = outcome(lambda: gmr.append(MR(pd, SIZE, MR_ACC | ODP | ACC_FLUSH_GLOBAL, address=mem)))
+    print(f"INFO {GIB} GiB ODP MR with FLUSH_GLOBAL: {got} ({time.monotonic() - t0:.1f}s)",
           flush=True)
+    check(f"{GIB} GiB ODP MR with FLUSH_GLOBAL registered", got == "ok", got)
+    if not gmr:
+        sys.exit(summary("odp_flush"))
+    mr = gmr[0]
     a, _ = connect(ctx, pd, idx, gid)
     t0 = time.monotonic()
     st, longest = flush_rounds(a, mr, FLUSH_GLOBAL, "global FLUSH")
