@@ -25,8 +25,7 @@ it ROUNDS times (default 32), several in flight at once:
 4. a whole-region persistent FLUSH to the MR without the right fails with
    REM_ACCESS_ERR, the error rdma_rxe gives;
 5. a 2 TiB ODP registration fails with ENOMEM before the core allocates
-   its per-page arrays (4 GiB each, past kvmalloc's INT_MAX, where the
-   core's allocation, without __GFP_NOWARN, would warn).
+   its per-page arrays (4 GiB each, past what kvmalloc gives, INT_MAX).
 
 Debian 12's rxe provider (rdma-core 44) cannot post a FLUSH (it has no
 `wr_flush`), so the test writes the FLUSH into the send queue itself: the

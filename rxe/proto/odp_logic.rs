@@ -109,9 +109,8 @@ pub(crate) fn pages(base: u64, shift: u32, va: u64, len: u64) -> Option<Range<us
 }
 
 /// The most bytes a per-page array of an ODP registration may take: what
-/// kvmalloc gives at all (`INT_MAX`). The core allocates its own per-page
-/// arrays of a umem without `__GFP_NOWARN`, so a larger request would also
-/// warn there.
+/// kvmalloc gives at all (`INT_MAX`). The core's own per-page arrays of
+/// the umem are as large, and are allocated without `__GFP_NOWARN`.
 pub(crate) const MAX_TABLE_BYTES: u64 = 0x7fff_ffff;
 
 /// Whether an ODP registration of `pages` pages may have per-page arrays
