@@ -28,10 +28,12 @@
 //!
 //! Lock order: `umem_mutex`, table spinlock; the release mutex alone.
 
+use core::mem::size_of;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::{
+    alloc::flags::__GFP_ZERO,
     error::{from_err_ptr, to_result},
     ffi::{c_int, c_ulong, c_void},
     new_mutex,
@@ -40,10 +42,11 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::alloc::caller_sized;
+use super::alloc::{caller_sized, vec_set_len};
 use super::ibdev::Device;
 use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::page::{PageError, PageList, PageRef};
+use super::task::cond_resched;
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::mr_logic::{AtomicOp, Layout};
 use crate::rxe::proto::odp_logic;
@@ -120,21 +123,30 @@ impl Odp {
     /// Registers `[addr, addr + len)` of the calling process for on-demand
     /// paging with rights `access`, and records the pages already present
     /// (nothing is faulted in).
+    ///
+    /// A range whose per-page arrays could not fit ([`odp_logic::table_fits`])
+    /// is refused with `ENOMEM` before the core allocates its own. The
+    /// table is allocated only once the core has accepted the range, with
+    /// one entry per page of its umem, zeroed by the allocator, as other
+    /// caller-sized arrays are: a size the allocator cannot give fails with
+    /// `ENOMEM`, quietly.
     pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
-        let span = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
-        let mut table = KVVec::with_capacity(span.end, caller_sized())?;
-        for _ in 0..span.end {
-            // Within capacity: no allocation happens.
-            table.push(0, GFP_ATOMIC)?;
+        let pages = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
+        // SAFETY: Plain read of a counter.
+        let ram = unsafe { b::rxe_rs_totalram_bytes() };
+        if !odp_logic::table_fits(len64(pages.end), len64(size_of::<Entry>()), ram) {
+            return Err(ENOMEM);
         }
         let odp = Arc::pin_init(
             pin_init!(Self {
                 base: first,
                 umem <- new_mutex!(Umem { ptr: None, maps: 0 }, "rxe_odp_umem"),
-                table <- new_spinlock_bh!(table, "rxe_odp_table"),
+                // Empty until the umem exists: an invalidation before then
+                // has nothing to clear.
+                table <- new_spinlock_bh!(KVVec::new(), "rxe_odp_table"),
                 released: AtomicBool::new(false),
             }),
             GFP_KERNEL,
@@ -163,11 +175,23 @@ impl Odp {
         // PAGE_SHIFT is a small constant (12 on x86).
         if u64::try_from(start).ok() != Some(first)
             || shift != PAGE_SHIFT as u32
-            || npages != span.end
+            || pages.end != npages
         {
             odp.release();
             return Err(EINVAL);
         }
+        let mut table = match KVVec::with_capacity(npages, caller_sized() | __GFP_ZERO) {
+            Ok(t) => t,
+            Err(e) => {
+                odp.release();
+                return Err(e.into());
+            }
+        };
+        // SAFETY: The allocation holds `npages` entries, zeroed by the
+        // allocator (`__GFP_ZERO`), and zero is a valid (absent) entry.
+        unsafe { vec_set_len(&mut table, npages) };
+        // The empty table it replaces is dropped after the lock (no free).
+        let _empty = core::mem::replace(&mut *odp.table.lock(), table);
         if let Err(e) = odp.map(addr, len, false, false) {
             odp.release();
             return Err(e);
@@ -251,6 +275,10 @@ impl Odp {
             if idx < batch_end {
                 break;
             }
+            drop(table);
+            // Only mutexes are held here: a large range gives the CPU up
+            // between batches.
+            cond_resched();
         }
         // SAFETY: Drops the `umem_mutex` the map call took.
         unsafe { b::rxe_rs_odp_unlock(ptr) };
@@ -364,9 +392,12 @@ impl Odp {
         self.with_pages(va, 8, true, |p, off, _, _| p.store_release(off, value))
     }
 
-    /// Writes `[va, va + len)` back from the CPU caches. Absent pages
-    /// are skipped: their contents went back to the page cache or swap when
-    /// they were invalidated.
+    /// Writes `[va, va + len)` back from the CPU caches to persistence,
+    /// holding the table lock throughout: callers keep `len` small (a
+    /// FLUSH goes piece by piece). Absent pages are skipped: their contents
+    /// went back to the page cache or swap when they were invalidated. A
+    /// present page that is not persistent memory fails the flush: the
+    /// memory behind an ODP MR can change after its registration checked it.
     pub(crate) fn flush(&self, va: u64, len: usize) -> Result<(), OdpError> {
         let table = self.table.lock();
         for c in layout(self.base).chunks(va, len) {
@@ -374,10 +405,44 @@ impl Odp {
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
             if let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) {
                 // Present while the table lock is held (type invariant).
-                PageList::page_ref(page).flush(c.offset, c.len)?;
+                let p = PageList::page_ref(page);
+                if !p.is_pmem() {
+                    return Err(OdpError::Page(PageError::Fault));
+                }
+                p.flush(c.offset, c.len)?;
             }
         }
         Ok(())
+    }
+
+    /// Whether every page of the range is present and persistent memory
+    /// now: what `IB_ACCESS_FLUSH_PERSISTENT` needs of an ODP MR at
+    /// registration, as every pinned page must be for other user MRs.
+    /// Process context; the table lock is taken a batch at a time.
+    pub(crate) fn all_pmem(&self) -> bool {
+        let n = self.table.lock().len();
+        let mut idx = 0;
+        while idx < n {
+            let end = n.min(idx.saturating_add(MAP_BATCH));
+            {
+                let table = self.table.lock();
+                let Some(batch) = table.get(idx..end) else {
+                    return false;
+                };
+                for &e in batch {
+                    // Present while the table lock is held (type invariant).
+                    let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) else {
+                        return false;
+                    };
+                    if !PageList::page_ref(page).is_pmem() {
+                        return false;
+                    }
+                }
+            }
+            idx = end;
+            cond_resched();
+        }
+        true
     }
 
     /// Marks `[start, end)` (user addresses) absent: the first half of an
@@ -458,6 +523,11 @@ pub(crate) struct OdpReg(Arc<Odp>);
 impl OdpReg {
     pub(crate) fn new(odp: Arc<Odp>) -> Self {
         Self(odp)
+    }
+
+    /// [`Odp::all_pmem`] of the registration.
+    pub(crate) fn all_pmem(&self) -> bool {
+        self.0.all_pmem()
     }
 }
 

@@ -155,7 +155,7 @@ impl PageRef {
         Ok(unsafe { out.add(self.page, start, len) })
     }
 
-    fn is_pmem(&self) -> bool {
+    pub(crate) fn is_pmem(&self) -> bool {
         // SAFETY: The page is valid (type invariant).
         unsafe { b::rxe_rs_page_is_pmem(self.page.as_ptr()) }
     }

@@ -13,7 +13,10 @@
 //!   no wakeup is lost;
 //! - `step` returns [`Progress::More`] while it has work left; after
 //!   [`MAX_ITERATIONS`] calls in one go the task re-queues itself instead of
-//!   looping, so one QP cannot hold a worker forever;
+//!   looping, so one QP cannot hold a worker forever; on a worker, each
+//!   call is followed by a `cond_resched`, so a run of many long steps does
+//!   not hold the CPU either (steps bound their own work: the responder's
+//!   FLUSH, for one, goes a piece per step);
 //! - after [`Task::disable`] or [`Task::shutdown`] return, no run is in
 //!   progress and none starts until [`Task::enable`] (never after
 //!   `shutdown`). Schedules that arrive while disabled are dropped, as in C:
@@ -431,7 +434,7 @@ where
                 State::Queued | State::Armed | State::Disabled | State::Dead => return,
             }
         }
-        Self::drive(owner, budget);
+        Self::drive(owner, budget, false);
         // Pairs with the acquire in `stop`: the run's effects are visible
         // to whoever sees it finished.
         self.inline_runs.fetch_sub(1, Ordering::Release);
@@ -492,19 +495,24 @@ where
             }
             *state = State::Running;
         }
-        Self::drive(&this, MAX_ITERATIONS);
+        Self::drive(&this, MAX_ITERATIONS, true);
     }
 
     /// Calls the step function while there is work and budget, then leaves
     /// the task idle, or queued for the rest of its work. The caller moved
-    /// the task to `Running`.
-    fn drive(this: &Arc<T>, mut budget: u32) {
+    /// the task to `Running`. `worker`: called on a workqueue worker
+    /// (process context), where it may reschedule between steps.
+    fn drive(this: &Arc<T>, mut budget: u32, worker: bool) {
         let task = T::task(this);
         loop {
             let mut progress = Progress::More;
             while budget > 0 && progress == Progress::More {
                 progress = T::step(this);
                 budget -= 1;
+                if worker {
+                    // Process context, no lock held between steps.
+                    cond_resched();
+                }
             }
             let mut state = task.state.lock();
             match (*state, progress) {
@@ -534,6 +542,13 @@ where
             }
         }
     }
+}
+
+/// Lets the scheduler run something else if it wants to. Process context
+/// with no spinlock held (it may sleep).
+pub(crate) fn cond_resched() {
+    // SAFETY: Plain call; callers are in process context without spinlocks.
+    unsafe { b::rxe_rs_cond_resched() };
 }
 
 /// The softirq work of every CPU: takes the CPU's list (oldest first) and

@@ -81,6 +81,12 @@ impl Umem {
         Ok(unsafe { PageList::from_referenced(entries) })
     }
 
+    /// Whether every pinned page is persistent memory. Process context.
+    pub(crate) fn all_pmem(&self) -> bool {
+        // SAFETY: The umem is alive (type invariant).
+        unsafe { b::rxe_rs_umem_all_pmem(self.ptr.as_ptr()) }
+    }
+
     /// The core's rule for changing the rights of a pinned range in place.
     pub(crate) fn check_rereg(&self, flags: u32, access: u32) -> Result {
         // Flag and access bit sets are C `int`s; the bits carry over.

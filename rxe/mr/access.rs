@@ -146,7 +146,9 @@ impl Shared {
     }
 
     /// Writes `[iova, iova + len)` back from the CPU caches (FLUSH). Not
-    /// available on DMA MRs, as in C.
+    /// available on DMA MRs, as in C. The region's lock (and an ODP MR's
+    /// table lock) is held for the whole range: the responder passes one
+    /// piece of at most `FLUSH_STEP` bytes at a time.
     pub(crate) fn flush(&self, iova: u64, len: u64) -> Result<(), AccessError> {
         if len == 0 {
             return Ok(());

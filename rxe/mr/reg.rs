@@ -108,6 +108,13 @@ impl Mr {
         odp_logic::check_reg(start, length, iova).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
         let odp = Odp::get(dev, start, length, access.bits())?;
+        // The rule of other user MRs: persistent flushes only on persistent
+        // memory, which for an ODP MR means every page present and
+        // persistent now (each FLUSH checks the pages again, as they may
+        // change).
+        if access.contains(Access::FLUSH_PERSISTENT) && !odp.all_pmem() {
+            return Err(EINVAL);
+        }
         let reg = OdpReg::new(odp.clone());
         let mem = Memory::Odp { odp, start };
         let inner = Shared::blank(pd, access, iova, length, mem);
@@ -137,6 +144,15 @@ impl Mr {
         Self::publish(dev, shared, slot, None, max_sg, State::Free)
     }
 
+    /// Whether the MR's memory is persistent memory throughout, as
+    /// `IB_ACCESS_FLUSH_PERSISTENT` needs. Process context (it may sleep).
+    fn persistent(&self) -> bool {
+        if let Some(umem) = &self.umem {
+            return umem.all_pmem();
+        }
+        self._odp.as_ref().is_some_and(OdpReg::all_pmem)
+    }
+
     pub(crate) fn keys(&self) -> Keys {
         let i = self.shared.inner.lock();
         Keys {
@@ -155,6 +171,21 @@ impl Mr {
             umem.check_rereg(flags, access.bits())?;
         }
         rules::check_rereg(flags, access).map_err(rule_errno)?;
+        // New rights follow the registration's rule for persistent
+        // flushes (rdma_rxe checks them at registration only).
+        let had = self
+            .shared
+            .inner
+            .lock()
+            .access
+            .contains(Access::FLUSH_PERSISTENT);
+        if flags & rereg::ACCESS != 0
+            && access.contains(Access::FLUSH_PERSISTENT)
+            && !had
+            && !self.persistent()
+        {
+            return Err(EINVAL);
+        }
         let mut i = self.shared.inner.lock();
         if flags & rereg::PD != 0 {
             i.pd = new_pd;

@@ -108,6 +108,22 @@ pub(crate) fn pages(base: u64, shift: u32, va: u64, len: u64) -> Option<Range<us
     Some(first..end)
 }
 
+/// The most bytes a per-page array of an ODP registration may take: what
+/// kvmalloc gives at all (`INT_MAX`). The core's own per-page arrays of
+/// the umem are as large, and are allocated without `__GFP_NOWARN`.
+pub(crate) const MAX_TABLE_BYTES: u64 = 0x7fff_ffff;
+
+/// Whether an ODP registration of `pages` pages may have per-page arrays
+/// of `entry` bytes an entry: at most [`MAX_TABLE_BYTES`], and at most
+/// `ram` bytes (the machine's memory), as for the other arrays a caller
+/// sizes. Checked before the core allocates anything for the range.
+pub(crate) const fn table_fits(pages: u64, entry: u64, ram: u64) -> bool {
+    match pages.checked_mul(entry) {
+        Some(bytes) => bytes <= MAX_TABLE_BYTES && bytes <= ram,
+        None => false,
+    }
+}
+
 /// How many times in a row one step faults pages in and runs again before
 /// its access fails the way an access to unmapped memory fails. A fault
 /// that fails (no memory there) ends the retries at once; each successful
@@ -257,5 +273,20 @@ mod tests {
         assert_eq!(r.on_absent(), Next::GiveUp);
         r.on_success();
         assert_eq!(r.on_absent(), Next::Fault);
+    }
+
+    #[test]
+    fn tables_fit_kvmalloc_and_memory() {
+        const GIB: u64 = 1 << 30;
+        // 64 GiB of 4 KiB pages: 128 MiB of 8-byte entries.
+        assert!(table_fits(16 << 20, 8, 2 * GIB));
+        assert!(!table_fits(16 << 20, 8, 64 << 20));
+        // Up to INT_MAX bytes, whatever the memory.
+        assert!(table_fits(MAX_TABLE_BYTES / 8, 8, u64::MAX));
+        assert!(!table_fits(MAX_TABLE_BYTES / 8 + 1, 8, u64::MAX));
+        // 2 TiB of pages: 4 GiB of entries.
+        assert!(!table_fits(1 << 29, 8, 24 * GIB));
+        assert!(!table_fits(u64::MAX / 4, 8, u64::MAX));
+        assert!(table_fits(0, 8, 0));
     }
 }

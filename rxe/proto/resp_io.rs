@@ -141,15 +141,16 @@ pub(crate) trait Io {
     fn atomic(&mut self, va: u64, op: AtomicOp) -> Result<u64, AtomicError>;
     /// Stores the head packet's 8 payload bytes at `va` in the held region.
     fn atomic_write(&mut self, va: u64) -> Result<(), AtomicError>;
-    /// Makes `va..va+len` (or the whole held region) globally visible, and
-    /// persistent when asked.
-    fn flush(
-        &mut self,
-        whole_mr: bool,
-        va: u64,
-        len: u32,
-        persistent: bool,
-    ) -> Result<(), AccessFault>;
+    /// The `(iova, length)` the held region (or window) covers, for a
+    /// FLUSH of the whole region.
+    fn region_bounds(&self) -> Option<(u64, u64)>;
+    /// Writes `va..va+len` of the held region back to persistence: one
+    /// piece of a FLUSH, at most [`FLUSH_STEP`](resp_rules::FLUSH_STEP)
+    /// bytes, with every lock it takes dropped again before it returns.
+    fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault>;
+    /// Orders every write placed before a FLUSH before its reply (global
+    /// visibility).
+    fn flush_barrier(&mut self);
     /// Invalidates the MR or MW named by `rkey` (send with invalidate).
     fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError>;
     /// Builds and sends a read response, copying `len` bytes from `va`.

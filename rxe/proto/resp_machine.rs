@@ -42,8 +42,8 @@ pub(crate) use super::resp_io::{
     RecvCopyError, RecvCqe, RecvError, SendFailed,
 };
 use super::resp_rules::{
-    self, check_length, check_rdma_len, check_request, rdma_target, Check, OwedAck, Request, Res,
-    ResKind, ResState, RespError, RespQp, GRH_LEN,
+    self, check_length, check_rdma_len, check_request, flush_piece_end, flush_rights, rdma_target,
+    Check, OwedAck, Request, Res, ResKind, ResState, RespError, RespQp, Target, GRH_LEN,
 };
 use super::uapi::WcStatus;
 use super::wire::{NakCode, Syndrome};
@@ -62,6 +62,11 @@ enum St {
     AtomicReply,
     AtomicWriteReply,
     ProcessFlush,
+    /// The next piece of a FLUSH's persistent write-back.
+    FlushResume,
+    /// A piece of a FLUSH is done and more are left: stop, keeping the
+    /// request, and go on in the next run.
+    FlushMore,
     Acknowledge,
     Cleanup,
     Duplicate,
@@ -115,7 +120,9 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
                 None => St::Exit,
                 Some(p) => {
                     pkt = Some(p);
-                    if r.st.cur.is_some() {
+                    if r.flush_pending() {
+                        St::FlushResume
+                    } else if r.st.cur.is_some() {
                         St::ReadReply
                     } else {
                         St::ChkPsn
@@ -145,6 +152,18 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
             (St::AtomicReply, Some(p)) => r.atomic_reply(&p),
             (St::AtomicWriteReply, Some(p)) => r.atomic_write_reply(&p),
             (St::ProcessFlush, Some(p)) => r.process_flush(&p),
+            (St::FlushResume, Some(p)) => r.resume_flush(&p),
+            (St::FlushMore, _) => {
+                r.release_mr();
+                // Earlier requests are not kept waiting for their ACK while
+                // the write-back goes on.
+                r.flush_ack();
+                return Outcome {
+                    progress: true,
+                    qp_error: false,
+                    fault: false,
+                };
+            }
             (St::Acknowledge, Some(p)) => r.acknowledge(&p),
             (St::Cleanup, _) => {
                 if pkt.is_some() {
@@ -562,16 +581,99 @@ impl<I: Io> Run<'_, I> {
         if res.replay {
             return St::Acknowledge;
         }
-        let persistent = res.flush_type & FLUSH_PERSISTENT != 0;
-        if persistent || res.flush_type & FLUSH_GLOBAL != 0 {
-            let whole = res.flush_level != 0;
-            if self
-                .io
-                .flush(whole, res.va, res.length, persistent)
-                .is_err()
-            {
-                return St::Err(RespError::RkeyViolation);
-            }
+        if res.flush_type & FLUSH_PERSISTENT == 0 {
+            return self.flush_done(p, res.flush_type & FLUSH_GLOBAL != 0);
+        }
+        // The write-back covers the range, or the whole region, and goes
+        // piece by piece from here (`flush_piece`).
+        let range = if res.flush_level != 0 {
+            self.io.region_bounds()
+        } else {
+            Some((res.va, u64::from(res.length)))
+        };
+        let Some((start, end)) = range.and_then(|(va, len)| Some((va, va.checked_add(len)?)))
+        else {
+            return St::Err(RespError::RkeyViolation);
+        };
+        if let Some(r) = self.st.res.get_mut(i) {
+            r.flush_next = start;
+            r.flush_end = end;
+        }
+        self.flush_piece(i, p)
+    }
+
+    /// Whether the head request is a FLUSH whose write-back an earlier run
+    /// left unfinished.
+    fn flush_pending(&self) -> bool {
+        self.st
+            .cur
+            .and_then(|i| self.st.res.get(i))
+            .is_some_and(|r| r.flush_pending())
+    }
+
+    /// The next piece of the write-back [`Run::process_flush`] began: the
+    /// key is looked up again, as the region may have gone since.
+    fn resume_flush(&mut self, p: &Request) -> St {
+        let Some(i) = self.st.cur else {
+            return St::ChkPsn;
+        };
+        let Some(res) = self.st.res.get(i).copied() else {
+            return St::ChkPsn;
+        };
+        if !p.has(Mask::FLUSH) || p.psn != res.first_psn {
+            // Not the request the write-back belongs to: forget it.
+            self.stop_flush(i);
+            self.st.cur = None;
+            return St::ChkPsn;
+        }
+        let t = Target {
+            rkey: res.rkey,
+            access: flush_rights(res.flush_type),
+            va: res.flush_next,
+            len: 0,
+            check_range: false,
+        };
+        if self.io.lookup(&t).is_err() {
+            self.stop_flush(i);
+            return St::Err(RespError::RkeyViolation);
+        }
+        self.mr_held = true;
+        self.flush_piece(i, p)
+    }
+
+    /// Writes back one piece of resource `i`'s range; acknowledges the
+    /// FLUSH after the last.
+    fn flush_piece(&mut self, i: usize, p: &Request) -> St {
+        let Some(res) = self.st.res.get(i).copied() else {
+            return St::Err(RespError::TooManyRdmaAtmReq);
+        };
+        let (next, end) = (res.flush_next, res.flush_end);
+        let piece_end = flush_piece_end(next, end);
+        if piece_end > next && self.io.flush(next, piece_end - next).is_err() {
+            self.stop_flush(i);
+            return St::Err(RespError::RkeyViolation);
+        }
+        if let Some(r) = self.st.res.get_mut(i) {
+            r.flush_next = piece_end;
+        }
+        if piece_end < end {
+            return St::FlushMore;
+        }
+        self.flush_done(p, true)
+    }
+
+    /// Ends the write-back of resource `i` where it stands.
+    fn stop_flush(&mut self, i: usize) {
+        if let Some(r) = self.st.res.get_mut(i) {
+            r.flush_end = r.flush_next;
+        }
+    }
+
+    /// The end of a FLUSH: the barrier, when it asks for placement, then
+    /// the bookkeeping of an executed request.
+    fn flush_done(&mut self, p: &Request, barrier: bool) -> St {
+        if barrier {
+            self.io.flush_barrier();
         }
         self.st.executed(p, true);
         self.status = WcStatus::Success;

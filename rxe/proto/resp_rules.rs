@@ -47,6 +47,37 @@ pub(crate) const GRH_LEN: u32 = 40;
 /// The largest RETH DMA length rxe accepts (`IBA C9-94`).
 const MAX_RETH_LEN: u32 = 1 << 31;
 
+/// The most bytes of a FLUSH's persistent write-back one responder run
+/// does: a flush of a whole large region goes piece by piece, so no step
+/// holds the region's locks, or keeps bottom halves off, for long (64
+/// pages of 4 KiB; a responder step of the driver makes at most 4 runs).
+/// Pieces end on multiples of it.
+pub(crate) const FLUSH_STEP: u64 = 1 << 18;
+
+/// The end of the piece of a persistent write-back that starts at `next`
+/// and stops at `end`: at most [`FLUSH_STEP`] bytes, up to the next
+/// multiple of it.
+pub(crate) const fn flush_piece_end(next: u64, end: u64) -> u64 {
+    let step_end = (next | (FLUSH_STEP - 1)).saturating_add(1);
+    if step_end < end {
+        step_end
+    } else {
+        end
+    }
+}
+
+/// The region rights a FLUSH of placement type `ptype` needs.
+pub(crate) const fn flush_rights(ptype: u8) -> Access {
+    let mut acc = Access::NONE;
+    if ptype & FLUSH_GLOBAL != 0 {
+        acc = acc.union(Access::FLUSH_GLOBAL);
+    }
+    if ptype & FLUSH_PERSISTENT != 0 {
+        acc = acc.union(Access::FLUSH_PERSISTENT);
+    }
+    acc
+}
+
 /// The fields of a received request packet the responder decides on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Request {
@@ -167,6 +198,18 @@ pub(crate) struct Res {
     /// Flush: placement type and selectivity level.
     pub(crate) flush_type: u8,
     pub(crate) flush_level: u8,
+    /// Flush: the persistent write-back still to do, `[flush_next,
+    /// flush_end)` (region addresses); empty when none is under way.
+    pub(crate) flush_next: u64,
+    pub(crate) flush_end: u64,
+}
+
+impl Res {
+    /// A persistent write-back of this flush is under way: later steps
+    /// go on with it.
+    pub(crate) const fn flush_pending(&self) -> bool {
+        matches!(self.kind, ResKind::Flush) && self.flush_next < self.flush_end
+    }
 }
 
 /// An ACK the responder holds back ([`State::ack_owed`]).
@@ -298,6 +341,7 @@ impl State {
             ResKind::Flush => {
                 r.va = self.va;
                 r.length = self.length;
+                r.rkey = self.rkey;
                 r.flush_type = pkt.flush_type();
                 r.flush_level = pkt.feth.map_or(0, |f| f.level);
             }
@@ -550,13 +594,7 @@ pub(crate) fn rdma_target(st: &mut State, pkt: &Request) -> Option<Target> {
         };
     } else if pkt.has(Mask::FLUSH) {
         st.take_reth(pkt);
-        let t = pkt.flush_type();
-        if t & FLUSH_GLOBAL != 0 {
-            acc = acc.union(Access::FLUSH_GLOBAL);
-        }
-        if t & FLUSH_PERSISTENT != 0 {
-            acc = acc.union(Access::FLUSH_PERSISTENT);
-        }
+        acc = flush_rights(pkt.flush_type());
         check_range = !matches!(pkt.feth, Some(f) if f.level == 1);
     } else if let Some(a) = pkt.atmeth {
         st.va = a.va;

@@ -597,3 +597,40 @@ fn fuzz_checks() {
         }
     }
 }
+
+#[test]
+fn flush_pieces_end_on_step_boundaries() {
+    const S: u64 = FLUSH_STEP;
+    assert_eq!(flush_piece_end(0, 3 * S), S);
+    assert_eq!(flush_piece_end(5, 3 * S), S);
+    assert_eq!(flush_piece_end(S, 3 * S), 2 * S);
+    assert_eq!(flush_piece_end(S - 1, 3 * S), S);
+    assert_eq!(flush_piece_end(2 * S + 7, 2 * S + 9), 2 * S + 9);
+    assert_eq!(flush_piece_end(9, 9), 9);
+    // At the top of the address space: no overflow.
+    assert_eq!(flush_piece_end(u64::MAX - 5, u64::MAX), u64::MAX);
+    assert_eq!(
+        flush_piece_end(u64::MAX - S - 5, u64::MAX),
+        u64::MAX - S + 1
+    );
+    // Every piece of a walk is at most one step, and the walk ends.
+    let (mut next, end, mut n) = (12_345u64, 10 * S + 77, 0);
+    while next < end {
+        let e = flush_piece_end(next, end);
+        assert!(e > next && e - next <= S);
+        next = e;
+        n += 1;
+    }
+    assert_eq!((next, n), (end, 11));
+}
+
+#[test]
+fn flush_rights_follow_the_placement_type() {
+    assert_eq!(flush_rights(0), Access::NONE);
+    assert_eq!(flush_rights(FLUSH_GLOBAL), Access::FLUSH_GLOBAL);
+    assert_eq!(flush_rights(FLUSH_PERSISTENT), Access::FLUSH_PERSISTENT);
+    assert_eq!(
+        flush_rights(FLUSH_GLOBAL | FLUSH_PERSISTENT),
+        Access::FLUSH_GLOBAL.union(Access::FLUSH_PERSISTENT)
+    );
+}

@@ -59,7 +59,10 @@ pub(crate) struct RespModel {
     pub(crate) fail_read: Option<SendFailed>,
     pub(crate) out: Vec<Out>,
     pub(crate) cqes: Vec<(RecvCqe, Vec<u8>)>,
-    pub(crate) flushes: Vec<(bool, u64, u32, bool)>,
+    /// The pieces of persistent write-backs, `(va, len)`, in order.
+    pub(crate) flushes: Vec<(u64, u64)>,
+    /// FLUSH barriers (one per FLUSH that asked for placement).
+    pub(crate) barriers: u32,
     pub(crate) lookups: u32,
     pub(crate) events: Vec<Event>,
     /// ODP: how many of the next memory accesses find a page absent.
@@ -258,16 +261,22 @@ impl Io for RespModel {
         Ok(())
     }
 
-    fn flush(
-        &mut self,
-        whole_mr: bool,
-        va: u64,
-        len: u32,
-        persistent: bool,
-    ) -> Result<(), AccessFault> {
-        self.held().ok_or(AccessFault)?;
-        self.flushes.push((whole_mr, va, len, persistent));
+    fn region_bounds(&self) -> Option<(u64, u64)> {
+        let mr = self.mrs.get(&self.held_mr?)?;
+        Some((mr.base, mr.data.len() as u64))
+    }
+
+    fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault> {
+        self.held()
+            .ok_or(AccessFault)?
+            .range(va, len)
+            .ok_or(AccessFault)?;
+        self.flushes.push((va, len));
         Ok(())
+    }
+
+    fn flush_barrier(&mut self) {
+        self.barriers += 1;
     }
 
     fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError> {

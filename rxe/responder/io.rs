@@ -364,24 +364,17 @@ impl resp_machine::Io for Io<'_> {
         })
     }
 
-    fn flush(
-        &mut self,
-        whole_mr: bool,
-        va: u64,
-        len: u32,
-        persistent: bool,
-    ) -> Result<(), AccessFault> {
+    fn region_bounds(&self) -> Option<(u64, u64)> {
+        self.mr.as_ref().map(|mr| mr.bounds())
+    }
+
+    fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault> {
         let mr = self.mr.as_ref().ok_or(AccessFault)?;
-        let (start, length) = if whole_mr {
-            mr.bounds()
-        } else {
-            (va, u64::from(len))
-        };
-        if persistent {
-            mr.flush(start, length).map_err(|_| AccessFault)?;
-        }
+        mr.flush(va, len).map_err(|_| AccessFault)
+    }
+
+    fn flush_barrier(&mut self) {
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
-        Ok(())
     }
 
     fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError> {

@@ -27,6 +27,7 @@
 #include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/sched.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
 
@@ -204,6 +205,11 @@ void rxe_rs_bh_exit(void)
 
 	for_each_possible_cpu(cpu)
 		flush_work(&per_cpu_ptr(&rxe_rs_bh, cpu)->work);
+}
+
+void rxe_rs_cond_resched(void)
+{
+	cond_resched();
 }
 
 unsigned long rxe_rs_jiffies(void)

@@ -10,6 +10,7 @@
 #include <linux/libnvdimm.h>
 #include <linux/scatterlist.h>
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/net.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
@@ -73,6 +74,24 @@ bool rxe_rs_page_is_pmem(struct page *page)
 {
 	return region_intersects(page_to_phys(page), PAGE_SIZE, IORESOURCE_MEM,
 				 IORES_DESC_PERSISTENT_MEMORY) == REGION_INTERSECTS;
+}
+
+u64 rxe_rs_totalram_bytes(void)
+{
+	return (u64)totalram_pages() << PAGE_SHIFT;
+}
+
+/* Whether every pinned page of the umem is persistent memory. Sleeps. */
+bool rxe_rs_umem_all_pmem(struct ib_umem *umem)
+{
+	struct sg_page_iter it;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (!rxe_rs_page_is_pmem(sg_page_iter_page(&it)))
+			return false;
+		cond_resched();
+	}
+	return true;
 }
 
 void *rxe_rs_kmap_local_page(struct page *page)

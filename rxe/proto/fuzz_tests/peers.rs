@@ -227,24 +227,31 @@ impl Io for Guard<'_> {
         );
         self.m.atomic_write(va)
     }
-    fn flush(
-        &mut self,
-        whole: bool,
-        va: u64,
-        len: u32,
-        persistent: bool,
-    ) -> Result<(), AccessFault> {
-        let need = if persistent {
-            Access::FLUSH_PERSISTENT
-        } else {
-            Access::FLUSH_GLOBAL
-        };
-        let t = self.held("flush", need);
+    fn region_bounds(&self) -> Option<(u64, u64)> {
+        self.m.region_bounds()
+    }
+    fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault> {
+        let t = self.held("flush", Access::FLUSH_PERSISTENT);
         assert!(
-            whole || inside(&t, va, u64::from(len)),
-            "flush outside {t:?}"
+            len <= crate::proto::resp_rules::FLUSH_STEP,
+            "flush piece of {len} bytes"
         );
-        self.m.flush(whole, va, len, persistent)
+        // A piece of a ranged or whole-region flush: inside the region.
+        let (base, size) = self.m.region_bounds().expect("held region is gone");
+        let (v, n, b, z) = (
+            u128::from(va),
+            u128::from(len),
+            u128::from(base),
+            u128::from(size),
+        );
+        assert!(
+            v >= b && v + n <= b + z,
+            "flush {va:#x}+{len} outside the region of {t:?}"
+        );
+        self.m.flush(va, len)
+    }
+    fn flush_barrier(&mut self) {
+        self.m.flush_barrier()
     }
     fn invalidate(&mut self, rkey: u32) -> Result<(), InvalidateError> {
         self.m.invalidate(rkey)

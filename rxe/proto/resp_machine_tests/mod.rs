@@ -609,7 +609,9 @@ fn atomic_write_and_flush() {
         ..rq(Opcode::RcFlush, 101, 0)
     };
     t.send(fl, vec![]);
-    assert_eq!(t.io.flushes, [(false, BASE, 4096, false)]);
+    // Global visibility is the barrier alone: nothing is written back.
+    assert!(t.io.flushes.is_empty());
+    assert_eq!(t.io.barriers, 1);
     assert_eq!(
         t.last_ack(),
         Ack {
@@ -619,7 +621,7 @@ fn atomic_write_and_flush() {
         }
     );
     t.send(fl, vec![]);
-    assert_eq!(t.io.flushes.len(), 1);
+    assert_eq!(t.io.barriers, 1);
     assert_eq!(
         t.last_ack(),
         Ack {
@@ -637,4 +639,159 @@ fn atomic_write_and_flush() {
         )
         .qp_error
     );
+}
+
+const PRKEY: u32 = 0x5678;
+const STEP: u64 = resp_rules::FLUSH_STEP;
+
+/// A responder whose QP allows persistent flushes, with a region of `len`
+/// bytes at `BASE` (aligned to the flush step) under `PRKEY` that allows them too.
+fn persistent(len: usize) -> T {
+    let mut t = T::new(qp::Type::Rc);
+    t.qp.access |= access::FLUSH_PERSISTENT;
+    t.io.mr(
+        PRKEY,
+        BASE,
+        len,
+        Access::REMOTE
+            .union(Access::FLUSH_GLOBAL)
+            .union(Access::FLUSH_PERSISTENT),
+    );
+    t
+}
+
+fn pflush(psn: u32, va: u64, len: u32, level: u8) -> Request {
+    Request {
+        reth: Some(Reth {
+            va,
+            rkey: PRKEY,
+            len,
+        }),
+        feth: Some(Feth {
+            ptype: crate::proto::headers::FLUSH_PERSISTENT,
+            level,
+        }),
+        ..rq(Opcode::RcFlush, psn, 0)
+    }
+}
+
+fn flush_ack(psn: u32, msn: u32) -> Ack {
+    Ack {
+        opcode: Opcode::RcReadResponseOnly,
+        psn,
+        syndrome: ACK_SYN,
+        msn,
+        orig: 0,
+    }
+}
+
+#[test]
+fn persistent_flush_of_a_whole_region_goes_one_piece_per_run() {
+    let len = 3 * STEP as usize + 4096;
+    let mut t = persistent(len);
+    t.io.push(pflush(100, 0, 0, 1), vec![]);
+    let want = [
+        (BASE, STEP),
+        (BASE + STEP, STEP),
+        (BASE + 2 * STEP, STEP),
+        (BASE + 3 * STEP, 4096),
+    ];
+    for (n, piece) in want.iter().enumerate() {
+        let o = run(&mut t.st, &t.qp, &mut t.io);
+        assert!(o.progress && !o.qp_error && !o.fault, "run {n}: {o:?}");
+        assert_eq!(t.io.flushes.last(), Some(piece), "run {n}");
+        assert_eq!(t.io.flushes.len(), n + 1);
+        // No ACK and no barrier before the last piece; the request stays.
+        let last = n + 1 == want.len();
+        assert_eq!(t.io.acks().is_empty(), !last, "run {n}");
+        assert_eq!(t.io.barriers, u32::from(last));
+        assert_eq!(t.io.reqs.len(), usize::from(!last));
+        // Between runs the region is not held.
+        assert_eq!(t.io.held_mr, None);
+    }
+    assert_eq!(t.io.acks(), [flush_ack(100, 1)]);
+    assert_eq!(run(&mut t.st, &t.qp, &mut t.io), Outcome::default());
+    // Its duplicate is answered without another write-back.
+    t.send(pflush(100, 0, 0, 1), vec![]);
+    assert_eq!(t.io.flushes.len(), want.len());
+    assert_eq!(t.last_ack(), flush_ack(100, 1));
+    // The next request goes on as usual.
+    t.send(
+        with_reth(rq(Opcode::RcWriteOnly, 101, 8), BASE, 8),
+        bytes(8, 1),
+    );
+    assert_eq!(t.last_ack(), ack(101, 2));
+}
+
+#[test]
+fn persistent_flush_of_a_range_is_cut_at_step_boundaries() {
+    let mut t = persistent(4 * STEP as usize);
+    t.send(pflush(100, BASE + 100, 2 * STEP as u32, 0), vec![]);
+    assert_eq!(
+        t.io.flushes,
+        [
+            (BASE + 100, STEP - 100),
+            (BASE + STEP, STEP),
+            (BASE + 2 * STEP, 100)
+        ]
+    );
+    assert_eq!(t.last_ack(), flush_ack(100, 1));
+    // A range of one piece, and an empty one (nothing to write back).
+    t.send(pflush(101, BASE + 5, 10, 0), vec![]);
+    t.send(pflush(102, BASE, 0, 0), vec![]);
+    assert_eq!(t.io.flushes.len(), 4);
+    assert_eq!(t.io.flushes.last(), Some(&(BASE + 5, 10)));
+    assert_eq!(t.io.barriers, 3);
+    assert_eq!(t.last_ack(), flush_ack(102, 3));
+}
+
+#[test]
+fn persistent_flush_stops_when_its_region_goes() {
+    let mut t = persistent(3 * STEP as usize);
+    t.io.push(pflush(100, 0, 0, 1), vec![]);
+    assert!(run(&mut t.st, &t.qp, &mut t.io).progress);
+    assert_eq!(t.io.flushes.len(), 1);
+    t.io.mrs.remove(&PRKEY);
+    let o = run(&mut t.st, &t.qp, &mut t.io);
+    assert!(o.qp_error);
+    assert_eq!(t.io.flushes.len(), 1);
+    assert_eq!(t.io.barriers, 0);
+    assert_eq!(t.last_ack().syndrome, 0x62);
+    assert!(t.io.reqs.is_empty());
+}
+
+#[test]
+fn persistent_flush_needs_the_right_on_the_region() {
+    // The region of `RKEY` allows global flushes only: a persistent one is
+    // a remote access error, and nothing is written back.
+    let mut t = persistent(4096);
+    let mut r = pflush(100, BASE, 64, 0);
+    r.reth = Some(Reth {
+        va: BASE,
+        rkey: RKEY,
+        len: 64,
+    });
+    assert!(t.send(r, vec![]).qp_error);
+    assert!(t.io.flushes.is_empty());
+    assert_eq!(t.last_ack().syndrome, 0x62);
+}
+
+#[test]
+fn owed_ack_goes_before_a_long_flush() {
+    let mut t = persistent(2 * STEP as usize);
+    t.io.coalesce = true;
+    t.io.push(
+        with_reth(rq(Opcode::RcWriteOnly, 100, 8), BASE, 8),
+        bytes(8, 1),
+    );
+    t.io.push(pflush(101, 0, 0, 1), vec![]);
+    // The write's ACK is held back for the flush behind it, then sent
+    // when the flush stops after its first piece.
+    assert!(run(&mut t.st, &t.qp, &mut t.io).progress);
+    assert!(t.io.acks().is_empty());
+    assert!(run(&mut t.st, &t.qp, &mut t.io).progress);
+    assert_eq!(t.io.flushes.len(), 1);
+    assert_eq!(t.io.acks(), [ack(100, 1)]);
+    t.drain();
+    assert_eq!(t.io.acks(), [ack(100, 1), flush_ack(101, 2)]);
 }
