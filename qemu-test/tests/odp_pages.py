@@ -227,16 +227,17 @@ def main():
     check("read into secret: requester in ERR", r.qp_state(p.a) == r.ERR)
     unchanged(secret_addr, secret_bytes, "read into secret")
     p.close()
-    # The same for a READ into an ODP MR whose memory was unmapped: the
-    # fault fails there too.
+    # The same for a READ into an ODP MR whose memory was taken away: the
+    # fault fails there too. (Mapped PROT_NONE rather than unmapped, so
+    # that no later mapping, such as a new QP's rings, takes its place.)
     gone_addr = mmap(SIZE, MAP_PRIVATE | MAP_ANON)
     gone = MR(pd, SIZE, ACC | ODP, address=gone_addr)
-    if libc.munmap(vp(gone_addr), SIZE) != 0:
-        raise r.TestFailure("munmap failed")
+    if libc.mmap(gone_addr, SIZE, 0, MAP_PRIVATE | MAP_ANON | MAP_FIXED, -1, 0) != gone_addr:
+        raise r.TestFailure("mmap PROT_NONE failed")
     p = Pair(ctx, pd, gidx, gid)
     post(p.a, e.IBV_WR_RDMA_READ, gone, 0, 2 * PAGE, normal, 0)
-    expect_status(p.cq_a, e.IBV_WC_LOC_PROT_ERR, "read into unmapped")
-    check("read into unmapped: requester in ERR", r.qp_state(p.a) == r.ERR)
+    expect_status(p.cq_a, e.IBV_WC_LOC_PROT_ERR, "read into inaccessible")
+    check("read into inaccessible: requester in ERR", r.qp_state(p.a) == r.ERR)
     p.close()
     gone.close()
     secret.close()
