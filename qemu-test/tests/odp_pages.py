@@ -19,8 +19,12 @@ ends in the IB error for it and never in a kernel fault:
    and on a page never touched (faulted in by the access): REM_ACCESS_ERR,
    both QPs in ERR, a later request WR_FLUSH_ERR, the secret bytes
    unchanged (read back by the process, which may);
-3. a receive into it and an RDMA READ response into it: an error
-   completion (not SUCCESS), the secret bytes unchanged;
+3. a receive into it: LOC_QP_OP_ERR for the receive and REM_OP_ERR for
+   the SEND (rdma_rxe's statuses for a receive buffer it cannot write),
+   both QPs in ERR; an RDMA READ response into it: LOC_PROT_ERR, the
+   requester in ERR (the completer gives up once the fault failed instead
+   of retrying the read forever), and the same for a READ into an ODP MR
+   whose memory was mapped away (PROT_NONE); the secret bytes unchanged;
 4. an MR over [ordinary page | secret page] (the second mapped over the
    first mapping with MAP_FIXED): a WRITE into the ordinary page works, one
    into the secret page fails with REM_ACCESS_ERR;
