@@ -136,6 +136,11 @@ struct Io<'a> {
     /// What the last scatter that met an absent ODP page needs.
     fault: Option<PendingFault>,
     odp_give_up: bool,
+    /// A response's data reached its buffer, or a WQE retired: the head
+    /// moved on. Only that ends the retries of an ODP fault; a response
+    /// dropped as stale (the rest of a read response that met an absent
+    /// page) does not.
+    moved: bool,
 }
 
 impl Io<'_> {
@@ -163,6 +168,7 @@ impl Io<'_> {
             return Err(CopyFault);
         }
         sh.progress.resid -= len;
+        self.moved = true;
         Ok(sh.progress.resid)
     }
 
@@ -183,7 +189,9 @@ impl Io<'_> {
                     self.fault = cur.take_fault();
                 }
                 CopyFault
-            })
+            })?;
+        self.moved = true;
+        Ok(())
     }
 }
 
@@ -235,6 +243,7 @@ impl cl::Sq for Io<'_> {
     }
 
     fn retire(&mut self, status: WcStatus) {
+        self.moved = true;
         let slot = self.head_slot();
         let Some(sh) = self.track.shadow(slot).copied() else {
             return;
@@ -339,6 +348,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             cqes,
             fault: None,
             odp_give_up: *odp_give_up,
+            moved: false,
         };
         let gen = qp.status_gen();
         // `progress` is the last run's: an empty queue ends the batch with
@@ -363,9 +373,11 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
                 }
                 break;
             }
-            if one.progress {
+            if io.moved {
+                io.moved = false;
                 odp_retry.on_success();
                 *odp_give_up = false;
+                io.odp_give_up = false;
             }
             // Go on only while each response was a plain step forward on
             // an unchanged QP: anything else (a timer, an error, a retry,

@@ -26,6 +26,12 @@
 //! (the umem must outlive the core's fault on it). Deregistration, and with
 //! it process exit, therefore never waits for a fault.
 //!
+//! Only pages the kernel can copy to and from enter the table: the check is
+//! made once per page, as [`Odp::map`] records it, so the datapath (which
+//! maps pages with `kmap_local_page` under its spinlocks) never meets secret
+//! memory (`memfd_secret`, absent from the direct map) or device memory. A
+//! refused page stays absent, and a fault over it fails.
+//!
 //! Lock order: `umem_mutex`, table spinlock; the release mutex alone.
 
 use core::mem::size_of;
@@ -98,8 +104,9 @@ unsafe impl Send for UmemPtr {}
 /// While `umem` holds a umem, the umem's `private` points at this value and
 /// its notifier may call [`invalidate`] with it. Every non-zero entry of
 /// `table` names a page the core has mapped for this umem and not yet
-/// invalidated: the invalidation clears the entry, under the table lock,
-/// before it unmaps the page.
+/// invalidated and that the CPU may access through the kernel's direct map
+/// (`rxe_rs_odp_page` checked it): the invalidation clears the entry, under
+/// the table lock, before it unmaps the page.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Odp {
     /// The user address of the first page of the table (page aligned).
@@ -201,10 +208,12 @@ impl Odp {
 
     /// Faults `[va, va + len)` (user addresses) in, writable when `write`,
     /// and records the pages; with `fault` false only records the pages
-    /// already present. Process context only; no spinlock held. A fault
-    /// may sleep for good (see the module doc): whoever must not wait for
-    /// it calls this from a job of its own (`super::fault`), and holds a
-    /// reference on the device meanwhile, which the umem uses.
+    /// already present. Fails with `EFAULT` when faulting a range with a
+    /// page the datapath must not touch (which is never recorded). Process
+    /// context only; no spinlock held. A fault may sleep for good (see the
+    /// module doc): whoever must not wait for it calls this from a job of
+    /// its own (`super::fault`), and holds a reference on the device
+    /// meanwhile, which the umem uses.
     pub(crate) fn map(&self, va: u64, len: u64, write: bool, fault: bool) -> Result {
         if len == 0 {
             return Ok(());
@@ -252,6 +261,11 @@ impl Odp {
         to_result(unsafe { b::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
         // In batches, so a large registration does not keep bottom halves
         // off for long; `umem_mutex` keeps invalidations out meanwhile.
+        // A page the datapath must not touch (secret memory, device memory:
+        // see `rxe_rs_odp_page`) stays absent, so every access to it comes
+        // here, and a fault over it fails: the access ends in an access
+        // error. A snapshot (`fault` false) only leaves it out.
+        let mut refused = false;
         let mut idx = span.start;
         while idx < span.end {
             let batch_end = span.end.min(idx.saturating_add(MAP_BATCH));
@@ -260,10 +274,13 @@ impl Odp {
                 let Some(e) = table.get_mut(idx) else {
                     break;
                 };
+                let mut page: *mut b::page = core::ptr::null_mut();
                 let mut writable = false;
                 // SAFETY: `umem_mutex` is held; `idx` is below the umem's
-                // page count (the table has one entry per page).
-                let page = unsafe { b::rxe_rs_odp_page(ptr, idx, &mut writable) };
+                // page count (the table has one entry per page); the
+                // outputs are locals.
+                let r = unsafe { b::rxe_rs_odp_page(ptr, idx, &mut page, &mut writable) };
+                refused |= r != 0;
                 // Page addresses are aligned: bit 0 is free.
                 *e = if page.is_null() {
                     0
@@ -282,6 +299,9 @@ impl Odp {
         }
         // SAFETY: Drops the `umem_mutex` the map call took.
         unsafe { b::rxe_rs_odp_unlock(ptr) };
+        if refused && fault {
+            return Err(EFAULT);
+        }
         Ok(())
     }
 

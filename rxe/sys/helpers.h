@@ -155,7 +155,8 @@ size_t rxe_rs_odp_num_pages(struct ib_umem_odp *odp);
 unsigned int rxe_rs_odp_page_shift(struct ib_umem_odp *odp);
 int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len,
 			    bool write, bool fault);
-struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t idx, bool *writable);
+int rxe_rs_odp_page(struct ib_umem_odp *odp, size_t idx, struct page **page,
+		    bool *writable);
 void rxe_rs_odp_unlock(struct ib_umem_odp *odp);
 bool rxe_rs_odp_invalidate_begin(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,

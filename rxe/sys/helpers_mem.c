@@ -8,8 +8,10 @@
 #include <linux/highmem.h>
 #include <linux/ioport.h>
 #include <linux/libnvdimm.h>
+#include <linux/memremap.h>
 #include <linux/scatterlist.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/sched.h>
 #include <linux/net.h>
 #include <linux/vmalloc.h>
@@ -17,6 +19,7 @@
 #include <rdma/ib_umem_odp.h>
 #include <linux/hmm.h>
 #include <rdma/ib_verbs.h>
+#include <uapi/linux/magic.h>
 
 #include "helpers.h"
 
@@ -211,25 +214,90 @@ int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len,
 	return np < 0 ? np : 0;
 }
 
-/* The page at index idx while umem_mutex is held, or NULL when the range
- * there is not mapped; *writable tells whether it may be written. */
-struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t idx, bool *writable)
+/*
+ * Whether page is reachable through the kernel's direct map, where
+ * kmap_local_page() finds a page that is not highmem. kernel_page_present()
+ * says it but is not exported; this is its x86 test, on the exported
+ * lookup_address(). A cleared entry may keep _PAGE_GLOBAL, which
+ * pte_present() takes for PROT_NONE, so the present bit is read itself.
+ */
+static bool rxe_rs_in_direct_map(struct page *page)
+{
+#ifdef CONFIG_X86
+	unsigned int level;
+	pte_t *pte;
+
+	if (PageHighMem(page))
+		return true;
+	pte = lookup_address((unsigned long)page_address(page), &level);
+	return pte && (pte_flags(*pte) & _PAGE_PRESENT);
+#else
+	/* The secret memory test below covers the user pages known to leave
+	 * the direct map on the other architectures. */
+	return true;
+#endif
+}
+
+/*
+ * Whether the datapath may copy to and from a page of a user mapping that
+ * hmm_range_fault() returned. It has already left out PFN maps (VM_PFNMAP,
+ * VM_IO) and special PTEs other than the zero page, but it hands out:
+ * - memfd_secret(2) pages, which are taken out of the direct map and which
+ *   the kernel must not read whatever the mapping (GUP refuses them too);
+ *   their inode lives on the secretmem pseudo file system;
+ * - ZONE_DEVICE pages: device-private ones have no CPU mapping at all (hmm
+ *   returns them only to their owner, but refusing costs nothing), P2PDMA
+ *   ones are a PCI BAR; persistent memory (fsdax, devdax) and coherent
+ *   device memory are ordinary CPU memory and stay usable.
+ * Runs under umem_mutex with the page mapped by the user: the mapping
+ * cannot be truncated away (the invalidation waits for the mutex).
+ */
+static bool rxe_rs_odp_page_usable(struct page *page)
+{
+	struct address_space *mapping;
+
+	if (is_device_private_page(page) || is_pci_p2pdma_page(page))
+		return false;
+	mapping = folio_mapping(page_folio(page));
+	if (mapping && mapping->host && mapping->host->i_sb &&
+	    mapping->host->i_sb->s_magic == SECRETMEM_MAGIC)
+		return false;
+	return rxe_rs_in_direct_map(page);
+}
+
+/*
+ * The page at index idx while umem_mutex is held: 0 with *page NULL when
+ * the range there is not mapped, 0 with *page set and *writable telling
+ * whether it may be written when it is, -EFAULT when it is mapped to
+ * memory the datapath must not touch (rxe_rs_odp_page_usable()).
+ */
+int rxe_rs_odp_page(struct ib_umem_odp *odp, size_t idx, struct page **page,
+		    bool *writable)
 {
 	unsigned long pfn;
+	struct page *p;
 
 	lockdep_assert_held(&odp->umem_mutex);
+	*page = NULL;
+	*writable = false;
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
 	pfn = rxe_rs_odp_pfn(odp, idx);
 	if (!(pfn & HMM_PFN_VALID))
-		return NULL;
+		return 0;
 	*writable = !!(pfn & HMM_PFN_WRITE);
 #else
 	if (!(odp->dma_list[idx] & ODP_READ_ALLOWED_BIT))
-		return NULL;
+		return 0;
 	pfn = rxe_rs_odp_pfn(odp, idx);
 	*writable = !!(odp->dma_list[idx] & ODP_WRITE_ALLOWED_BIT);
 #endif
-	return hmm_pfn_to_page(pfn);
+	p = hmm_pfn_to_page(pfn);
+	if (!rxe_rs_odp_page_usable(p)) {
+		*writable = false;
+		return -EFAULT;
+	}
+	*page = p;
+	return 0;
 }
 
 void rxe_rs_odp_unlock(struct ib_umem_odp *odp)
