@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Issue 11, defect 8: a kernel consumer's CQ completion handler may call
+# A kernel consumer's CQ completion handler may call
 # back into the QP whose completion it handles. The test client
 # qemu-test/selftest/cq_reentry.c (built by qemu-test/run) runs RC (two QPs
 # connected over the port's own GID) and UD loopback chains in which every

@@ -14,7 +14,7 @@
 # egress is lossy: 1 (the default) spoils the requests of the perftest
 # client (node 1), 2 spoils the ACKs and read responses of the server,
 # "both" spoils both directions. PROFILE is "light" (the default: 1% loss,
-# 2% reordering) or "heavy" (issue 11: 10% loss, 5% reordering, 1%
+# 2% reordering) or "heavy" (10% loss, 5% reordering, 1%
 # duplication), where the integrity test runs LOSS_INTEGRITY_OPS (default
 # 2000, about 100 MiB every byte of which is checked) operations; `make
 # loss-heavy` runs the heavy profile rs-rs and rs-c in both directions.

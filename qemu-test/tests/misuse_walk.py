@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Verbs misuse walker (issue 11): several processes at once make random
+"""Verbs misuse walker: several processes at once make random
 sequences of verbs calls with random, valid and invalid, attributes
 (PD, CQ with resize and arming, QP of every type in random states with
 random modify masks and values, MR reg/rereg/dereg with bad access flags

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """On-demand-paging MRs under memory changes, one node, two RC QPs of the
-node's own rxe device talking to each other (not in LIST; issue 14 item 2):
+node's own rxe device talking to each other:
 
   qemu-test/run --nodes 1 --drivers rs qemu-test/tests/odp_stress.py
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Teardown under traffic (issue 11): while perftest runs between the two
+# Teardown under traffic: while perftest runs between the two
 # nodes, node 1 pulls the device from under it, three ways in turn:
 #   1. `rdma link delete` of its device (then adds it again);
 #   2. `ip link set eth0 down` (then up; the device stays);

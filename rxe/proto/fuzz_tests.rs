@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! Structured packet fuzzer of the receive path (issue 11).
+//! Structured packet fuzzer of the receive path.
 //!
 //! Valid RoCEv2 frames (IPv4, UDP, BTH and the extension headers of every
 //! opcode rxe knows, payload, pad, ICRC) are built, mutated field by field
