@@ -23,7 +23,9 @@ set -euo pipefail
 
 port=20049
 export_dir=/run/rxe-nfs
-fsid=77
+# The export is NFSv4's root (fsid=0): v4 clients mount it as "/" and
+# need no pseudo file system through the guest's / (9p, not exportable).
+fsid=0
 # Sizes in bytes: tiny (inline), around a page, odd sizes that span
 # several chunks, and large ones that need many pages per registration.
 sizes=(1 4095 4096 65537 1048576 4194317 12582919)
@@ -123,13 +125,15 @@ server_down() {
 mnt_of() { echo "/run/rxe-nfs-v$1"; }
 
 client_mount() { # VERS
-	local v=$1 mnt opts line
+	local v=$1 mnt opts line path
 	mnt=$(mnt_of "$v")
 	mkdir -p "$mnt"
 	opts="vers=$v,proto=rdma,port=$port"
 	# NFSv3 locking would need rpc.statd on both sides; the test takes none.
 	[ "$v" = 3 ] && opts+=",nolock"
-	mount -t nfs -o "$opts" "$(server_ip):$export_dir" "$mnt" || fail "mount -o $opts"
+	path=$export_dir
+	[ "$v" = 3 ] || path=/
+	mount -t nfs -o "$opts" "$(server_ip):$path" "$mnt" || fail "mount -o $opts"
 	line=$(grep " $mnt nfs" /proc/mounts) || fail "no $mnt in /proc/mounts"
 	note "client: $line"
 	[[ $line == *proto=rdma* ]] || fail "v$v mount is not proto=rdma: $line"
