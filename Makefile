@@ -20,6 +20,8 @@
 #   make insns               guest instructions per RoCE packet, rs vs c, per
 #                            row and side (scripts/insns; scripts/insns-compare
 #                            A.json B.json flags a row that moved over 10%)
+#   make tcp-idle            kernel instructions per TCP MiB with the driver idle
+#                            and unloaded (scripts/tcp-idle)
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
 #   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
 #                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
@@ -52,7 +54,7 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
 
 all: module
 	@echo "built $(MODULE)"
@@ -185,6 +187,10 @@ bench:
 
 insns:
 	scripts/insns
+
+# What an idle RDMA driver costs TCP, in guest kernel instructions per MiB.
+tcp-idle:
+	scripts/tcp-idle
 
 # The QEMU TCG plugin that charges host cycles to guest code (docs/benchmark.md,
 # "Profiles"). Plain C, no QEMU headers needed.

@@ -31,14 +31,22 @@ static CLMUL: AtomicBool = AtomicBool::new(false);
 
 /// Chooses the method at module load: the fold when the CPU has it and it
 /// agrees with the software CRC on a check pattern.
+/// The module parameter `icrc_fold` overrides the choice: 0 never folds,
+/// 1 folds under TCG too (to count the instructions a real CPU runs).
 pub(crate) fn select() {
+    // SAFETY: FFI call without arguments, usable in any context.
+    let param = unsafe { b::rxe_rs_param_icrc_fold() };
+    if param == 0 {
+        pr_info!("ICRC: CRC-32 in software (icrc_fold=0)\n");
+        return;
+    }
     // SAFETY: FFI call without arguments, usable in any context.
     if !unsafe { b::rxe_rs_cpu_has_clmul() } {
         pr_info!("ICRC: CRC-32 in software (no PCLMULQDQ)\n");
         return;
     }
     // SAFETY: As above.
-    if unsafe { b::rxe_rs_cpu_is_tcg() } {
+    if param < 0 && unsafe { b::rxe_rs_cpu_is_tcg() } {
         pr_info!("ICRC: CRC-32 in software (PCLMULQDQ emulated by QEMU TCG)\n");
         return;
     }
