@@ -49,6 +49,19 @@ int rxe_rs_param_icrc_fold(void)
 	return READ_ONCE(icrc_fold);
 }
 
+/*
+ * Whether the kernel's crc32_le is the architecture's folding code (7.x
+ * with CONFIG_CRC32_ARCH): then it serves short buffers too.
+ */
+bool rxe_rs_crc32_is_arch(void)
+{
+#ifdef CONFIG_CRC32_ARCH
+	return true;
+#else
+	return false;
+#endif
+}
+
 bool rxe_rs_cpu_has_clmul(void)
 {
 #ifdef CONFIG_X86_64
