@@ -35,7 +35,17 @@ first, and keep only the route they cached from it:
 A driver that keeps such a route reads freed memory at each of these
 steps; KASAN on the debug kernel reports it and the harness fails the
 boot. The test passes when no step makes a report, every send completes,
-and nothing leaks (kmemleak).
+and nothing leaks (kmemleak). Only IPv6 is used: an IPv4 route's
+`dst_ops` are global, so a kept IPv4 route refers to nothing of the
+namespace once its device has been moved off.
+
+On c nodes: rdma_rxe 7.3 keeps an RC QP's route in the QP's socket across
+RESET and a new path, and its next packet calls through the freed
+namespace's `dst_ops` (Debian's kernel has no KASAN: run it with
+RXE_RS_GUEST_CMDLINE="slub_debug=P,net_namespace" so that the freed
+memory is poisoned and the call faults). rdma_rxe 6.12 looks every route
+up in the initial namespace, so its sends over nsF's GIDs are not
+delivered and it never holds a route of nsF.
 """
 
 import ipaddress
