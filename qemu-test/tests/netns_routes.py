@@ -28,9 +28,11 @@ GIDs, which route inside nsR (all four addresses are local there):
 A route held past its namespace's end (an IPv6 route's `dst_ops` live in
 the namespace) would be a use-after-free at the UD QPs' reuse of the path
 (the cached route's validity check) or at their destroy, which KASAN on
-the debug kernel reports and the harness fails the boot on. Without the
-driver dropping such routes this test has not yet shown a report: the
-namespace may still be alive when the UD QPs touch the route. Also
+the debug kernel reports and the harness fails the boot on. This test
+does not show it for a driver that keeps such routes: the cleanup of a
+namespace leaves the free of its `struct net` to the next cleanup, which
+here comes only with the last `ip netns del`, after the UD QPs are gone.
+netns_route_free.py makes that free happen while the QPs live. Also
 checked: nothing leaks (kmemleak).
 """
 
