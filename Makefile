@@ -182,7 +182,8 @@ dkms-source:
 	mkdir -p $(DKMS_SRC)/scripts
 	cd $(top) && rsync -a --exclude target --exclude '*.o' --exclude '.*.cmd' \
 		Kbuild Makefile dkms.conf rxe_rs.rs rxe $(DKMS_SRC)/
-	cp $(top)scripts/env.sh $(top)scripts/debian-prepare-tree $(DKMS_SRC)/scripts/
+	install -m 0644 $(top)scripts/env.sh $(DKMS_SRC)/scripts/
+	install -m 0755 $(top)scripts/debian-prepare-tree $(DKMS_SRC)/scripts/
 	@echo "dkms source in $(DKMS_SRC): dkms install rxe_rs/$(DKMS_VERSION) -k KREL"
 
 # The Debian package (debian/): built by dpkg-buildpackage from a copy of
