@@ -9,8 +9,12 @@
 #                            (the set-up, kernels and module checks all the same)
 #   make test-debian         Debian's stock 7.3 kernel in QEMU (scripts/debian-kernel):
 #                            the demo and the datapath suite rs-c and c-rs against
-#                            its own rdma_rxe, and dkms install (not part of make test)
+#                            its own rdma_rxe, and the rxe-rs-dkms package installed,
+#                            used by `rdma link add` and removed (not part of make test)
 #   make dkms-source         copy what dkms builds from to $(DESTDIR)/usr/src/rxe_rs-VERSION
+#   make deb                 the Debian package build/deb/rxe-rs-dkms_VERSION_all.deb
+#                            (debian/; needs dpkg-dev, debhelper, dh-dkms; lintian
+#                            checks it when installed)
 #   make test-full           the test command with the longer loops of
 #                            qemu-test/tests/FULL (about two hours)
 #   make demo                set up, build, run the two-node demo
@@ -20,6 +24,8 @@
 #   make insns               guest instructions per RoCE packet, rs vs c, per
 #                            row and side (scripts/insns; scripts/insns-compare
 #                            A.json B.json flags a row that moved over 10%)
+#   make tcp-idle            kernel instructions per TCP MiB with the driver idle
+#                            and unloaded (scripts/tcp-idle)
 #   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
 #   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
 #                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
@@ -52,7 +58,11 @@ BUILD ?= $(CURDIR)/build/$(notdir $(kdir_real))
 MODULE := $(BUILD)/rdma_rxe_rs.ko
 SOURCES := Kbuild rxe_rs.rs rxe
 
-.PHONY: all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+# What a download that failed for good tells the user to rerun
+# (scripts/retry.sh).
+export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
+
+.PHONY: deb all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
 
 all: module
 	@echo "built $(MODULE)"
@@ -174,8 +184,29 @@ dkms-source:
 	mkdir -p $(DKMS_SRC)/scripts
 	cd $(top) && rsync -a --exclude target --exclude '*.o' --exclude '.*.cmd' \
 		Kbuild Makefile dkms.conf rxe_rs.rs rxe $(DKMS_SRC)/
-	cp $(top)scripts/env.sh $(DKMS_SRC)/scripts/
+	install -m 0644 $(top)scripts/env.sh $(DKMS_SRC)/scripts/
+	install -m 0755 $(top)scripts/debian-prepare-tree $(DKMS_SRC)/scripts/
 	@echo "dkms source in $(DKMS_SRC): dkms install rxe_rs/$(DKMS_VERSION) -k KREL"
+
+# The Debian package (debian/): built by dpkg-buildpackage from a copy of
+# the sources in DEB_DIR, checked by lintian when it is installed (a
+# warning or an error fails the build). Prints the package's path last.
+DEB_DIR ?= $(top)build/deb
+DEB_FILE := $(DEB_DIR)/rxe-rs-dkms_$(DKMS_VERSION)_all.deb
+deb:
+	@for t in dpkg-buildpackage dh dh_dkms; do command -v $$t >/dev/null || \
+		{ echo "make deb: no $$t: apt install dpkg-dev debhelper dh-dkms"; exit 1; }; done
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/rxe-rs
+	cd $(top) && rsync -a --exclude target --exclude '*.o' --exclude '.*.cmd' --exclude bindings_generated.rs \
+		Kbuild Makefile dkms.conf rxe_rs.rs rxe scripts debian $(DEB_DIR)/rxe-rs/
+	cd $(DEB_DIR)/rxe-rs && dpkg-buildpackage --build=binary --no-sign >$(DEB_DIR)/build.log 2>&1 || \
+		{ tail -n 30 $(DEB_DIR)/build.log; echo "make deb: dpkg-buildpackage failed (log: $(DEB_DIR)/build.log)"; exit 1; }
+	@test -f $(DEB_FILE) || { echo "make deb: no $(DEB_FILE)"; exit 1; }
+	@if command -v lintian >/dev/null; then \
+		lintian --info --display-info --pedantic --fail-on error,warning $(DEB_FILE) && echo "make deb: lintian passed"; \
+	else echo "make deb: lintian is not installed: not checked"; fi
+	@echo $(DEB_FILE)
 
 demo:
 	scripts/demo
@@ -185,6 +216,10 @@ bench:
 
 insns:
 	scripts/insns
+
+# What an idle RDMA driver costs TCP, in guest kernel instructions per MiB.
+tcp-idle:
+	scripts/tcp-idle
 
 # The QEMU TCG plugin that charges host cycles to guest code (docs/benchmark.md,
 # "Profiles"). Plain C, no QEMU headers needed.

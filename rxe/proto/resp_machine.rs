@@ -51,7 +51,6 @@ use super::wire::{NakCode, Syndrome};
 /// `enum resp_states`, minus the states folded into others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum St {
-    GetReq,
     ChkPsn,
     ChkResource,
     ChkLength,
@@ -72,7 +71,6 @@ enum St {
     Duplicate,
     Err(RespError),
     Done,
-    Exit,
     Error,
     /// An absent ODP page: stop, keeping the request.
     Fault,
@@ -112,24 +110,23 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
         recv_len: 0,
         mr_held: false,
     };
-    let mut pkt: Option<Request> = None;
-    let mut s = St::GetReq;
+    // The request at the head of the queue, borrowed by every state below.
+    let Some(pkt) = r.io.peek() else {
+        // The queue ran dry: an ACK held back goes now.
+        r.flush_ack();
+        return Outcome::default();
+    };
+    let p = &pkt;
+    let mut s = if r.flush_pending() {
+        St::FlushResume
+    } else if r.st.cur.is_some() {
+        St::ReadReply
+    } else {
+        St::ChkPsn
+    };
     loop {
-        s = match (s, pkt) {
-            (St::GetReq, _) => match r.io.peek() {
-                None => St::Exit,
-                Some(p) => {
-                    pkt = Some(p);
-                    if r.flush_pending() {
-                        St::FlushResume
-                    } else if r.st.cur.is_some() {
-                        St::ReadReply
-                    } else {
-                        St::ChkPsn
-                    }
-                }
-            },
-            (St::ChkPsn, Some(p)) => match check_request(r.st, r.qp, &p) {
+        s = match s {
+            St::ChkPsn => match check_request(r.st, r.qp, p) {
                 Check::Drop => St::Cleanup,
                 Check::Duplicate => {
                     r.io.count(Event::DuplicateRequest);
@@ -143,17 +140,17 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
                 }
                 Check::Valid => St::ChkResource,
             },
-            (St::ChkResource, Some(p)) => r.check_resource(&p),
-            (St::ChkLength, Some(p)) => r.check_length(&p),
-            (St::ChkRkey, Some(p)) => r.check_rkey(&p),
-            (St::Execute, Some(p)) => r.execute(&p),
-            (St::Complete, Some(p)) => r.complete(&p),
-            (St::ReadReply, Some(p)) => r.read_reply(&p),
-            (St::AtomicReply, Some(p)) => r.atomic_reply(&p),
-            (St::AtomicWriteReply, Some(p)) => r.atomic_write_reply(&p),
-            (St::ProcessFlush, Some(p)) => r.process_flush(&p),
-            (St::FlushResume, Some(p)) => r.resume_flush(&p),
-            (St::FlushMore, _) => {
+            St::ChkResource => r.check_resource(p),
+            St::ChkLength => r.check_length(p),
+            St::ChkRkey => r.check_rkey(p),
+            St::Execute => r.execute(p),
+            St::Complete => r.complete(p),
+            St::ReadReply => r.read_reply(p),
+            St::AtomicReply => r.atomic_reply(p),
+            St::AtomicWriteReply => r.atomic_write_reply(p),
+            St::ProcessFlush => r.process_flush(p),
+            St::FlushResume => r.resume_flush(p),
+            St::FlushMore => {
                 r.release_mr();
                 // Earlier requests are not kept waiting for their ACK while
                 // the write-back goes on.
@@ -164,25 +161,23 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
                     fault: false,
                 };
             }
-            (St::Acknowledge, Some(p)) => r.acknowledge(&p),
-            (St::Cleanup, _) => {
-                if pkt.is_some() {
-                    r.io.pop();
-                }
+            St::Acknowledge => r.acknowledge(p),
+            St::Cleanup => {
+                r.io.pop();
                 r.release_mr();
                 St::Done
             }
-            (St::Duplicate, Some(p)) => r.duplicate(&p),
-            (St::Err(e), Some(p)) => r.error(e, &p),
-            (St::Done | St::Exit, _) if r.goto_error => St::Error,
-            (St::Done, _) => {
+            St::Duplicate => r.duplicate(p),
+            St::Err(e) => r.error(e, p),
+            St::Done if r.goto_error => St::Error,
+            St::Done => {
                 return Outcome {
                     progress: true,
                     qp_error: false,
                     fault: false,
                 }
             }
-            (St::Error, _) => {
+            St::Error => {
                 r.flush_ack();
                 return Outcome {
                     progress: false,
@@ -190,7 +185,7 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
                     fault: false,
                 };
             }
-            (St::Fault, _) => {
+            St::Fault => {
                 r.release_mr();
                 r.flush_ack();
                 return Outcome {
@@ -198,13 +193,6 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
                     qp_error: false,
                     fault: true,
                 };
-            }
-            // St::Exit (the queue ran dry: a held ACK goes now), and states
-            // that need a packet reached without one (not possible: only
-            // GetReq sets it and every path starts there).
-            _ => {
-                r.flush_ack();
-                return Outcome::default();
             }
         };
     }

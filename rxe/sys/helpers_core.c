@@ -25,6 +25,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include <linux/jiffies.h>
 #include <linux/llist.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
@@ -32,6 +33,34 @@
 #include <linux/workqueue.h>
 
 #include "helpers.h"
+
+/*
+ * How the ICRC's CRC-32 is computed: -1 chooses at load (the PCLMULQDQ fold
+ * where the CPU has it, but not under QEMU's TCG, which emulates the
+ * instruction slowly), 0 forces the table CRC, 1 the fold where the CPU has
+ * it. `make insns` sets 1 to count what a real CPU runs.
+ */
+static int icrc_fold = -1;
+module_param(icrc_fold, int, 0444);
+MODULE_PARM_DESC(icrc_fold, "ICRC CRC-32 by PCLMULQDQ folding: -1 auto (default), 0 never, 1 whenever the CPU has it");
+
+int rxe_rs_param_icrc_fold(void)
+{
+	return READ_ONCE(icrc_fold);
+}
+
+/*
+ * Whether the kernel's crc32_le is the architecture's folding code (7.x
+ * with CONFIG_CRC32_ARCH): then it serves short buffers too.
+ */
+bool rxe_rs_crc32_is_arch(void)
+{
+#ifdef CONFIG_CRC32_ARCH
+	return true;
+#else
+	return false;
+#endif
+}
 
 bool rxe_rs_cpu_has_clmul(void)
 {
