@@ -15,6 +15,7 @@ sent. Afterwards RDS's own view must agree: an "infiniband" connection
 between the two addresses (RDS_INFO_CONNECTIONS), its IB receive counters
 grown by at least the messages received (RDS_INFO_COUNTERS), and the
 rdma device's packet counters grown with the bytes.
+Both nodes unload rds_rdma at the end, before the rdma device goes.
 """
 
 import ctypes
@@ -69,6 +70,24 @@ def meet(name, limit=300):
             if time.monotonic() - start > limit:
                 fail(f"at {name}: node{n} not there after {limit}s")
             time.sleep(0.2)
+
+
+def unload():
+    """Unloads rds_rdma before the test bench deletes the rdma device.
+
+    RDS drops its last reference to a device from a work item: when the
+    device goes away under a loaded rds_rdma, that work can free RDS's PD
+    and MR pools after the device itself is gone (the core's and rdma_rxe's
+    leak checks warn). Unloading the module removes RDS from the device and
+    waits for that work while the device still exists."""
+    for _ in range(50):
+        r = subprocess.run(["rmmod", "rds_rdma"], capture_output=True, text=True)
+        if r.returncode == 0:
+            break
+        time.sleep(0.2)
+    else:
+        fail(f"rmmod rds_rdma: {r.stderr.strip()}")
+    log("rds_rdma unloaded")
 
 
 def info(sock, which, item):
@@ -200,6 +219,8 @@ def main():
         fail(f"{DEV} carried too few packets for {total} bytes: {moved}")
     meet("done", 900)
     s.close()
+    meet("closed")
+    unload()
     if not kmemleak_clean():
         fail("kmemleak reports leaks")
     log("rds-rdma ok")
