@@ -107,7 +107,14 @@ login() {
 	modprobe ib_srp || fail "modprobe ib_srp"
 	f=/sys/class/infiniband_srp/srp-$RXE_DEV-1/add_target
 	[ -e "$f" ] || fail "no $f"
-	echo "id_ext=$guid,ioc_guid=$guid,dest=$(server_ip):$cm_port" >"$f" || fail "add_target refused; see dmesg"
+	# A logout finishes in a work item after the disk is gone; until then
+	# the same target is refused (EEXIST): retry for a while.
+	for ((i = 0; ; i++)); do
+		echo "id_ext=$guid,ioc_guid=$guid,dest=$(server_ip):$cm_port" >"$f" 2>/tmp/srp.add.err && break
+		((i < 100)) && grep -q 'File exists' /tmp/srp.add.err ||
+			fail "add_target refused ($(cat /tmp/srp.add.err)); see dmesg"
+		sleep 0.2
+	done
 	dev=
 	for ((i = 0; i < 300; i++)); do
 		for host in /sys/class/scsi_host/host*; do
@@ -125,12 +132,20 @@ login() {
 	note "initiator: /dev/$dev ($bytes bytes, max I/O $(cat "/sys/block/$dev/queue/max_hw_sectors_kb") KiB) on $(cat /sys/class/srp_remote_ports/port-*/device/../proc_name 2>/dev/null || echo ib_srp)"
 }
 
+srp_hosts_gone() {
+	local host
+	for host in /sys/class/scsi_host/host*; do
+		[ "$(cat "$host/proc_name" 2>/dev/null)" != ib_srp ] || return 1
+	done
+}
+
 logout() {
 	local p
 	for p in /sys/class/srp_remote_ports/port-*; do
 		[ -e "$p/delete" ] && echo 1 >"$p/delete"
 	done
 	wait_until 60 test ! -b "/dev/$dev" || fail "/dev/$dev still there 60 s after the logout"
+	wait_until 60 srp_hosts_gone || fail "an ib_srp SCSI host is still there 60 s after the logout"
 	note "initiator: logged out"
 }
 
