@@ -115,6 +115,7 @@ fn retire_head(qp: &Shared, track: &mut Track, info: &WqeInfo, status: WcStatus,
     let Some(wr_id) = requester::head_wr_id(qp) else {
         return;
     };
+    qp.note_completion(status);
     if cl::must_post(qp.sig_all, info.flags, status) {
         let c = cl::send_cqe(info, status);
         let mut cqe = Cqe::new(wr_id, status, qp.qpn);

@@ -133,6 +133,34 @@ def rdma_resources():
     return {}
 
 
+def rdma_res_entry(kind, key, value, raw=False):
+    """The JSON entry `rdma resource show KIND` prints for this device's
+    object with KEY VALUE (e.g. "qp", "lqpn", 17), with the driver details
+    (-dd), or the raw record (-r); None when it shows no such entry."""
+    args = ["rdma", "-j", "-r" if raw else "-dd", "resource", "show", kind, "dev", DEV, key, str(value)]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    import json
+    entries = json.loads(out.stdout)
+    return entries[0] if entries else None
+
+
+def res_int(entry, name):
+    """An integer attribute of an `rdma -j` entry, printed as a number or as
+    a hex string."""
+    v = entry[name]
+    return int(v, 0) if isinstance(v, str) else int(v)
+
+
+def res_raw_bytes(entry):
+    """The raw record of an `rdma -j -r` entry, as bytes."""
+    data = entry["data"]
+    if isinstance(data, str):
+        return bytes.fromhex(data.replace(" ", "").replace(":", ""))
+    return bytes(int(b, 0) if isinstance(b, str) else b for b in data)
+
+
 def first_gids(ctx, prefixes, port=1, count=16):
     """{prefix: (index, GID)}: for each prefix, the first of the port's
     first count GIDs whose text starts with it (absent when none does)."""

@@ -31,6 +31,7 @@ pub(crate) mod object;
 pub(crate) mod odp;
 pub(crate) mod page;
 pub(crate) mod random;
+pub(crate) mod restrack;
 pub(crate) mod route;
 pub(crate) mod skb;
 pub(crate) mod task;

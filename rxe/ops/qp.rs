@@ -11,6 +11,7 @@ use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::attr::{modify_attr_from_raw, write_caps};
 use crate::rxe::kernel::cq_srq::ucontext;
 use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kernel::restrack::EntryMsg;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
 use crate::rxe::proto::qp::AttrMask;
@@ -24,6 +25,8 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.create_qp = Some(create_qp);
     ops.modify_qp = Some(modify_qp);
     ops.query_qp = Some(query_qp);
+    ops.fill_res_qp_entry = Some(fill_res_qp_entry);
+    ops.fill_res_qp_entry_raw = Some(fill_res_qp_entry_raw);
     ops.destroy_qp = Some(destroy_qp);
     ops.post_send = Some(post_send);
     ops.post_recv = Some(post_recv);
@@ -196,6 +199,46 @@ unsafe extern "C" fn query_qp(
     init.qp_type = q.qp_type.as_raw();
     init.port_num = 1;
     0
+}
+
+/// fill_res_qp_entry of `ib_device_ops`: the driver details of `rdma
+/// resource show qp`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with the netlink
+/// message of its entry.
+unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours and the core's message, for the call.
+        let (obj, mut msg) = unsafe {
+            (
+                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
+                EntryMsg::from_raw(msg),
+            )
+        };
+        msg.put_attrs(&obj.details().attrs())?;
+        Ok(0)
+    })
+}
+
+/// fill_res_qp_entry_raw of `ib_device_ops`: the same as one record (`-r`).
+///
+/// # Safety
+///
+/// As for [`fill_res_qp_entry`].
+unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours and the core's message, for the call.
+        let (obj, mut msg) = unsafe {
+            (
+                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
+                EntryMsg::from_raw(msg),
+            )
+        };
+        msg.put_raw(&obj.details().raw())?;
+        Ok(0)
+    })
 }
 
 /// destroy_qp of `ib_device_ops`.

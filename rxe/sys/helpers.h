@@ -76,6 +76,11 @@ void rxe_rs_bh_add(struct llist_node *node);
 void rxe_rs_bh_exit(void);
 void rxe_rs_cond_resched(void);
 unsigned long rxe_rs_jiffies(void);
+/* Driver details of a resource entry (rdma resource show -dd, -r). */
+void *rxe_rs_res_driver_start(struct sk_buff *msg);
+void rxe_rs_res_driver_end(struct sk_buff *msg, void *table);
+void rxe_rs_res_driver_cancel(struct sk_buff *msg, void *table);
+int rxe_rs_res_put_raw(struct sk_buff *msg, const void *data, u32 len);
 unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
 unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
 bool rxe_rs_timer_pending(const struct timer_list *timer);
