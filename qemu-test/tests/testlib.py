@@ -153,6 +153,19 @@ def res_int(entry, name):
     return int(v, 0) if isinstance(v, str) else int(v)
 
 
+# The kernel's names of work completion statuses (ib_wc_status_msg), by
+# the pyverbs name without IBV_WC_, as `rdma resource show` prints them.
+WC_STATUS_MSG = {
+    "LOC_LEN_ERR": "local length error", "LOC_QP_OP_ERR": "local QP operation error",
+    "LOC_PROT_ERR": "local protection error", "WR_FLUSH_ERR": "WR flushed",
+    "MW_BIND_ERR": "memory bind operation error", "BAD_RESP_ERR": "bad response error",
+    "LOC_ACCESS_ERR": "local access error", "REM_INV_REQ_ERR": "remote invalid request error",
+    "REM_ACCESS_ERR": "remote access error", "REM_OP_ERR": "remote operation error",
+    "RETRY_EXC_ERR": "transport retry counter exceeded", "RNR_RETRY_EXC_ERR": "RNR retry counter exceeded",
+    "REM_ABORT_ERR": "operation aborted", "FATAL_ERR": "fatal error", "GENERAL_ERR": "general error",
+}
+
+
 def res_raw_bytes(entry):
     """The raw record of an `rdma -j -r` entry, as bytes."""
     data = entry["data"]
