@@ -136,14 +136,21 @@ def rdma_resources():
 def rdma_res_entry(kind, key, value, raw=False):
     """The JSON entry `rdma resource show KIND` prints for this device's
     object with KEY VALUE (e.g. "qp", "lqpn", 17), with the driver details
-    (-dd), or the raw record (-r); None when it shows no such entry."""
+    (-dd) also under their bare names, or the raw record (-r); None when it
+    shows no such entry."""
     args = ["rdma", "-j", "-r" if raw else "-dd", "resource", "show", kind, "dev", DEV, key, str(value)]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0 or not out.stdout.strip():
         return None
     import json
     entries = json.loads(out.stdout)
-    return entries[0] if entries else None
+    if not entries:
+        return None
+    # The tool prints driver attributes as drv_NAME; the core's own use
+    # hyphens, so the bare names do not collide.
+    ent = entries[0]
+    ent.update({k[len("drv_"):]: v for k, v in list(ent.items()) if k.startswith("drv_")})
+    return ent
 
 
 def res_int(entry, name):
