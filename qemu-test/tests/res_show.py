@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
-"""`rdma resource show` on a QP that runs out of transport retries, on one
+"""`rdma -dd resource show` on a QP that runs out of transport retries, on one
 rs node:
 
   qemu-test/run --nodes 1 --drivers rs qemu-test/tests/res_show.py
@@ -12,7 +12,7 @@ the QP's set-up (PSNs, limits, nothing outstanding); while the message is
 retried, the outstanding WQE, an armed retransmit timer and the retries
 left; once it fails, the QP in ERR with no retry left and "transport retry
 counter exceeded" as its last error, the send CQ holding the error
-completion (`cqe_used`) until it is polled. The raw record (`-r`) carries
+completion (`cqe_used`) until it is polled. The raw record (`rdma -r`) carries
 the same PSNs. The entries are printed, as docs/observing.md shows them.
 
 Exits non-zero on any difference.
@@ -45,7 +45,7 @@ NOBODY = 0xFFFF00
 
 
 def show(what, qpn):
-    out = subprocess.run(["rdma", "resource", "show", "qp", "dev", DEV, "lqpn", str(qpn), "-dd"],
+    out = subprocess.run(["rdma", "-dd", "resource", "show", "qp", "dev", DEV, "lqpn", str(qpn)],
                          capture_output=True, text=True).stdout.strip()
     log(f"{what}:\n{out}")
 
