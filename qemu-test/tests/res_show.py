@@ -45,7 +45,7 @@ NOBODY = 0xFFFF00
 
 
 def show(what, qpn):
-    out = subprocess.run(["rdma", "-dd", "resource", "show", "qp", "dev", DEV, "lqpn", str(qpn)],
+    out = subprocess.run(["rdma", "-dd", "resource", "show", "qp", "link", f"{DEV}/1", "lqpn", str(qpn)],
                          capture_output=True, text=True).stdout.strip()
     log(f"{what}:\n{out}")
 
