@@ -18,8 +18,7 @@ mod build;
 mod sq;
 
 use build::{build, BuildError};
-use sq::slot_at;
-pub(crate) use sq::{head_wr_id, Shadow, Track};
+pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -327,9 +326,6 @@ fn run_once<'a>(
     }
 
     let off = st.sq.off;
-    let Some(slot) = slot_at(qp, off) else {
-        return (Outcome::Idle, None);
-    };
     let fresh = off >= st.sq.touched;
     if draining && fresh {
         return (Outcome::Idle, None);
@@ -337,10 +333,10 @@ fn run_once<'a>(
     // A WQE met for the first time is read from the ring; one met again
     // (the next packet, or a retry) reuses its copy while that is kept.
     let Track { cur, buf, .. } = &mut st.sq;
-    let wqe = match cur.take(qp, buf, off, slot, !fresh) {
+    let (slot, wqe) = match cur.take(qp, buf, off, !fresh) {
         Ok(w) => w,
         Err(None) => return (Outcome::Idle, None),
-        Err(Some(e)) => {
+        Err(Some((slot, e))) => {
             if let Some(sh) = st.sq.shadow(slot) {
                 *sh = Shadow::EMPTY;
                 rl::fail(&mut sh.progress, e.wc_status());
@@ -525,6 +521,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let mut held: Option<net::TxPacket<'_>> = None;
     // The step's packets reach the device together (see `net::TxBatch`).
     let mut batch = net::TxBatch::new(&qp.flow);
+    // A WQE is done without a response: the completer (the other half of
+    // this task, run after this step) is to retire it.
+    let mut retired = false;
     for _ in 0..PACKETS_PER_STEP {
         let built;
         (outcome, built) = run_once(qp, &snap, held.is_some(), draining);
@@ -543,12 +542,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
             }
         }
         match outcome {
-            Outcome::Sent { retire } => {
-                // The completer retires what is done without a response.
-                if retire {
-                    qp.kick_completer();
-                }
-            }
+            Outcome::Sent { retire } => retired |= retire,
             Outcome::Again => {}
             _ => break,
         }
@@ -561,6 +555,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         send_packet(qp, &snap, &mut batch, h);
     }
     batch.flush();
+    if retired {
+        qp.kick_completer();
+    }
     if draining && matches!(outcome, Outcome::Idle) && qp.req.lock().sq.touched == 0 {
         qp.finish_sq_drain();
     }
