@@ -131,6 +131,50 @@ pub(crate) fn alloc_packet_with<'a>(
     payload_len: usize,
     pages: Option<&mut PayloadPages>,
 ) -> Result<TxPacket<'a>> {
+    alloc_packet(dev, av, opcode, payload_len, pages, false)
+}
+
+/// Why [`alloc_packet_filled`] gave no packet.
+pub(crate) enum FillError<E> {
+    /// The packet could not be allocated (where [`alloc_packet_with`]
+    /// fails).
+    Alloc,
+    /// The fill failed with this.
+    Fill(E),
+}
+
+/// As [`alloc_packet_with`], and a linear payload is filled by `fill`
+/// instead of zeroed first: `fill` gets the `payload_len` bytes and must
+/// write every one of them when it returns `Ok` (they hold whatever the
+/// allocator left there). When it fails the packet is freed unsent. Not
+/// called when the payload went into fragments.
+pub(crate) fn alloc_packet_filled<'a, E>(
+    dev: &'a Device,
+    av: &Av,
+    opcode: Opcode,
+    payload_len: usize,
+    pages: Option<&mut PayloadPages>,
+    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), E>,
+) -> core::result::Result<TxPacket<'a>, FillError<E>> {
+    let mut tx =
+        alloc_packet(dev, av, opcode, payload_len, pages, true).map_err(|_| FillError::Alloc)?;
+    if !tx.payload_in_frags() {
+        fill(tx.payload_mut()).map_err(FillError::Fill)?;
+    }
+    Ok(tx)
+}
+
+/// [`alloc_packet_with`]; `hole`: a linear payload is left for the caller
+/// to write, not zeroed.
+#[inline]
+fn alloc_packet<'a>(
+    dev: &'a Device,
+    av: &Av,
+    opcode: Opcode,
+    payload_len: usize,
+    pages: Option<&mut PayloadPages>,
+    hole: bool,
+) -> Result<TxPacket<'a>> {
     if av.src.network_type() != av.dst.network_type() {
         return Err(EINVAL);
     }
@@ -157,8 +201,14 @@ pub(crate) fn alloc_packet_with<'a>(
         NetworkType::Ipv4 => PROTO_IPV4,
         NetworkType::Ipv6 => PROTO_IPV6,
     };
+    // A payload in fragments is not in the linear part.
+    let hole = if hole && pages.is_none() {
+        (opcode.header_len() as u32, payload_len as u32)
+    } else {
+        (0, 0)
+    };
     // Fits in u32: bounded by 64 KiB above.
-    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32, proto)?;
+    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32, proto, hole)?;
     let mut payload_frags = 0;
     if let Some(pages) = pages {
         payload_frags = pages.count();
