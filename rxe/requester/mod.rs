@@ -373,84 +373,93 @@ fn run_wqe<'a>(
         }
         st.sq.touched = off + 1;
     }
-    let Some(mut sh) = st.sq.shadow(slot).copied() else {
-        return (Outcome::Idle, None);
+    let State {
+        req,
+        comp,
+        sq,
+        odp_retry,
+        odp_give_up,
+        pages,
+    } = st;
+    // The shadow entry is worked on in place; the WQE is done with once
+    // `next` is set.
+    let (sh, sq_off) = match sq.shadow_and_off(slot) {
+        Some(s) => s,
+        None => return (Outcome::Idle, None),
     };
     if matches!(sh.progress.state, WqeState::Done | WqeState::Error) {
-        st.sq.off = off + 1;
+        *sq_off = off + 1;
         return (Outcome::Again, None);
     }
     let gates = Gates {
         prior_done: off == 0,
-        comp_psn: st.comp.psn,
+        comp_psn: comp.psn,
         inflight: qp.flow.inflight(),
     };
-    let step = rl::plan(&mut st.req, &snap.rq, &sh.info, &mut sh.progress, &gates);
-    let (outcome, tx) = match step {
+    let step = rl::plan(req, &snap.rq, &sh.info, &mut sh.progress, &gates);
+    let mut next = true;
+    let r = match step {
         // Sleep until the skbs in flight drain; look again at once if they
         // drained meanwhile.
-        Step::Wait(Wait::Skb) => (Outcome::Paused, None),
-        Step::Wait(_) => (Outcome::Idle, None),
+        Step::Wait(Wait::Skb) => {
+            next = false;
+            (Outcome::Paused, None)
+        }
+        Step::Wait(_) => {
+            next = false;
+            (Outcome::Idle, None)
+        }
         Step::Local => {
             match local_op(qp, wqe) {
                 Ok(()) => rl::finish_local(&mut sh.progress),
                 Err(status) => rl::fail(&mut sh.progress, status),
             }
-            st.sq.off = off + 1;
-            let failed = sh.progress.state == WqeState::Error;
-            (
-                if failed {
-                    Outcome::Failed
-                } else {
-                    Outcome::Sent { retire: true }
-                },
-                None,
-            )
+            if sh.progress.state == WqeState::Error {
+                (Outcome::Failed, None)
+            } else {
+                (Outcome::Sent { retire: true }, None)
+            }
         }
         // Fully sent and acknowledged already (found again by a retry):
         // move on; the completer retires it.
-        Step::Skip => {
-            st.sq.off = off + 1;
-            (Outcome::Sent { retire: true }, None)
-        }
+        Step::Skip => (Outcome::Sent { retire: true }, None),
         Step::SkipUd => {
-            rl::skip_oversized_ud(&mut st.req, &mut sh.progress);
-            st.sq.off = off + 1;
+            rl::skip_oversized_ud(req, &mut sh.progress);
             (Outcome::Sent { retire: true }, None)
         }
         Step::Fail(status) => {
             rl::fail(&mut sh.progress, status);
-            st.sq.off = off + 1;
             (Outcome::Failed, None)
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            let built = build(qp, snap, wqe, &p, done, st.odp_give_up, &mut st.pages);
+            let built = build(qp, snap, wqe, &p, done, *odp_give_up, pages);
             // The pieces the skb did not take (a failure, or a packet to
             // our own MAC address, whose payload is copied) give their
             // references back.
-            st.pages.clear();
+            pages.clear();
             match built {
                 Ok(tx) => {
-                    st.odp_retry.on_success();
-                    st.odp_give_up = false;
-                    let end = rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p);
-                    if end {
-                        st.sq.off = off + 1;
-                    }
+                    odp_retry.on_success();
+                    *odp_give_up = false;
+                    let end = rl::commit(req, &snap.rq, &mut sh.progress, &p);
+                    next = end;
                     // UC/UD messages are done once sent. An RC message is
                     // retired by the response to come, unless the ACKs
                     // already passed it (a retry resending its tail).
-                    let head = Head {
-                        info: sh.info,
-                        progress: sh.progress,
-                    };
-                    let retire =
-                        end && (qp.qp_type != qp::Type::Rc || cl::fully_acked(&st.comp, &head));
-                    let clear_held = rl::next_built(&mut st.req, holding, &p);
+                    let retire = end
+                        && (qp.qp_type != qp::Type::Rc
+                            || cl::fully_acked(
+                                comp,
+                                &Head {
+                                    info: sh.info,
+                                    progress: sh.progress,
+                                },
+                            ));
+                    let clear_held = rl::next_built(req, holding, &p);
                     let hold = rl::may_hold(qp.qp_type, &p);
                     if hold {
-                        rl::hold(&mut st.req, &p);
+                        rl::hold(req, &p);
                     }
                     let built = Built {
                         tx,
@@ -460,19 +469,21 @@ fn run_wqe<'a>(
                     (Outcome::Sent { retire }, Some(built))
                 }
                 // Nothing committed: the same packet is planned again.
-                Err(BuildError::Absent(f)) => return (Outcome::Fault(f), None),
+                Err(BuildError::Absent(f)) => {
+                    next = false;
+                    (Outcome::Fault(f), None)
+                }
                 Err(BuildError::Status(status)) => {
                     rl::fail(&mut sh.progress, status);
-                    st.sq.off = off + 1;
                     (Outcome::Failed, None)
                 }
             }
         }
     };
-    if let Some(s) = st.sq.shadow(slot) {
-        *s = sh;
+    if next {
+        *sq_off = off + 1;
     }
-    (outcome, tx)
+    r
 }
 
 /// Sends a packet the requester built (into the step's batch), and keeps

@@ -152,6 +152,16 @@ impl Track {
         self.shadow.get_mut(to_usize(slot) % n)
     }
 
+    /// The shadow entry of SQ slot `slot`, and `off` beside it.
+    pub(super) fn shadow_and_off(&mut self, slot: u32) -> Option<(&mut Shadow, &mut u32)> {
+        let n = self.shadow.len();
+        if n == 0 {
+            return None;
+        }
+        let sh = self.shadow.get_mut(to_usize(slot) % n)?;
+        Some((sh, &mut self.off))
+    }
+
     /// The consumer retired its head WQE.
     pub(crate) fn retired(&mut self) {
         self.off = self.off.saturating_sub(1);
