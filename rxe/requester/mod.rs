@@ -213,8 +213,10 @@ enum Outcome {
     /// Too many skbs in flight: sleep until they drain.
     Paused,
     /// A packet or local operation went out; `retire`: a WQE is done
-    /// without waiting for a response, for the completer to retire.
-    Sent { retire: bool },
+    /// without waiting for a response, for the completer to retire;
+    /// `last`: it finished the last WQE the SQ held when it was read (a
+    /// WQE posted since rings the doorbell, which runs the requester).
+    Sent { retire: bool, last: bool },
     /// A WQE failed: the QP goes to ERR.
     Failed,
     /// The payload met an absent ODP page: nothing was sent; fault it in
@@ -333,7 +335,7 @@ fn run_once<'a>(
     // A WQE met for the first time is read from the ring; one met again
     // (the next packet, or a retry) reuses its copy while that is kept.
     let Track { cur, buf, .. } = &mut st.sq;
-    let (slot, wqe) = match cur.take(qp, buf, off, !fresh) {
+    let (slot, wqe, more) = match cur.take(qp, buf, off, !fresh) {
         Ok(w) => w,
         Err(None) => return (Outcome::Idle, None),
         Err(Some((slot, e))) => {
@@ -346,8 +348,11 @@ fn run_once<'a>(
             return (Outcome::Failed, None);
         }
     };
-    let r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
+    let mut r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
     st.sq.cur.put(wqe);
+    if let Outcome::Sent { last, .. } = &mut r.0 {
+        *last = !more && st.sq.off > off;
+    }
     r
 }
 
@@ -417,15 +422,33 @@ fn run_wqe<'a>(
             if sh.progress.state == WqeState::Error {
                 (Outcome::Failed, None)
             } else {
-                (Outcome::Sent { retire: true }, None)
+                (
+                    Outcome::Sent {
+                        retire: true,
+                        last: false,
+                    },
+                    None,
+                )
             }
         }
         // Fully sent and acknowledged already (found again by a retry):
         // move on; the completer retires it.
-        Step::Skip => (Outcome::Sent { retire: true }, None),
+        Step::Skip => (
+            Outcome::Sent {
+                retire: true,
+                last: false,
+            },
+            None,
+        ),
         Step::SkipUd => {
             rl::skip_oversized_ud(req, &mut sh.progress);
-            (Outcome::Sent { retire: true }, None)
+            (
+                Outcome::Sent {
+                    retire: true,
+                    last: false,
+                },
+                None,
+            )
         }
         Step::Fail(status) => {
             rl::fail(&mut sh.progress, status);
@@ -466,7 +489,13 @@ fn run_wqe<'a>(
                         hold,
                         clear_held,
                     };
-                    (Outcome::Sent { retire }, Some(built))
+                    (
+                        Outcome::Sent {
+                            retire,
+                            last: false,
+                        },
+                        Some(built),
+                    )
                 }
                 // Nothing committed: the same packet is planned again.
                 Err(BuildError::Absent(f)) => {
@@ -553,7 +582,13 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
             }
         }
         match outcome {
-            Outcome::Sent { retire } => retired |= retire,
+            Outcome::Sent { retire, last } => {
+                retired |= retire;
+                // Looking again would only find the SQ as it was read.
+                if last && !draining {
+                    break;
+                }
+            }
             Outcome::Again => {}
             _ => break,
         }
@@ -583,6 +618,8 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
                 TaskProgress::More
             }
         }
+        // The doorbell of a WQE posted since runs the requester again.
+        Outcome::Sent { last: true, .. } if !draining => TaskProgress::Done,
         Outcome::Sent { .. } => TaskProgress::More,
         Outcome::Failed => {
             qp.kick_completer();

@@ -69,9 +69,10 @@ impl WqeCopy {
         })
     }
 
-    /// The parsed WQE `off` entries past the SQ consumer, with its slot:
-    /// the copy when it is of that slot and `reuse` allows, otherwise read
-    /// from the ring through `buf` and parsed.
+    /// The parsed WQE `off` entries past the SQ consumer, with its slot
+    /// and whether the SQ held more WQEs after it: the copy when it is of
+    /// that slot and `reuse` allows, otherwise read from the ring through
+    /// `buf` and parsed.
     #[inline]
     pub(super) fn take(
         &mut self,
@@ -79,10 +80,10 @@ impl WqeCopy {
         buf: &mut KVec<u8>,
         off: u32,
         reuse: bool,
-    ) -> Result<(u32, KBox<SendWqe>), TakeError> {
+    ) -> Result<(u32, KBox<SendWqe>, bool), TakeError> {
         let mut wqe = self.wqe.take().ok_or(None)?;
         match self.fill(qp, buf, off, reuse, &mut wqe) {
-            Ok(slot) => Ok((slot, wqe)),
+            Ok((slot, more)) => Ok((slot, wqe, more)),
             Err(e) => {
                 self.wqe = Some(wqe);
                 Err(e)
@@ -100,19 +101,25 @@ impl WqeCopy {
         off: u32,
         reuse: bool,
         wqe: &mut SendWqe,
-    ) -> Result<u32, TakeError> {
-        let (slot, len) = {
+    ) -> Result<(u32, bool), TakeError> {
+        let (slot, more, len) = {
             let sq = qp.sq.lock();
-            let slot = slot_of(&sq.queue, off).ok_or(None)?;
+            let q = &sq.queue;
+            let count = q.count();
+            if off >= count {
+                return Err(None);
+            }
+            let slot = q.own_index().wrapping_add(off) % (q.capacity() + 1);
+            let more = count - off > 1;
             if reuse && self.slot == Some(slot) {
-                return Ok(slot);
+                return Ok((slot, more));
             }
             self.slot = None;
-            (slot, read_wqe(&sq.queue, buf, slot).ok_or(None)?)
+            (slot, more, read_wqe(q, buf, slot).ok_or(None)?)
         };
         parse_wqe(qp, buf.get(..len).unwrap_or(&[]), wqe).map_err(|e| Some((slot, e)))?;
         self.slot = Some(slot);
-        Ok(slot)
+        Ok((slot, more))
     }
 
     /// Returns the box [`WqeCopy::take`] lent.
@@ -172,7 +179,7 @@ impl Track {
     /// The parsed head WQE, in slot `slot`; `None` if it cannot be read or
     /// is malformed. Give it back with [`Track::put_head`].
     pub(crate) fn take_head(&mut self, qp: &Shared, slot: u32) -> Option<KBox<SendWqe>> {
-        let (s, wqe) = self.head.take(qp, &mut self.buf, 0, true).ok()?;
+        let (s, wqe, _) = self.head.take(qp, &mut self.buf, 0, true).ok()?;
         if s == slot {
             return Some(wqe);
         }
