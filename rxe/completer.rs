@@ -110,17 +110,16 @@ impl Cqes {
 }
 
 /// Retires the head WQE: the consumer index moves on, its CQE (if due)
-/// goes to `cqes`. `false` when the SQ had no head to retire.
+/// goes to `cqes`. `None` when the SQ had no head to retire, else whether
+/// the SQ is empty now.
 fn retire_head(
     qp: &Shared,
     track: &mut Track,
     info: &WqeInfo,
     status: WcStatus,
     cqes: &mut Cqes,
-) -> bool {
-    let Some(wr_id) = requester::pop_head(qp) else {
-        return false;
-    };
+) -> Option<bool> {
+    let (wr_id, empty) = requester::pop_head(qp)?;
     track.retired();
     if cl::must_post(qp.sig_all, info.flags, status) {
         let c = cl::send_cqe(info, status);
@@ -130,7 +129,7 @@ fn retire_head(
         cqe.byte_len = c.byte_len;
         cqes.push(qp, cqe);
     }
-    true
+    Some(empty)
 }
 
 /// [`cl::Sq`] over the real send queue and one dequeued packet.
@@ -150,6 +149,10 @@ struct Io<'a> {
     /// The head's slot, as [`cl::Sq::head`] last found it: only a retire
     /// moves the consumer while the engines' lock is held.
     slot: Option<u32>,
+    /// A retire emptied the SQ. A WQE posted since has not been started
+    /// (the requester runs after this step), and the completer treats such
+    /// a head as no head at all: the step need not look at the ring again.
+    empty: bool,
 }
 
 impl Io<'_> {
@@ -220,6 +223,9 @@ impl cl::Sq for Io<'_> {
     }
 
     fn head(&mut self) -> Option<Head> {
+        if self.empty {
+            return None;
+        }
         self.slot = requester::head_slot(self.qp);
         let slot = self.slot?;
         if self.track.touched == 0 {
@@ -265,7 +271,7 @@ impl cl::Sq for Io<'_> {
         ) {
             counters::inc(&self.qp.dev, Counter::RdmaSends);
         }
-        let _ = retire_head(self.qp, self.track, &sh.info, status, self.cqes);
+        self.empty = retire_head(self.qp, self.track, &sh.info, status, self.cqes) == Some(true);
     }
 
     fn count(&mut self, ev: Event) {
@@ -303,7 +309,7 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
                 }
             };
             let retired = if notify {
-                retire_head(qp, &mut st.sq, &info, status, cqes)
+                retire_head(qp, &mut st.sq, &info, status, cqes).is_some()
             } else {
                 let r = requester::pop_head(qp).is_some();
                 if r {
@@ -368,6 +374,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             odp_give_up: *odp_give_up,
             moved: false,
             slot: None,
+            empty: false,
         };
         let gen = qp.status_gen();
         // `progress` is the last run's: an empty queue ends the batch with

@@ -458,37 +458,24 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     Ok(())
 }
 
-/// A packet with its headers and ICRC, for the IP layer.
-struct WirePacket<'a> {
-    dev: &'a Device,
-    skb: TxSkb,
-    /// Keeps `skb->dev` alive until the IP layer has the packet.
-    ndev: NetDevice,
-    av: Av,
-}
-
-enum Ready<'a> {
-    Wire(WirePacket<'a>),
-    /// Looped back to our receive path (or dropped on the way there).
-    Delivered,
-}
-
-/// Routes `tx` and completes it; a packet to one of our own addresses goes
-/// to our receive path at once.
-fn ready<'a, W: TxWake>(mut tx: TxPacket<'a>, flow: &TxFlow<W>) -> Result<Ready<'a>> {
+/// Routes `tx` and completes it with its UDP and IP headers and ICRC, in
+/// place; `true` when it is for one of our own addresses, to go to our
+/// receive path ([`deliver_local`]) instead of the IP layer.
+#[inline]
+fn ready<W: TxWake>(tx: &mut TxPacket<'_>, flow: &TxFlow<W>) -> Result<bool> {
     let dst = flow
         .routes
         .output(&tx.ndev, tx.av.src, tx.av.dst)
         .map_err(|_| errno::ehostunreach())?;
     let loopback = dst.is_local() || tx.av.dmac == tx.ndev.mac();
-    prepare(&mut tx, &dst)?;
-    drop(dst);
-    let TxPacket {
-        dev, skb, ndev, av, ..
-    } = tx;
-    if !loopback {
-        return Ok(Ready::Wire(WirePacket { dev, skb, ndev, av }));
-    }
+    prepare(tx, &dst)?;
+    Ok(loopback)
+}
+
+/// Hands a packet [`ready`] found to be for one of our own addresses to our
+/// receive path (or drops it on the way there).
+fn deliver_local<W: TxWake>(tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result {
+    let TxPacket { dev, skb, ndev, .. } = tx;
     let mut skb = skb;
     let bytes = skb.len();
     flow.own(&mut skb);
@@ -507,14 +494,13 @@ fn ready<'a, W: TxWake>(mut tx: TxPacket<'a>, flow: &TxFlow<W>) -> Result<Ready<
         recv::receive_loopback(dev, rx);
     }
     drop(ndev);
-    count_sent(dev, res.map(|()| Xmit::Sent), &[bytes as u32])?;
-    Ok(Ready::Delivered)
+    count_sent(dev, res.map(|()| Xmit::Sent), &[bytes as u32])
 }
 
-impl WirePacket<'_> {
-    /// Hands the packet alone to the IP layer.
+impl TxPacket<'_> {
+    /// Hands the packet, complete ([`ready`]), alone to the IP layer.
     fn out<W: TxWake>(self, flow: &TxFlow<W>) -> Result {
-        let WirePacket {
+        let TxPacket {
             dev, mut skb, ndev, ..
         } = self;
         // From the IP header on, as `sent_bytes` counts.
@@ -587,7 +573,7 @@ impl<W: TxWake> TxFlow<W> {
 pub(crate) struct TxBatch<'a, W: TxWake> {
     flow: &'a TxFlow<W>,
     /// The batch's first packet; the others follow in `rest`.
-    first: Option<WirePacket<'a>>,
+    first: Option<TxPacket<'a>>,
     rest: [Option<TxSkb>; GSO_BATCH_MAX - 1],
     /// Each packet's bytes from the IP header on, for the counters.
     lens: [u32; GSO_BATCH_MAX],
@@ -619,10 +605,10 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
     /// retrying, as after a loss on the wire. Errors: `EHOSTUNREACH`
     /// without a route, or the IP layer's errno for a packet sent alone.
     pub(crate) fn send(&mut self, tx: TxPacket<'a>) -> Result {
-        let p = match ready(tx, self.flow)? {
-            Ready::Wire(p) => p,
-            Ready::Delivered => return Ok(()),
-        };
+        let mut p = tx;
+        if ready(&mut p, self.flow)? {
+            return deliver_local(p, self.flow);
+        }
         if !p.ndev.splits_gso_batch() {
             self.flush();
             return p.out(self.flow);
@@ -672,7 +658,7 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
         if n > 1 {
             first.skb.gso_chain(&mut self.rest);
         }
-        let WirePacket {
+        let TxPacket {
             dev, mut skb, ndev, ..
         } = first;
         self.flow.own(&mut skb);

@@ -215,15 +215,16 @@ pub(crate) fn head_slot(qp: &Shared) -> Option<u32> {
 }
 
 /// Retires the head WQE from the ring: reads its wr_id and moves the
-/// consumer past it, under one hold of the SQ lock. `None` (and nothing
-/// moved) when the SQ is empty or the slot cannot be read.
-pub(crate) fn pop_head(qp: &Shared) -> Option<u64> {
+/// consumer past it, under one hold of the SQ lock; with the wr_id, whether
+/// that emptied the SQ. `None` (and nothing moved) when the SQ is empty or
+/// the slot cannot be read.
+pub(crate) fn pop_head(qp: &Shared) -> Option<(u64, bool)> {
     let mut sq = qp.sq.lock();
     let slot = slot_of(&sq.queue, 0)?;
     let mut b = [0u8; 8];
     sq.queue.read_slot(slot, &mut b).ok()?;
     sq.queue.advance();
-    Some(u64::from_ne_bytes(b))
+    Some((u64::from_ne_bytes(b), sq.queue.is_empty()))
 }
 
 /// Copies the WQE in `slot` of the SQ ring `q` into the start of `buf`;
