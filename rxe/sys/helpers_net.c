@@ -84,10 +84,13 @@ struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
 		return NULL;
 	skb_reserve(skb, headroom);
 	data = skb_put(skb, len);
-	if (hole_off > len || hole_len > len - hole_off)
-		hole_off = hole_len = 0;
-	memset(data, 0, hole_off);
-	memset(data + hole_off + hole_len, 0, len - hole_off - hole_len);
+	if (hole_len && hole_off <= len && hole_len <= len - hole_off) {
+		memset(data, 0, hole_off);
+		memset(data + hole_off + hole_len, 0,
+		       len - hole_off - hole_len);
+	} else {
+		memset(data, 0, len);
+	}
 	skb->dev = ndev;
 	skb->protocol = proto;
 	return skb;
