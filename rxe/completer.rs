@@ -317,9 +317,12 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
                 }
                 r
             };
-            // An unreadable head (never expected) ends the flush rather
-            // than spinning on it.
+            // The ring emptied meanwhile (user space rewrote its producer
+            // index), or its head is unreadable (never expected): the
+            // flush ends as on an empty ring rather than spin on it.
             if !retired {
+                st.sq.off = 0;
+                st.sq.touched = 0;
                 break false;
             }
         }
