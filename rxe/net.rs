@@ -143,11 +143,12 @@ pub(crate) enum FillError<E> {
     Fill(E),
 }
 
-/// As [`alloc_packet_with`], and a linear payload is filled by `fill`
-/// instead of zeroed first: `fill` gets the `payload_len` bytes and must
-/// write every one of them when it returns `Ok` (they hold whatever the
-/// allocator left there). When it fails the packet is freed unsent. Not
-/// called when the payload went into fragments.
+/// As [`alloc_packet_with`], and a linear payload is filled by `fill`,
+/// not zeroed first unless it is short ([`HOLE_MIN`]): `fill` gets the
+/// `payload_len` bytes and must write every one of them when it returns
+/// `Ok` (they may hold whatever the allocator left there). When it fails
+/// the packet is freed unsent. Not called when the payload went into
+/// fragments.
 pub(crate) fn alloc_packet_filled<'a, E>(
     dev: &'a Device,
     av: &Av,
@@ -163,6 +164,9 @@ pub(crate) fn alloc_packet_filled<'a, E>(
     }
     Ok(tx)
 }
+
+/// The shortest linear payload [`alloc_packet_filled`] leaves unzeroed.
+const HOLE_MIN: usize = 64;
 
 /// [`alloc_packet_with`]; `hole`: a linear payload is left for the caller
 /// to write, not zeroed.
@@ -201,8 +205,9 @@ fn alloc_packet<'a>(
         NetworkType::Ipv4 => PROTO_IPV4,
         NetworkType::Ipv6 => PROTO_IPV6,
     };
-    // A payload in fragments is not in the linear part.
-    let hole = if hole && pages.is_none() {
+    // A payload in fragments is not in the linear part; a short one is
+    // zeroed with the rest (one memset costs less than two around it).
+    let hole = if hole && pages.is_none() && payload_len >= HOLE_MIN {
         (opcode.header_len() as u32, payload_len as u32)
     } else {
         (0, 0)
