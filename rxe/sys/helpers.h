@@ -89,7 +89,8 @@ bool rxe_rs_timer_pending(const struct timer_list *timer);
 unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev);
 struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
 				    unsigned int headroom, unsigned int len,
-				    __be16 proto);
+				    __be16 proto, unsigned int hole_off,
+				    unsigned int hole_len);
 void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
 			     struct dst_entry *dst);
 void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb);
