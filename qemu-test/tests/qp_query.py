@@ -149,6 +149,8 @@ class Node:
                 self.expect.append(f"{label}: restrack {name} {got:#x}, expected {v:#x}")
         if ent.get("last_err") != "none":
             self.expect.append(f"{label}: restrack last_err {ent.get('last_err')!r}, expected 'none'")
+        if d["qp_state"] == RESET:
+            return
         raw = rdma_res_entry("qp", "lqpn", qp.qp_num, raw=True)
         data = res_raw_bytes(raw) if raw and "data" in raw else b""
         # Version 1, then the attributes in order as little-endian u32s.

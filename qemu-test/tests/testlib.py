@@ -138,9 +138,10 @@ def rdma_res_entry(kind, key, value, raw=False):
     object with KEY VALUE (e.g. "qp", "lqpn", 17), with the driver details
     (-dd) also under their bare names, or the raw record (-r); None when it
     shows no such entry."""
-    # QPs are filtered by link (all ports: a QP in RESET has none yet),
-    # the other objects by device.
-    where = ["link", DEV] if kind == "qp" else ["dev", DEV]
+    # QPs are filtered by link: all ports for the details (a QP in RESET
+    # has none yet), port 1 for the raw record (which the tool shows only
+    # for a port); the other objects by device.
+    where = ["dev", DEV] if kind != "qp" else ["link", f"{DEV}/1" if raw else DEV]
     args = ["rdma", "-j", "-r" if raw else "-dd", "resource", "show", kind, *where, key, str(value)]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0 or not out.stdout.strip():
