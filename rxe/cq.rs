@@ -20,12 +20,18 @@
 //! the C driver, which runs handlers under its CQ lock). Producers hold QP
 //! locks and take only `inner`: a handler under `link` may take QP locks
 //! (post, modify), so `link` is never taken under one.
+//!
+//! `inner` masks interrupts, not just softirqs: kernel consumers poll and
+//! arm from any context, ib_srp's IB_POLL_DIRECT send CQ under its own
+//! `spin_lock_irqsave`. Releasing a `_bh` lock there would turn softirqs
+//! back on with interrupts off and run pending ones (its receive CQ's
+//! irq_poll among them, which takes the lock ib_srp holds) on that stack.
 
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kernel::cq_srq::{self, CqLink};
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
 use crate::rxe::proto::res_details::CqDetails;
@@ -76,7 +82,7 @@ pub(crate) struct Shared {
     #[pin]
     link: CqLink,
     #[pin]
-    inner: SpinLockBh<Inner>,
+    inner: SpinLockIrq<Inner>,
     /// User space polls the ring (it holds `ib_uverbs_wc`s); else a kernel
     /// consumer polls through `poll_cq` (the ring holds `ib_wc`s).
     is_user: bool,
@@ -169,7 +175,7 @@ impl Cq {
         let shared = Arc::pin_init(
             pin_init!(Shared {
                 link <- CqLink::new(),
-                inner <- new_spinlock_bh!(
+                inner <- new_spinlock_irq!(
                     Inner {
                         queue,
                         notify: Notify::default(),
