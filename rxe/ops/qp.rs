@@ -3,7 +3,11 @@
 //! Entry points for the QP verbs: create, modify, query, destroy, post and
 //! multicast attach/detach.
 
-use kernel::{error::from_result, ffi::c_int, sync::Arc};
+use kernel::{
+    error::{from_result, Result},
+    ffi::c_int,
+    sync::Arc,
+};
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
@@ -201,6 +205,29 @@ unsafe extern "C" fn query_qp(
     0
 }
 
+/// Runs `put` with the QP `ibqp` and the message of its resource entry.
+///
+/// # Safety
+///
+/// As for [`fill_res_qp_entry`].
+unsafe fn fill_qp_entry(
+    msg: *mut b::sk_buff,
+    ibqp: *mut b::ib_qp,
+    put: impl FnOnce(&mut EntryMsg, &Qp) -> Result,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours and the core's message, for the call.
+        let (obj, mut msg) = unsafe {
+            (
+                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
+                EntryMsg::from_raw(msg),
+            )
+        };
+        put(&mut msg, obj)?;
+        Ok(0)
+    })
+}
+
 /// fill_res_qp_entry of `ib_device_ops`: the driver details of `rdma
 /// resource show qp`.
 ///
@@ -209,17 +236,8 @@ unsafe extern "C" fn query_qp(
 /// Called by the RDMA core on a live QP of this driver with the netlink
 /// message of its entry.
 unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
-    from_result(|| {
-        // SAFETY: A live QP of ours and the core's message, for the call.
-        let (obj, mut msg) = unsafe {
-            (
-                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
-                EntryMsg::from_raw(msg),
-            )
-        };
-        msg.put_attrs(&obj.details().attrs())?;
-        Ok(0)
-    })
+    // SAFETY: The core's contract is the helper's.
+    unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_attrs(&qp.details().attrs())) }
 }
 
 /// fill_res_qp_entry_raw of `ib_device_ops`: the same as one record (`-r`).
@@ -228,17 +246,8 @@ unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp
 ///
 /// As for [`fill_res_qp_entry`].
 unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
-    from_result(|| {
-        // SAFETY: A live QP of ours and the core's message, for the call.
-        let (obj, mut msg) = unsafe {
-            (
-                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
-                EntryMsg::from_raw(msg),
-            )
-        };
-        msg.put_raw(&obj.details().raw())?;
-        Ok(0)
-    })
+    // SAFETY: The core's contract is the helper's.
+    unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_raw(&qp.details().raw())) }
 }
 
 /// destroy_qp of `ib_device_ops`.

@@ -48,6 +48,25 @@ pub(crate) mod wait {
     pub(crate) const RETRY: u32 = 1 << 4;
 }
 
+/// The raw record of `attrs`: [`RAW_VERSION`], then each value as a
+/// little-endian `u32` (a status as its `ib_wc_status` value, `u32::MAX`
+/// for none). `N` is one byte more than four per attribute.
+fn raw_record<const N: usize>(attrs: &[Attr]) -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Some(v) = out.first_mut() {
+        *v = RAW_VERSION;
+    }
+    let words = out.get_mut(1..).unwrap_or(&mut []).chunks_exact_mut(4);
+    for (a, chunk) in attrs.iter().zip(words) {
+        let v = match a.value {
+            Value::U32(v) | Value::Hex32(v) => v,
+            Value::Status(s) => s.map_or(u32::MAX, WcStatus::as_raw),
+        };
+        chunk.copy_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
 /// A QP's transport state. Each engine's part is read under that engine's
 /// lock, one lock at a time: the parts are each consistent, not
 /// necessarily with one another.
@@ -127,22 +146,7 @@ impl QpDetails {
     /// [`QpDetails::attrs`] in order as a little-endian `u32` (a status as
     /// its `ib_wc_status` value, `u32::MAX` for none).
     pub(crate) fn raw(&self) -> [u8; QP_RAW_LEN] {
-        let mut out = [0u8; QP_RAW_LEN];
-        if let Some(v) = out.first_mut() {
-            *v = RAW_VERSION;
-        }
-        for (a, chunk) in self
-            .attrs()
-            .iter()
-            .zip(out.get_mut(1..).unwrap_or(&mut []).chunks_exact_mut(4))
-        {
-            let v = match a.value {
-                Value::U32(v) | Value::Hex32(v) => v,
-                Value::Status(s) => s.map_or(u32::MAX, WcStatus::as_raw),
-            };
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
-        out
+        raw_record(&self.attrs())
     }
 }
 
@@ -174,20 +178,7 @@ impl CqDetails {
 
     /// As [`QpDetails::raw`].
     pub(crate) fn raw(&self) -> [u8; CQ_RAW_LEN] {
-        let mut out = [0u8; CQ_RAW_LEN];
-        if let Some(v) = out.first_mut() {
-            *v = RAW_VERSION;
-        }
-        for (a, chunk) in self
-            .attrs()
-            .iter()
-            .zip(out.get_mut(1..).unwrap_or(&mut []).chunks_exact_mut(4))
-        {
-            if let Value::U32(v) = a.value {
-                chunk.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        out
+        raw_record(&self.attrs())
     }
 }
 
