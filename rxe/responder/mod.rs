@@ -114,7 +114,6 @@ fn resp_state_init() -> impl Init<resp_rules::State, Error> {
     use resp_rules::State as Rules;
     kernel::try_init!(Rules {
         psn: 0,
-        ack_psn: 0,
         msn: 0,
         opcode: None,
         drop_msg: false,
