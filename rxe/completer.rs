@@ -109,12 +109,19 @@ impl Cqes {
     }
 }
 
-/// Retires the head WQE: its CQE (if due) goes to `cqes`, the consumer
-/// index moves on.
-fn retire_head(qp: &Shared, track: &mut Track, info: &WqeInfo, status: WcStatus, cqes: &mut Cqes) {
-    let Some(wr_id) = requester::head_wr_id(qp) else {
-        return;
-    };
+/// Retires the head WQE: the consumer index moves on, its CQE (if due)
+/// goes to `cqes`. `None` when the SQ had no head to retire, else whether
+/// the SQ is empty now.
+fn retire_head(
+    qp: &Shared,
+    track: &mut Track,
+    info: &WqeInfo,
+    status: WcStatus,
+    cqes: &mut Cqes,
+) -> Option<bool> {
+    let (wr_id, empty) = requester::pop_head(qp)?;
+    track.retired();
+    qp.note_completion(status);
     if cl::must_post(qp.sig_all, info.flags, status) {
         let c = cl::send_cqe(info, status);
         let mut cqe = Cqe::new(wr_id, status, qp.qpn);
@@ -123,8 +130,7 @@ fn retire_head(qp: &Shared, track: &mut Track, info: &WqeInfo, status: WcStatus,
         cqe.byte_len = c.byte_len;
         cqes.push(qp, cqe);
     }
-    qp.sq.lock().queue.advance();
-    track.retired();
+    Some(empty)
 }
 
 /// [`cl::Sq`] over the real send queue and one dequeued packet.
@@ -141,10 +147,20 @@ struct Io<'a> {
     /// dropped as stale (the rest of a read response that met an absent
     /// page) does not.
     moved: bool,
+    /// The head's slot, as [`cl::Sq::head`] last found it: only a retire
+    /// moves the consumer while the engines' lock is held.
+    slot: Option<u32>,
+    /// A retire emptied the SQ. A WQE posted since has not been started
+    /// (the requester runs after this step), and the completer treats such
+    /// a head as no head at all: the step need not look at the ring again.
+    empty: bool,
 }
 
 impl Io<'_> {
-    fn head_slot(&self) -> u32 {
+    fn head_slot(&mut self) -> u32 {
+        if let Some(s) = self.slot {
+            return s;
+        }
         self.qp.sq.lock().queue.own_index()
     }
 
@@ -208,9 +224,11 @@ impl cl::Sq for Io<'_> {
     }
 
     fn head(&mut self) -> Option<Head> {
-        if self.qp.sq.lock().queue.count() == 0 {
+        if self.empty {
             return None;
         }
+        self.slot = requester::head_slot(self.qp);
+        let slot = self.slot?;
         if self.track.touched == 0 {
             // Not started: only its being posted matters.
             let info = WqeInfo::new(WrOpcode::Send, self.qp.qp_type, SendFlags(0), 0, 0);
@@ -219,7 +237,6 @@ impl cl::Sq for Io<'_> {
                 progress: rl::Progress::posted(0, 0),
             });
         }
-        let slot = self.head_slot();
         self.track.shadow(slot).map(|s| Head {
             info: s.info,
             progress: s.progress,
@@ -248,13 +265,14 @@ impl cl::Sq for Io<'_> {
         let Some(sh) = self.track.shadow(slot).copied() else {
             return;
         };
+        self.slot = None;
         if matches!(
             sh.info.opcode,
             WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv
         ) {
             counters::inc(&self.qp.dev, Counter::RdmaSends);
         }
-        retire_head(self.qp, self.track, &sh.info, status, self.cqes);
+        self.empty = retire_head(self.qp, self.track, &sh.info, status, self.cqes) == Some(true);
     }
 
     fn count(&mut self, ev: Event) {
@@ -276,12 +294,11 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
             if cqes.is_full() {
                 break true;
             }
-            if qp.sq.lock().queue.count() == 0 {
+            let Some(slot) = requester::head_slot(qp) else {
                 st.sq.off = 0;
                 st.sq.touched = 0;
                 break false;
-            }
-            let slot = qp.sq.lock().queue.own_index();
+            };
             let (info, status) = match (st.sq.touched > 0, st.sq.shadow(slot).copied()) {
                 (true, Some(sh)) if sh.progress.state == WqeState::Error => {
                     (sh.info, sh.progress.status)
@@ -292,11 +309,22 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
                     (info, cl::FLUSH_STATUS)
                 }
             };
-            if notify {
-                retire_head(qp, &mut st.sq, &info, status, cqes);
+            let retired = if notify {
+                retire_head(qp, &mut st.sq, &info, status, cqes).is_some()
             } else {
-                qp.sq.lock().queue.advance();
-                st.sq.retired();
+                let r = requester::pop_head(qp).is_some();
+                if r {
+                    st.sq.retired();
+                }
+                r
+            };
+            // The ring emptied meanwhile (user space rewrote its producer
+            // index), or its head is unreadable (never expected): the
+            // flush ends as on an empty ring rather than spin on it.
+            if !retired {
+                st.sq.off = 0;
+                st.sq.touched = 0;
+                break false;
             }
         }
     };
@@ -349,6 +377,8 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
             fault: None,
             odp_give_up: *odp_give_up,
             moved: false,
+            slot: None,
+            empty: false,
         };
         let gen = qp.status_gen();
         // `progress` is the last run's: an empty queue ends the batch with

@@ -34,6 +34,7 @@ use crate::rxe::kernel::cq_srq::{self, CqLink};
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
+use crate::rxe::proto::res_details::CqDetails;
 use crate::rxe::proto::uapi::{
     cq_geometry, create_cq_resp, resp, Cqe, MmInfo, SizeError, CQE_LEN, DEFAULT_CACHE_LINE,
 };
@@ -197,6 +198,16 @@ impl Cq {
     /// Entries the CQ holds: what the core reports as `cqe`.
     pub(crate) fn capacity(&self) -> u32 {
         self.shared.inner.lock().queue.capacity()
+    }
+
+    /// The fill state `rdma resource show cq -dd` prints.
+    pub(crate) fn details(&self) -> CqDetails {
+        let inner = self.shared.inner.lock();
+        CqDetails {
+            cqe_used: inner.queue.count(),
+            cqe_max: inner.queue.capacity(),
+            armed: inner.notify.armed(),
+        }
     }
 
     /// `resize_cq`: a new ring of at least `cqe` entries that takes over the

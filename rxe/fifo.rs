@@ -89,7 +89,6 @@ impl<T> Fifo<T> {
     }
 
     /// Items queued.
-    #[cfg(rxe_rs_selftest)]
     pub(crate) fn len(&self) -> usize {
         self.ring.len()
     }

@@ -131,6 +131,54 @@ pub(crate) fn alloc_packet_with<'a>(
     payload_len: usize,
     pages: Option<&mut PayloadPages>,
 ) -> Result<TxPacket<'a>> {
+    alloc_packet(dev, av, opcode, payload_len, pages, false)
+}
+
+/// Why [`alloc_packet_filled`] gave no packet.
+pub(crate) enum FillError<E> {
+    /// The packet could not be allocated (where [`alloc_packet_with`]
+    /// fails).
+    Alloc,
+    /// The fill failed with this.
+    Fill(E),
+}
+
+/// As [`alloc_packet_with`], and a linear payload is filled by `fill`,
+/// not zeroed first unless it is short ([`HOLE_MIN`]): `fill` gets the
+/// `payload_len` bytes and must write every one of them when it returns
+/// `Ok` (they may hold whatever the allocator left there). When it fails
+/// the packet is freed unsent. Not called when the payload went into
+/// fragments.
+pub(crate) fn alloc_packet_filled<'a, E>(
+    dev: &'a Device,
+    av: &Av,
+    opcode: Opcode,
+    payload_len: usize,
+    pages: Option<&mut PayloadPages>,
+    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), E>,
+) -> core::result::Result<TxPacket<'a>, FillError<E>> {
+    let mut tx =
+        alloc_packet(dev, av, opcode, payload_len, pages, true).map_err(|_| FillError::Alloc)?;
+    if !tx.payload_in_frags() {
+        fill(tx.payload_mut()).map_err(FillError::Fill)?;
+    }
+    Ok(tx)
+}
+
+/// The shortest linear payload [`alloc_packet_filled`] leaves unzeroed.
+const HOLE_MIN: usize = 64;
+
+/// [`alloc_packet_with`]; `hole`: a linear payload is left for the caller
+/// to write, not zeroed.
+#[inline]
+fn alloc_packet<'a>(
+    dev: &'a Device,
+    av: &Av,
+    opcode: Opcode,
+    payload_len: usize,
+    pages: Option<&mut PayloadPages>,
+    hole: bool,
+) -> Result<TxPacket<'a>> {
     if av.src.network_type() != av.dst.network_type() {
         return Err(EINVAL);
     }
@@ -157,8 +205,15 @@ pub(crate) fn alloc_packet_with<'a>(
         NetworkType::Ipv4 => PROTO_IPV4,
         NetworkType::Ipv6 => PROTO_IPV6,
     };
+    // A payload in fragments is not in the linear part; a short one is
+    // zeroed with the rest (one memset costs less than two around it).
+    let hole = if hole && pages.is_none() && payload_len >= HOLE_MIN {
+        (opcode.header_len() as u32, payload_len as u32)
+    } else {
+        (0, 0)
+    };
     // Fits in u32: bounded by 64 KiB above.
-    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32, proto)?;
+    let mut skb = TxSkb::alloc(&ndev, headroom, linear as u32, proto, hole)?;
     let mut payload_frags = 0;
     if let Some(pages) = pages {
         payload_frags = pages.count();
@@ -408,37 +463,24 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     Ok(())
 }
 
-/// A packet with its headers and ICRC, for the IP layer.
-struct WirePacket<'a> {
-    dev: &'a Device,
-    skb: TxSkb,
-    /// Keeps `skb->dev` alive until the IP layer has the packet.
-    ndev: NetDevice,
-    av: Av,
-}
-
-enum Ready<'a> {
-    Wire(WirePacket<'a>),
-    /// Looped back to our receive path (or dropped on the way there).
-    Delivered,
-}
-
-/// Routes `tx` and completes it; a packet to one of our own addresses goes
-/// to our receive path at once.
-fn ready<'a, W: TxWake>(mut tx: TxPacket<'a>, flow: &TxFlow<W>) -> Result<Ready<'a>> {
+/// Routes `tx` and completes it with its UDP and IP headers and ICRC, in
+/// place; `true` when it is for one of our own addresses, to go to our
+/// receive path ([`deliver_local`]) instead of the IP layer.
+#[inline]
+fn ready<W: TxWake>(tx: &mut TxPacket<'_>, flow: &TxFlow<W>) -> Result<bool> {
     let dst = flow
         .routes
         .output(&tx.ndev, tx.av.src, tx.av.dst)
         .map_err(|_| errno::ehostunreach())?;
     let loopback = dst.is_local() || tx.av.dmac == tx.ndev.mac();
-    prepare(&mut tx, &dst)?;
-    drop(dst);
-    let TxPacket {
-        dev, skb, ndev, av, ..
-    } = tx;
-    if !loopback {
-        return Ok(Ready::Wire(WirePacket { dev, skb, ndev, av }));
-    }
+    prepare(tx, &dst)?;
+    Ok(loopback)
+}
+
+/// Hands a packet [`ready`] found to be for one of our own addresses to our
+/// receive path (or drops it on the way there).
+fn deliver_local<W: TxWake>(tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result {
+    let TxPacket { dev, skb, ndev, .. } = tx;
     let mut skb = skb;
     let bytes = skb.len();
     flow.own(&mut skb);
@@ -457,14 +499,13 @@ fn ready<'a, W: TxWake>(mut tx: TxPacket<'a>, flow: &TxFlow<W>) -> Result<Ready<
         recv::receive_loopback(dev, rx);
     }
     drop(ndev);
-    count_sent(dev, res.map(|()| Xmit::Sent), &[bytes as u32])?;
-    Ok(Ready::Delivered)
+    count_sent(dev, res.map(|()| Xmit::Sent), &[bytes as u32])
 }
 
-impl WirePacket<'_> {
-    /// Hands the packet alone to the IP layer.
+impl TxPacket<'_> {
+    /// Hands the packet, complete ([`ready`]), alone to the IP layer.
     fn out<W: TxWake>(self, flow: &TxFlow<W>) -> Result {
-        let WirePacket {
+        let TxPacket {
             dev, mut skb, ndev, ..
         } = self;
         // From the IP header on, as `sent_bytes` counts.
@@ -537,7 +578,7 @@ impl<W: TxWake> TxFlow<W> {
 pub(crate) struct TxBatch<'a, W: TxWake> {
     flow: &'a TxFlow<W>,
     /// The batch's first packet; the others follow in `rest`.
-    first: Option<WirePacket<'a>>,
+    first: Option<TxPacket<'a>>,
     rest: [Option<TxSkb>; GSO_BATCH_MAX - 1],
     /// Each packet's bytes from the IP header on, for the counters.
     lens: [u32; GSO_BATCH_MAX],
@@ -569,10 +610,10 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
     /// retrying, as after a loss on the wire. Errors: `EHOSTUNREACH`
     /// without a route, or the IP layer's errno for a packet sent alone.
     pub(crate) fn send(&mut self, tx: TxPacket<'a>) -> Result {
-        let p = match ready(tx, self.flow)? {
-            Ready::Wire(p) => p,
-            Ready::Delivered => return Ok(()),
-        };
+        let mut p = tx;
+        if ready(&mut p, self.flow)? {
+            return deliver_local(p, self.flow);
+        }
         if !p.ndev.splits_gso_batch() {
             self.flush();
             return p.out(self.flow);
@@ -622,7 +663,7 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
         if n > 1 {
             first.skb.gso_chain(&mut self.rest);
         }
-        let WirePacket {
+        let TxPacket {
             dev, mut skb, ndev, ..
         } = first;
         self.flow.own(&mut skb);

@@ -16,10 +16,21 @@ driver. The nodes then swap their query results: with the peer's QPN and
 GID written as "peer", every field must be the same on both (with --drivers
 rs,c: rxe_rs reports what rdma_rxe reports).
 
+On an rs node each query is also compared with what `rdma resource show qp
+-dd` prints of the QP's transport state (the driver details: next and
+unacknowledged send PSN, expected receive PSN, outstanding WQEs and reads,
+the retry limits) and with the raw record of `-r`; and the CQ's entry with
+its fill level while completions wait.
+
 Exits non-zero on any difference; prints "qp_query: N queries equal".
 """
 
+import json
+import os
+import struct
+import subprocess
 import sys
+import time
 
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
@@ -32,7 +43,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
-from testlib import DEV, DRIVER, NODE_IP
+from testlib import DEV, DRIVER, NODE_IP, rdma_res_entry, res_int, res_raw_bytes
 
 ALL_QUERY = (1 << 21) - 1
 PSN_MASK = (1 << 24) - 1
@@ -105,6 +116,8 @@ class Node:
                                          sq_sig_all=1))
         self.snaps = []
         self.expect = []
+        self.res_checks = 0
+        self._cqn = self.cqn() if DRIVER == "rs" else -1
 
     def snap(self, label, qp, peer_qpn, sq_psn=None, rq_psn=None):
         d = query(qp, peer_qpn, self.peer_gid)
@@ -112,6 +125,71 @@ class Node:
         for name, want in (("sq_psn", sq_psn), ("rq_psn", rq_psn)):
             if want is not None and d[name] != want & PSN_MASK:
                 self.expect.append(f"{label}: {name} {d[name]:#x}, expected {want & PSN_MASK:#x}")
+        if DRIVER == "rs":
+            self.check_res(label, qp, d)
+
+    def check_res(self, label, qp, d):
+        """The driver details `rdma resource show qp` prints agree with the
+        query and with a QP whose every WQE has completed."""
+        self.res_checks += 1
+        ent = rdma_res_entry("qp", "lqpn", qp.qp_num)
+        if ent is None or "sq_psn" not in ent:
+            self.expect.append(f"{label}: rdma resource show qp lqpn {qp.qp_num} -dd: no driver details ({ent})")
+            return
+        want = {"sq_psn": d["sq_psn"], "rq_psn": d["rq_psn"], "sq_wqes": 0, "rq_wqes": 0,
+                "rd_atomic_out": 0, "resp_queue": 0, "comp_queue": 0}
+        if d["qp_state"] in (RTS, SQD) and qp.qp_type == rl.RC:
+            # Every WQE completed: all was acknowledged, no read is out.
+            want.update(unacked_psn=d["sq_psn"], retry_cnt=d["retry_cnt"], rnr_retry=d["rnr_retry"],
+                        max_rd_atomic=d["max_rd_atomic"], max_dest_rd_atomic=d["max_dest_rd_atomic"],
+                        retrans_timer=0, rnr_timer=0)
+        for name, v in want.items():
+            got = res_int(ent, name)
+            if got != v:
+                self.expect.append(f"{label}: restrack {name} {got:#x}, expected {v:#x}")
+        if ent.get("last_err") != "none":
+            self.expect.append(f"{label}: restrack last_err {ent.get('last_err')!r}, expected 'none'")
+        if d["qp_state"] == RESET:
+            return
+        raw = rdma_res_entry("qp", "lqpn", qp.qp_num, raw=True)
+        data = res_raw_bytes(raw) if raw and "data" in raw else b""
+        # Version 1, then the attributes in order as little-endian u32s.
+        if len(data) != 1 + 4 * 19 or data[0] != 1:
+            self.expect.append(f"{label}: raw record of {len(data)} bytes, version {data[:1].hex()}")
+        else:
+            sq, unacked, rq = struct.unpack_from("<3I", data, 1)
+            if (sq, rq) != (d["sq_psn"], d["rq_psn"]):
+                self.expect.append(f"{label}: raw sq/rq psn {sq:#x}/{rq:#x}, "
+                                   f"expected {d['sq_psn']:#x}/{d['rq_psn']:#x}")
+
+    def check_cq(self, label, waiting):
+        """The CQ's driver details count the completions not yet polled."""
+        if DRIVER != "rs":
+            return
+        ent = rdma_res_entry("cq", "cqn", self._cqn)
+        if ent is None or "cqe_used" not in ent:
+            self.expect.append(f"{label}: rdma resource show cq -dd: no driver details ({ent})")
+            return
+        self.res_checks += 1
+        if res_int(ent, "cqe_used") != waiting or res_int(ent, "cqe_max") < 256:
+            self.expect.append(f"{label}: restrack cq cqe_used {ent['cqe_used']} cqe_max {ent['cqe_max']}, "
+                               f"expected {waiting} and at least 256")
+
+    def cqn(self):
+        """The CQ's restrack id: this process's one CQ on the device."""
+        out = subprocess.run(["rdma", "-j", "resource", "show", "cq", "dev", DEV], capture_output=True,
+                             text=True).stdout
+        mine = [c for c in json.loads(out or "[]") if c.get("pid") == os.getpid()]
+        return mine[0]["cqn"] if len(mine) == 1 else -1
+
+    def cq_waiting(self, n):
+        """Whether n completions wait, without polling them (a short sleep
+        otherwise)."""
+        ent = rdma_res_entry("cq", "cqn", self._cqn) if self._cqn >= 0 else None
+        if ent and res_int(ent, "cqe_used") >= n:
+            return True
+        time.sleep(0.01)
+        return False
 
     def wait(self, n, what):
         for wc in rl.poll(self.cq, n, what=what):
@@ -138,7 +216,16 @@ def rc_round(node, ctl, ops, raddr, rkey):
         elif op in (FADD, CAS):
             wr.set_wr_atomic(rkey, raddr + 8 * i, 1, 0)
         node.rc.post_send(wr)
-    node.wait(len(ops) + sends, "rc round")
+    # Every send is signalled: once the peer's requests are done, all of
+    # this side's completions wait in the CQ together.
+    want = len(ops) + sends
+    if DRIVER == "rs":
+        for _ in range(500):
+            if node.cq_waiting(want):
+                break
+        node.check_cq("cq before polling", want)
+    node.wait(want, "rc round")
+    node.check_cq("cq after polling", 0)
     ctl.send({"done": True})
     ctl.recv()
 
@@ -226,7 +313,8 @@ def body(ctl):
         obj.close()
     if diffs or peer_diffs:
         raise TestFailure(f"{len(diffs)} differences here, {peer_diffs} on the peer")
-    log(f"qp_query: {len(node.snaps)} queries equal ({DRIVER} and {theirs['driver']})")
+    log(f"qp_query: {len(node.snaps)} queries equal ({DRIVER} and {theirs['driver']}); "
+        f"{node.res_checks} resource entries checked")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ Each case's QPs are made together with a second pair on the same
 devices, which must move data correctly (write, read back, send) after
 the error; a last pair made after all cases must too.
 
+On an rs client, `rdma resource show qp -dd` names the error completion
+as the QP's last error.
+
 Exits non-zero on any failure; prints "remote_errors: N cases ok".
 """
 
@@ -47,7 +50,7 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
-from testlib import DEV, DRIVER, NODE_IP
+from testlib import DEV, DRIVER, NODE_IP, WC_STATUS_MSG, rdma_res_entry
 
 PAGE = 4096
 MR_SIZE = 4 * PAGE
@@ -449,6 +452,12 @@ def client_case(env, ctl, name):
     if st != want_state:
         probs.append(f"requester QP in {rl.QP_STATE.get(st, st)}, want {rl.QP_STATE[want_state]}")
     first = next((st for wr_id, st in got if wr_id == 1), "none")
+    if DRIVER == "rs" and first in WC_STATUS_MSG:
+        # The error is what `rdma resource show qp` gives as the last one.
+        ent = rdma_res_entry("qp", "lqpn", qp.qp_num)
+        if ent is None or ent.get("last_err") != WC_STATUS_MSG[first]:
+            probs.append(f"rdma resource show qp: last_err {ent and ent.get('last_err')!r}, "
+                         f"want {WC_STATUS_MSG[first]!r}")
     return client_finish(env, ctl, name, pairs, first, probs)
 
 

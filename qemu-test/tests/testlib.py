@@ -133,6 +133,58 @@ def rdma_resources():
     return {}
 
 
+def rdma_res_entry(kind, key, value, raw=False):
+    """The JSON entry `rdma resource show KIND` prints for this device's
+    object with KEY VALUE (e.g. "qp", "lqpn", 17), with the driver details
+    (-dd) also under their bare names, or the raw record (-r); None when it
+    shows no such entry."""
+    # QPs are filtered by link: all ports for the details (a QP in RESET
+    # has none yet), port 1 for the raw record (which the tool shows only
+    # for a port); the other objects by device.
+    where = ["dev", DEV] if kind != "qp" else ["link", f"{DEV}/1" if raw else DEV]
+    args = ["rdma", "-j", "-r" if raw else "-dd", "resource", "show", kind, *where, key, str(value)]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    import json
+    entries = json.loads(out.stdout)
+    if not entries:
+        return None
+    # The tool prints driver attributes as drv_NAME; the core's own use
+    # hyphens, so the bare names do not collide.
+    ent = entries[0]
+    ent.update({k[len("drv_"):]: v for k, v in list(ent.items()) if k.startswith("drv_")})
+    return ent
+
+
+def res_int(entry, name):
+    """An integer attribute of an `rdma -j` entry, printed as a number or as
+    a hex string."""
+    v = entry[name]
+    return int(v, 0) if isinstance(v, str) else int(v)
+
+
+# The kernel's names of work completion statuses (ib_wc_status_msg), by
+# the pyverbs name without IBV_WC_, as `rdma resource show` prints them.
+WC_STATUS_MSG = {
+    "LOC_LEN_ERR": "local length error", "LOC_QP_OP_ERR": "local QP operation error",
+    "LOC_PROT_ERR": "local protection error", "WR_FLUSH_ERR": "WR flushed",
+    "MW_BIND_ERR": "memory bind operation error", "BAD_RESP_ERR": "bad response error",
+    "LOC_ACCESS_ERR": "local access error", "REM_INV_REQ_ERR": "remote invalid request error",
+    "REM_ACCESS_ERR": "remote access error", "REM_OP_ERR": "remote operation error",
+    "RETRY_EXC_ERR": "transport retry counter exceeded", "RNR_RETRY_EXC_ERR": "RNR retry counter exceeded",
+    "REM_ABORT_ERR": "operation aborted", "FATAL_ERR": "fatal error", "GENERAL_ERR": "general error",
+}
+
+
+def res_raw_bytes(entry):
+    """The raw record of an `rdma -j -r` entry, as bytes."""
+    data = entry["data"]
+    if isinstance(data, str):
+        return bytes.fromhex(data.replace(" ", "").replace(":", ""))
+    return bytes(int(b, 0) if isinstance(b, str) else b for b in data)
+
+
 def first_gids(ctx, prefixes, port=1, count=16):
     """{prefix: (index, GID)}: for each prefix, the first of the port's
     first count GIDs whose text starts with it (absent when none does)."""

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! Safe wrappers over the kernel objects the 6.12 kernel crate lacks, and
-//! the one place where the differences between the kernels rxe_rs builds
-//! for (6.12 and 7.x, `cfg(rxe_kernel_7)`) are dealt with.
+//! where the differences between the kernels rxe_rs builds for (6.12 and
+//! 7.x, `cfg(rxe_kernel_7)`) are dealt with. The exceptions sit in
+//! `rxe/ops`, where the C ABI itself differs: the entry points whose
+//! `ib_device_ops` signature changed (`resize_cq` against 7.x's
+//! `resize_user_cq`, `reg_user_mr` with 7.x's DMA handle argument) and the
+//! module's own `struct module` are compiled per kernel there.
 //!
 //! The driver's `unsafe` code lives in this layer, in the C entry points
 //! (`rxe/ops`) and in the crate root; the driver logic above it is written
@@ -31,6 +35,7 @@ pub(crate) mod object;
 pub(crate) mod odp;
 pub(crate) mod page;
 pub(crate) mod random;
+pub(crate) mod restrack;
 pub(crate) mod route;
 pub(crate) mod skb;
 pub(crate) mod task;

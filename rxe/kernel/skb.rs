@@ -212,15 +212,27 @@ pub(crate) enum Xmit {
 }
 
 impl TxSkb {
-    /// Allocates an skb with `headroom` bytes in front and `len` zeroed bytes
-    /// of data, for `ndev`, carrying `proto` (an ethertype, host order).
-    /// Atomic: callers may hold spinlocks.
-    pub(crate) fn alloc(ndev: &NetDevice, headroom: u32, len: u32, proto: u16) -> Result<TxSkb> {
+    /// Allocates an skb with `headroom` bytes in front and `len` bytes of
+    /// data, for `ndev`, carrying `proto` (an ethertype, host order). The
+    /// data is zeroed but for the `hole.1` bytes from `hole.0` on (none
+    /// when `hole.1` is 0), which the caller must write before the skb is
+    /// sent: they hold what the allocator left there. Atomic: callers may
+    /// hold spinlocks.
+    pub(crate) fn alloc(
+        ndev: &NetDevice,
+        headroom: u32,
+        len: u32,
+        proto: u16,
+        hole: (u32, u32),
+    ) -> Result<TxSkb> {
         headroom.checked_add(len).ok_or(EINVAL)?;
         // SAFETY: FFI; returns a fresh skb we own (one reference), or null.
         // `skb->dev` stays valid while the caller's `ndev` reference lives,
-        // which outlasts the skb's time in our hands (see `TxPacket`).
-        let raw = unsafe { b::rxe_rs_alloc_tx_skb(ndev.as_ptr(), headroom, len, proto.to_be()) };
+        // which outlasts the skb's time in our hands (see `TxPacket`). The
+        // helper zeroes all of the data when the hole does not fit in it.
+        let raw = unsafe {
+            b::rxe_rs_alloc_tx_skb(ndev.as_ptr(), headroom, len, proto.to_be(), hole.0, hole.1)
+        };
         // SAFETY: A fresh skb with one reference, or null.
         let skb = unsafe { Skb::from_raw(raw) }.ok_or(ENOMEM)?;
         Ok(TxSkb {

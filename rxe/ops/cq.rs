@@ -9,6 +9,7 @@ use crate::rxe::cq::Cq;
 use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::cq_srq::{ucontext, write_wc, UserCall};
 use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kernel::restrack::EntryMsg;
 use crate::rxe::sys as b;
 
 type Obj = CoreObj<b::ib_cq, Cq>;
@@ -28,6 +29,8 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.poll_cq = Some(poll_cq);
     ops.peek_cq = Some(peek_cq);
     ops.req_notify_cq = Some(req_notify_cq);
+    ops.fill_res_cq_entry = Some(fill_res_cq_entry);
+    ops.fill_res_cq_entry_raw = Some(fill_res_cq_entry_raw);
     ops.size_ib_cq = Obj::SIZE;
 }
 
@@ -171,4 +174,33 @@ unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_f
     // SAFETY: A live CQ of ours.
     let cq = unsafe { Obj::from_raw(ibcq) };
     cq.shared.req_notify(flags)
+}
+
+/// `fill_res_cq_entry` op: the driver details of `rdma resource show cq`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live CQ of this driver with the netlink
+/// message of its entry.
+unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of ours and the core's message, for the call.
+        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
+        msg.put_attrs(&cq.details().attrs())?;
+        Ok(0)
+    })
+}
+
+/// `fill_res_cq_entry_raw` op: the same as one record (`-r`).
+///
+/// # Safety
+///
+/// As for [`fill_res_cq_entry`].
+unsafe extern "C" fn fill_res_cq_entry_raw(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of ours and the core's message, for the call.
+        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
+        msg.put_raw(&cq.details().raw())?;
+        Ok(0)
+    })
 }

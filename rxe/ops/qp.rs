@@ -3,7 +3,11 @@
 //! Entry points for the QP verbs: create, modify, query, destroy, post and
 //! multicast attach/detach.
 
-use kernel::{error::from_result, ffi::c_int, sync::Arc};
+use kernel::{
+    error::{from_result, Result},
+    ffi::c_int,
+    sync::Arc,
+};
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
@@ -11,6 +15,7 @@ use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::attr::{modify_attr_from_raw, write_caps};
 use crate::rxe::kernel::cq_srq::ucontext;
 use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kernel::restrack::EntryMsg;
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
 use crate::rxe::proto::qp::AttrMask;
@@ -24,6 +29,8 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.create_qp = Some(create_qp);
     ops.modify_qp = Some(modify_qp);
     ops.query_qp = Some(query_qp);
+    ops.fill_res_qp_entry = Some(fill_res_qp_entry);
+    ops.fill_res_qp_entry_raw = Some(fill_res_qp_entry_raw);
     ops.destroy_qp = Some(destroy_qp);
     ops.post_send = Some(post_send);
     ops.post_recv = Some(post_recv);
@@ -196,6 +203,51 @@ unsafe extern "C" fn query_qp(
     init.qp_type = q.qp_type.as_raw();
     init.port_num = 1;
     0
+}
+
+/// Runs `put` with the QP `ibqp` and the message of its resource entry.
+///
+/// # Safety
+///
+/// As for [`fill_res_qp_entry`].
+unsafe fn fill_qp_entry(
+    msg: *mut b::sk_buff,
+    ibqp: *mut b::ib_qp,
+    put: impl FnOnce(&mut EntryMsg, &Qp) -> Result,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of ours and the core's message, for the call.
+        let (obj, mut msg) = unsafe {
+            (
+                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
+                EntryMsg::from_raw(msg),
+            )
+        };
+        put(&mut msg, obj)?;
+        Ok(0)
+    })
+}
+
+/// fill_res_qp_entry of `ib_device_ops`: the driver details of `rdma
+/// resource show qp`.
+///
+/// # Safety
+///
+/// Called by the RDMA core on a live QP of this driver with the netlink
+/// message of its entry.
+unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
+    // SAFETY: The core's contract is the helper's.
+    unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_attrs(&qp.details().attrs())) }
+}
+
+/// fill_res_qp_entry_raw of `ib_device_ops`: the same as one record (`-r`).
+///
+/// # Safety
+///
+/// As for [`fill_res_qp_entry`].
+unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
+    // SAFETY: The core's contract is the helper's.
+    unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_raw(&qp.details().raw())) }
 }
 
 /// destroy_qp of `ib_device_ops`.

@@ -42,6 +42,11 @@ pub(crate) mod notify_flags {
 pub(crate) struct Notify(u32);
 
 impl Notify {
+    /// The armed kinds (`ib_cq_notify_flags` bits), 0 when not armed.
+    pub(crate) fn armed(&self) -> u32 {
+        self.0
+    }
+
     /// `req_notify_cq`: arms with the requested kind (arming twice keeps the
     /// wider kind). Returns the verb's result: 1 when the caller asked to
     /// hear about completions already waiting and some are, else 0.

@@ -29,6 +29,8 @@
 //! it gives up); a UC message cut short is forgotten even when it holds
 //! no receive WQE (a write, or any message with an SRQ), where C keeps its
 //! opcode and refuses every later message: the QP never receives again.
+//! A duplicate send or write is acknowledged with its own PSN (C uses the
+//! newest executed PSN; see [`Run::duplicate`]).
 
 use super::events::Event;
 use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
@@ -423,9 +425,19 @@ impl<I: Io> Run<'_, I> {
 
     fn duplicate(&mut self, p: &Request) -> St {
         if p.has(Mask::SEND.union(Mask::WRITE)) {
-            // Acknowledge again (C9-105).
-            let prev = psn_sub(self.st.ack_psn, 1);
-            self.send_ack(Opcode::RcAck, ACK, prev, 0);
+            // Acknowledge again (C9-105), with the duplicate's own PSN: it and
+            // every PSN before it were executed. The newest executed PSN would
+            // be as true, but rdma_rxe's completer retires a WQE on any ACK
+            // for its last PSN, even one that comes while a retry is still
+            // resending the WQE's first packets; its requester then goes on
+            // from the retired slot and may never send the next WQE. With the
+            // duplicate's PSN, only the resent last packet is answered with
+            // the last PSN, once the whole WQE is out again.
+            match self.st.ack_owed {
+                // A held ACK covers the duplicate: it goes now.
+                Some(o) if !psn_before(o.psn, p.psn) => self.flush_ack(),
+                _ => self.send_ack(Opcode::RcAck, ACK, p.psn, 0),
+            }
             return St::Cleanup;
         }
         let (kind, next) = if p.has(Mask::FLUSH) {

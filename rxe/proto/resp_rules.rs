@@ -227,9 +227,6 @@ pub(crate) struct OwedAck {
 pub(crate) struct State {
     /// The next expected PSN.
     pub(crate) psn: u32,
-    /// One past the PSN of the last executed request; duplicates of sends
-    /// and writes are acknowledged with `ack_psn - 1`.
-    pub(crate) ack_psn: u32,
     pub(crate) msn: u32,
     /// Opcode of the last executed request of the current message; `None` (C's -1).
     pub(crate) opcode: Option<Opcode>,
@@ -260,7 +257,6 @@ impl State {
     pub(crate) fn new(rq_psn: u32, max_dest_rd_atomic: u32) -> State {
         let mut s = State {
             psn: psn_add(rq_psn, 0),
-            ack_psn: 0,
             msn: 0,
             opcode: None,
             drop_msg: false,
@@ -381,7 +377,6 @@ impl State {
             self.msn = psn_add(self.msn, 1);
         }
         self.psn = psn_add(pkt.psn, 1);
-        self.ack_psn = self.psn;
         self.opcode = Some(pkt.opcode);
     }
 }

@@ -154,7 +154,8 @@ pub(crate) use crate::rxe::proto::qp::{State, Type};
 use crate::rxe::proto::qp_attr::{
     self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
 };
-use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, DEFAULT_CACHE_LINE};
+use crate::rxe::proto::res_details::{wait, QpDetails};
+use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, WcStatus, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::ucontext::Ucontext;
@@ -298,6 +299,9 @@ pub(crate) struct Shared {
     pub(crate) send_task: Task<Shared, SEND_TASK>,
     want_comp: AtomicBool,
     want_req: AtomicBool,
+    /// `ib_wc_status` of the QP's last completion in error (flushes aside),
+    /// `u32::MAX` before any; for `rdma resource show`.
+    last_err: AtomicU32,
     #[pin]
     pub(crate) resp_task: Task<Shared, RESP_TASK>,
     /// The engines' ODP faults in progress (`faults.rs`).
@@ -374,6 +378,14 @@ impl Drop for StatusWrite<'_> {
 }
 
 impl Shared {
+    /// Remembers `status` as the QP's last completion in error; success and
+    /// flushes (which only follow an error) are not.
+    pub(crate) fn note_completion(&self, status: WcStatus) {
+        if !matches!(status, WcStatus::Success | WcStatus::WrFlushErr) {
+            self.last_err.store(status.as_raw(), Ordering::Relaxed);
+        }
+    }
+
     /// Drops the routes the requester and the responder cached within
     /// `scope`: their netdev or namespace is going away while the QP lives
     /// on (see `RouteCache`).
@@ -663,6 +675,7 @@ impl Qp {
                 send_task <- new_task!("rxe_send"),
                 want_comp: AtomicBool::new(false),
                 want_req: AtomicBool::new(false),
+                last_err: AtomicU32::new(u32::MAX),
                 resp_task <- new_task!("rxe_resp"),
                 faults,
                 retrans_timer <- new_timer!("rxe_retrans"),
@@ -751,6 +764,52 @@ impl Qp {
             sig_all: sh.sig_all,
             qp_type: sh.qp_type,
         }
+    }
+
+    /// The transport state `rdma resource show qp -dd` prints. Each lock is
+    /// taken alone, so each engine's part is consistent in itself.
+    pub(crate) fn details(&self) -> QpDetails {
+        let sh = &self.shared;
+        let (max_rd_atomic, max_dest_rd_atomic) = {
+            let s = sh.status();
+            (s.attrs.max_rd_atomic, s.attrs.max_dest_rd_atomic)
+        };
+        let mut d = QpDetails {
+            max_rd_atomic: max_rd_atomic.into(),
+            max_dest_rd_atomic: max_dest_rd_atomic.into(),
+            ..QpDetails::default()
+        };
+        {
+            let st = sh.req.lock();
+            let (req, comp) = (&st.req, &st.comp);
+            d.sq_psn = req.psn;
+            d.unacked_psn = comp.psn;
+            d.rd_atomic_out = d.max_rd_atomic.saturating_sub(req.rd_atomic);
+            d.retry_left = comp.retry_cnt.into();
+            d.retry_cnt = comp.attr_retry_cnt.into();
+            d.rnr_retry_left = comp.rnr_retry.into();
+            d.rnr_retry = comp.attr_rnr_retry.into();
+            for (on, bit) in [
+                (req.wait_fence, wait::FENCE),
+                (req.need_rd_atomic, wait::RD_ATOMIC),
+                (req.wait_psn, wait::PSN_WINDOW),
+                (req.wait_for_rnr_timer, wait::RNR_TIMER),
+                (req.need_retry, wait::RETRY),
+            ] {
+                if on {
+                    d.req_waits |= bit;
+                }
+            }
+        }
+        (d.rq_psn, d.resp_res_used) = sh.resp_details();
+        d.sq_wqes = sh.sq.lock().queue.count();
+        d.rq_wqes = sh.rq.lock().as_ref().map_or(0, |rq| rq.queue.count());
+        d.retrans_timer = sh.retrans_timer.pending();
+        d.rnr_timer = sh.rnr_timer.pending();
+        d.resp_queue = u32::try_from(sh.resp_pkts.lock().len()).unwrap_or(u32::MAX);
+        d.comp_queue = u32::try_from(sh.comp_pkts.lock().len()).unwrap_or(u32::MAX);
+        d.last_err = WcStatus::try_from(sh.last_err.load(Ordering::Relaxed)).ok();
+        d
     }
 
     /// destroy_qp: refused while attached to a multicast group; otherwise

@@ -103,8 +103,12 @@ pub(super) fn build<'a>(
         _ => false,
     };
     let pages = referenced.then_some(pages);
-    let mut tx = net::alloc_packet_with(&qp.dev, &av, op, to_usize(p.payload), pages)
-        .map_err(|_| WcStatus::LocQpOpErr)?;
+    let fill = |out: &mut [u8]| fill_payload(qp, wqe, done, odp_give_up, out);
+    let mut tx = net::alloc_packet_filled(&qp.dev, &av, op, to_usize(p.payload), pages, fill)
+        .map_err(|e| match e {
+            net::FillError::Alloc => BuildError::Status(WcStatus::LocQpOpErr),
+            net::FillError::Fill(e) => e,
+        })?;
     let (dest_qpn, qkey) = match wqe.wr {
         // A remote qkey with the top bit set means the QP's own.
         WrParams::Ud {
@@ -178,35 +182,45 @@ pub(super) fn build<'a>(
         })
         .map_err(hdr_err)?;
     }
-    if p.payload > 0 && !tx.payload_in_frags() {
-        let out = tx.payload_mut();
-        match wqe.payload {
-            Payload::Inline { .. } => {
-                let start = to_usize(done);
-                let src = wqe
-                    .inline_data()
-                    .get(start..start + out.len())
-                    .ok_or(WcStatus::LocLenErr)?;
-                out.copy_from_slice(src);
-            }
-            Payload::AtomicWrite(bytes) => {
-                let src = bytes.get(..out.len()).ok_or(WcStatus::LocLenErr)?;
-                out.copy_from_slice(src);
-            }
-            Payload::Sges { .. } => {
-                let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
-                let mut cur = Cursor::new(wqe.length);
-                cur.advance(wqe, done).map_err(|e| e.requester_status())?;
-                match cur.copy_from_mem(&mem, wqe, out) {
-                    Ok(()) => {}
-                    Err(DmaError::Absent) if !odp_give_up => {
-                        return Err(BuildError::Absent(cur.take_fault()))
-                    }
-                    Err(e) => return Err(e.requester_status().into()),
-                }
-            }
-            Payload::None => {}
-        }
-    }
     Ok(tx)
+}
+
+/// Writes all of `out`, the linear payload of a packet of `wqe` from `done`
+/// bytes into the message on.
+fn fill_payload(
+    qp: &Shared,
+    wqe: &SendWqe,
+    done: u32,
+    odp_give_up: bool,
+    out: &mut [u8],
+) -> Result<(), BuildError> {
+    match wqe.payload {
+        Payload::Inline { .. } => {
+            let start = to_usize(done);
+            let src = wqe
+                .inline_data()
+                .get(start..start + out.len())
+                .ok_or(WcStatus::LocLenErr)?;
+            out.copy_from_slice(src);
+        }
+        Payload::AtomicWrite(bytes) => {
+            let src = bytes.get(..out.len()).ok_or(WcStatus::LocLenErr)?;
+            out.copy_from_slice(src);
+        }
+        Payload::Sges { .. } => {
+            let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
+            let mut cur = Cursor::new(wqe.length);
+            cur.advance(wqe, done).map_err(|e| e.requester_status())?;
+            match cur.copy_from_mem(&mem, wqe, out) {
+                Ok(()) => {}
+                Err(DmaError::Absent) if !odp_give_up => {
+                    return Err(BuildError::Absent(cur.take_fault()))
+                }
+                Err(e) => return Err(e.requester_status().into()),
+            }
+        }
+        // No data for a payload (never planned): zeros.
+        Payload::None => out.fill(0),
+    }
+    Ok(())
 }

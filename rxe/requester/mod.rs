@@ -18,8 +18,7 @@ mod build;
 mod sq;
 
 use build::{build, BuildError};
-use sq::slot_at;
-pub(crate) use sq::{head_wr_id, Shadow, Track};
+pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -214,8 +213,10 @@ enum Outcome {
     /// Too many skbs in flight: sleep until they drain.
     Paused,
     /// A packet or local operation went out; `retire`: a WQE is done
-    /// without waiting for a response, for the completer to retire.
-    Sent { retire: bool },
+    /// without waiting for a response, for the completer to retire;
+    /// `last`: it finished the last WQE the SQ held when it was read (a
+    /// WQE posted since rings the doorbell, which runs the requester).
+    Sent { retire: bool, last: bool },
     /// A WQE failed: the QP goes to ERR.
     Failed,
     /// The payload met an absent ODP page: nothing was sent; fault it in
@@ -327,9 +328,6 @@ fn run_once<'a>(
     }
 
     let off = st.sq.off;
-    let Some(slot) = slot_at(qp, off) else {
-        return (Outcome::Idle, None);
-    };
     let fresh = off >= st.sq.touched;
     if draining && fresh {
         return (Outcome::Idle, None);
@@ -337,10 +335,10 @@ fn run_once<'a>(
     // A WQE met for the first time is read from the ring; one met again
     // (the next packet, or a retry) reuses its copy while that is kept.
     let Track { cur, buf, .. } = &mut st.sq;
-    let wqe = match cur.take(qp, buf, off, slot, !fresh) {
+    let (slot, wqe, more) = match cur.take(qp, buf, off, !fresh) {
         Ok(w) => w,
         Err(None) => return (Outcome::Idle, None),
-        Err(Some(e)) => {
+        Err(Some((slot, e))) => {
             if let Some(sh) = st.sq.shadow(slot) {
                 *sh = Shadow::EMPTY;
                 rl::fail(&mut sh.progress, e.wc_status());
@@ -350,8 +348,11 @@ fn run_once<'a>(
             return (Outcome::Failed, None);
         }
     };
-    let r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
+    let mut r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
     st.sq.cur.put(wqe);
+    if let Outcome::Sent { last, .. } = &mut r.0 {
+        *last = !more && st.sq.off > off;
+    }
     r
 }
 
@@ -377,106 +378,141 @@ fn run_wqe<'a>(
         }
         st.sq.touched = off + 1;
     }
-    let Some(mut sh) = st.sq.shadow(slot).copied() else {
-        return (Outcome::Idle, None);
+    let State {
+        req,
+        comp,
+        sq,
+        odp_retry,
+        odp_give_up,
+        pages,
+    } = st;
+    // The shadow entry is worked on in place; the WQE is done with once
+    // `next` is set.
+    let (sh, sq_off) = match sq.shadow_and_off(slot) {
+        Some(s) => s,
+        None => return (Outcome::Idle, None),
     };
     if matches!(sh.progress.state, WqeState::Done | WqeState::Error) {
-        st.sq.off = off + 1;
+        *sq_off = off + 1;
         return (Outcome::Again, None);
     }
     let gates = Gates {
         prior_done: off == 0,
-        comp_psn: st.comp.psn,
+        comp_psn: comp.psn,
         inflight: qp.flow.inflight(),
     };
-    let step = rl::plan(&mut st.req, &snap.rq, &sh.info, &mut sh.progress, &gates);
-    let (outcome, tx) = match step {
+    let step = rl::plan(req, &snap.rq, &sh.info, &mut sh.progress, &gates);
+    let mut next = true;
+    let r = match step {
         // Sleep until the skbs in flight drain; look again at once if they
         // drained meanwhile.
-        Step::Wait(Wait::Skb) => (Outcome::Paused, None),
-        Step::Wait(_) => (Outcome::Idle, None),
+        Step::Wait(Wait::Skb) => {
+            next = false;
+            (Outcome::Paused, None)
+        }
+        Step::Wait(_) => {
+            next = false;
+            (Outcome::Idle, None)
+        }
         Step::Local => {
             match local_op(qp, wqe) {
                 Ok(()) => rl::finish_local(&mut sh.progress),
                 Err(status) => rl::fail(&mut sh.progress, status),
             }
-            st.sq.off = off + 1;
-            let failed = sh.progress.state == WqeState::Error;
+            if sh.progress.state == WqeState::Error {
+                (Outcome::Failed, None)
+            } else {
+                (
+                    Outcome::Sent {
+                        retire: true,
+                        last: false,
+                    },
+                    None,
+                )
+            }
+        }
+        // Fully sent and acknowledged already (found again by a retry):
+        // move on; the completer retires it.
+        Step::Skip => (
+            Outcome::Sent {
+                retire: true,
+                last: false,
+            },
+            None,
+        ),
+        Step::SkipUd => {
+            rl::skip_oversized_ud(req, &mut sh.progress);
             (
-                if failed {
-                    Outcome::Failed
-                } else {
-                    Outcome::Sent { retire: true }
+                Outcome::Sent {
+                    retire: true,
+                    last: false,
                 },
                 None,
             )
         }
-        // Fully sent and acknowledged already (found again by a retry):
-        // move on; the completer retires it.
-        Step::Skip => {
-            st.sq.off = off + 1;
-            (Outcome::Sent { retire: true }, None)
-        }
-        Step::SkipUd => {
-            rl::skip_oversized_ud(&mut st.req, &mut sh.progress);
-            st.sq.off = off + 1;
-            (Outcome::Sent { retire: true }, None)
-        }
         Step::Fail(status) => {
             rl::fail(&mut sh.progress, status);
-            st.sq.off = off + 1;
             (Outcome::Failed, None)
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            let built = build(qp, snap, wqe, &p, done, st.odp_give_up, &mut st.pages);
+            let built = build(qp, snap, wqe, &p, done, *odp_give_up, pages);
             // The pieces the skb did not take (a failure, or a packet to
             // our own MAC address, whose payload is copied) give their
             // references back.
-            st.pages.clear();
+            pages.clear();
             match built {
                 Ok(tx) => {
-                    st.odp_retry.on_success();
-                    st.odp_give_up = false;
-                    let end = rl::commit(&mut st.req, &snap.rq, &mut sh.progress, &p);
-                    if end {
-                        st.sq.off = off + 1;
-                    }
+                    odp_retry.on_success();
+                    *odp_give_up = false;
+                    let end = rl::commit(req, &snap.rq, &mut sh.progress, &p);
+                    next = end;
                     // UC/UD messages are done once sent. An RC message is
                     // retired by the response to come, unless the ACKs
                     // already passed it (a retry resending its tail).
-                    let head = Head {
-                        info: sh.info,
-                        progress: sh.progress,
-                    };
-                    let retire =
-                        end && (qp.qp_type != qp::Type::Rc || cl::fully_acked(&st.comp, &head));
-                    let clear_held = rl::next_built(&mut st.req, holding, &p);
+                    let retire = end
+                        && (qp.qp_type != qp::Type::Rc
+                            || cl::fully_acked(
+                                comp,
+                                &Head {
+                                    info: sh.info,
+                                    progress: sh.progress,
+                                },
+                            ));
+                    let clear_held = rl::next_built(req, holding, &p);
                     let hold = rl::may_hold(qp.qp_type, &p);
                     if hold {
-                        rl::hold(&mut st.req, &p);
+                        rl::hold(req, &p);
                     }
                     let built = Built {
                         tx,
                         hold,
                         clear_held,
                     };
-                    (Outcome::Sent { retire }, Some(built))
+                    (
+                        Outcome::Sent {
+                            retire,
+                            last: false,
+                        },
+                        Some(built),
+                    )
                 }
                 // Nothing committed: the same packet is planned again.
-                Err(BuildError::Absent(f)) => return (Outcome::Fault(f), None),
+                Err(BuildError::Absent(f)) => {
+                    next = false;
+                    (Outcome::Fault(f), None)
+                }
                 Err(BuildError::Status(status)) => {
                     rl::fail(&mut sh.progress, status);
-                    st.sq.off = off + 1;
                     (Outcome::Failed, None)
                 }
             }
         }
     };
-    if let Some(s) = st.sq.shadow(slot) {
-        *s = sh;
+    if next {
+        *sq_off = off + 1;
     }
-    (outcome, tx)
+    r
 }
 
 /// Sends a packet the requester built (into the step's batch), and keeps
@@ -525,6 +561,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     let mut held: Option<net::TxPacket<'_>> = None;
     // The step's packets reach the device together (see `net::TxBatch`).
     let mut batch = net::TxBatch::new(&qp.flow);
+    // A WQE is done without a response: the completer (the other half of
+    // this task, run after this step) is to retire it.
+    let mut retired = false;
     for _ in 0..PACKETS_PER_STEP {
         let built;
         (outcome, built) = run_once(qp, &snap, held.is_some(), draining);
@@ -543,10 +582,11 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
             }
         }
         match outcome {
-            Outcome::Sent { retire } => {
-                // The completer retires what is done without a response.
-                if retire {
-                    qp.kick_completer();
+            Outcome::Sent { retire, last } => {
+                retired |= retire;
+                // Looking again would only find the SQ as it was read.
+                if last && !draining {
+                    break;
                 }
             }
             Outcome::Again => {}
@@ -561,6 +601,9 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         send_packet(qp, &snap, &mut batch, h);
     }
     batch.flush();
+    if retired {
+        qp.kick_completer();
+    }
     if draining && matches!(outcome, Outcome::Idle) && qp.req.lock().sq.touched == 0 {
         qp.finish_sq_drain();
     }
@@ -575,6 +618,8 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
                 TaskProgress::More
             }
         }
+        // The doorbell of a WQE posted since runs the requester again.
+        Outcome::Sent { last: true, .. } if !draining => TaskProgress::Done,
         Outcome::Sent { .. } => TaskProgress::More,
         Outcome::Failed => {
             qp.kick_completer();

@@ -48,6 +48,11 @@ pub(crate) struct Track {
     pub(super) head: WqeCopy,
 }
 
+/// Why [`WqeCopy::take`] gave no WQE: `None` when the SQ holds no such
+/// WQE or its slot cannot be read, else the slot and what is wrong with
+/// the WQE in it.
+pub(super) type TakeError = Option<(u32, uapi::WqeError)>;
+
 /// A validated copy of the WQE in one SQ slot, kept while that slot holds
 /// the same WQE. The box is lent out while in use (`take`/`put`).
 pub(super) struct WqeCopy {
@@ -64,40 +69,57 @@ impl WqeCopy {
         })
     }
 
-    /// The parsed WQE `off` entries past the SQ consumer, which lies in
-    /// `slot`: the copy when it is of `slot` and `reuse` allows, otherwise
-    /// read from the ring through `buf` and parsed. `Err(None)` when the
-    /// slot cannot be read, `Err(Some(_))` when its WQE is malformed.
+    /// The parsed WQE `off` entries past the SQ consumer, with its slot
+    /// and whether the SQ held more WQEs after it: the copy when it is of
+    /// that slot and `reuse` allows, otherwise read from the ring through
+    /// `buf` and parsed.
     #[inline]
     pub(super) fn take(
         &mut self,
         qp: &Shared,
         buf: &mut KVec<u8>,
         off: u32,
-        slot: u32,
         reuse: bool,
-    ) -> Result<KBox<SendWqe>, Option<uapi::WqeError>> {
+    ) -> Result<(u32, KBox<SendWqe>, bool), TakeError> {
         let mut wqe = self.wqe.take().ok_or(None)?;
-        if reuse && self.slot == Some(slot) {
-            return Ok(wqe);
-        }
-        self.slot = None;
-        let parsed = match read_wqe(qp, buf, off) {
-            Some((s, len)) if s == slot => {
-                parse_wqe(qp, buf.get(..len).unwrap_or(&[]), &mut wqe).map_err(Some)
-            }
-            _ => Err(None),
-        };
-        match parsed {
-            Ok(()) => {
-                self.slot = Some(slot);
-                Ok(wqe)
-            }
+        match self.fill(qp, buf, off, reuse, &mut wqe) {
+            Ok((slot, more)) => Ok((slot, wqe, more)),
             Err(e) => {
                 self.wqe = Some(wqe);
                 Err(e)
             }
         }
+    }
+
+    /// [`WqeCopy::take`] into the lent box `wqe`: one hold of the SQ lock
+    /// finds the slot and, unless the copy serves, copies the WQE out.
+    #[inline]
+    fn fill(
+        &mut self,
+        qp: &Shared,
+        buf: &mut KVec<u8>,
+        off: u32,
+        reuse: bool,
+        wqe: &mut SendWqe,
+    ) -> Result<(u32, bool), TakeError> {
+        let (slot, more, len) = {
+            let sq = qp.sq.lock();
+            let q = &sq.queue;
+            let count = q.count();
+            if off >= count {
+                return Err(None);
+            }
+            let slot = q.own_index().wrapping_add(off) % (q.capacity() + 1);
+            let more = count - off > 1;
+            if reuse && self.slot == Some(slot) {
+                return Ok((slot, more));
+            }
+            self.slot = None;
+            (slot, more, read_wqe(q, buf, slot).ok_or(None)?)
+        };
+        parse_wqe(qp, buf.get(..len).unwrap_or(&[]), wqe).map_err(|e| Some((slot, e)))?;
+        self.slot = Some(slot);
+        Ok((slot, more))
     }
 
     /// Returns the box [`WqeCopy::take`] lent.
@@ -137,6 +159,16 @@ impl Track {
         self.shadow.get_mut(to_usize(slot) % n)
     }
 
+    /// The shadow entry of SQ slot `slot`, and `off` beside it.
+    pub(super) fn shadow_and_off(&mut self, slot: u32) -> Option<(&mut Shadow, &mut u32)> {
+        let n = self.shadow.len();
+        if n == 0 {
+            return None;
+        }
+        let sh = self.shadow.get_mut(to_usize(slot) % n)?;
+        Some((sh, &mut self.off))
+    }
+
     /// The consumer retired its head WQE.
     pub(crate) fn retired(&mut self) {
         self.off = self.off.saturating_sub(1);
@@ -147,7 +179,12 @@ impl Track {
     /// The parsed head WQE, in slot `slot`; `None` if it cannot be read or
     /// is malformed. Give it back with [`Track::put_head`].
     pub(crate) fn take_head(&mut self, qp: &Shared, slot: u32) -> Option<KBox<SendWqe>> {
-        self.head.take(qp, &mut self.buf, 0, slot, true).ok()
+        let (s, wqe, _) = self.head.take(qp, &mut self.buf, 0, true).ok()?;
+        if s == slot {
+            return Some(wqe);
+        }
+        self.head.put(wqe);
+        None
     }
 
     /// Returns the box [`Track::take_head`] lent.
@@ -168,38 +205,42 @@ fn slot_of(q: &Queue, off: u32) -> Option<u32> {
 }
 
 /// The slot of the WQE `off` entries past the SQ consumer.
-pub(super) fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
+fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
     slot_of(&qp.sq.lock().queue, off)
 }
 
-/// The wr_id of the head WQE, read from the ring.
-pub(crate) fn head_wr_id(qp: &Shared) -> Option<u64> {
-    let sq = qp.sq.lock();
+/// The slot of the head WQE, `None` when the SQ is empty.
+pub(crate) fn head_slot(qp: &Shared) -> Option<u32> {
+    slot_at(qp, 0)
+}
+
+/// Retires the head WQE from the ring: reads its wr_id and moves the
+/// consumer past it, under one hold of the SQ lock; with the wr_id, whether
+/// that emptied the SQ. `None` (and nothing moved) when the SQ is empty or
+/// the slot cannot be read.
+pub(crate) fn pop_head(qp: &Shared) -> Option<(u64, bool)> {
+    let mut sq = qp.sq.lock();
     let slot = slot_of(&sq.queue, 0)?;
     let mut b = [0u8; 8];
     sq.queue.read_slot(slot, &mut b).ok()?;
-    Some(u64::from_ne_bytes(b))
+    sq.queue.advance();
+    Some((u64::from_ne_bytes(b), sq.queue.is_empty()))
 }
 
-/// Copies the WQE `off` entries past the SQ consumer into the start of
-/// `buf`; returns its slot and the bytes copied, `None` when the SQ holds
-/// no such WQE.
+/// Copies the WQE in `slot` of the SQ ring `q` into the start of `buf`;
+/// returns the bytes copied.
 ///
 /// Only the fixed part and the SGE or inline bytes its header names are
 /// copied, not the whole slot; the parse checks the copy against itself.
-fn read_wqe(qp: &Shared, buf: &mut KVec<u8>, off: u32) -> Option<(u32, usize)> {
-    let sq = qp.sq.lock();
-    let slot = slot_of(&sq.queue, off)?;
-    let slot_len = sq.queue.elem_size().min(buf.len());
+fn read_wqe(q: &Queue, buf: &mut KVec<u8>, slot: u32) -> Option<usize> {
+    let slot_len = q.elem_size().min(buf.len());
     let head = slot_len.min(uapi::send_wqe::LEN);
-    sq.queue.read_slot(slot, buf.get_mut(..head)?).ok()?;
+    q.read_slot(slot, buf.get_mut(..head)?).ok()?;
     let len = SendWqe::needed_len(buf.get(..head)?, slot_len);
     if len > head {
-        sq.queue
-            .read_slot_at(slot, head, buf.get_mut(head..len)?)
-            .ok()?;
+        q.read_slot_at(slot, head, buf.get_mut(head..len)?).ok()?;
     }
-    Some((slot, len))
+    Some(len)
 }
 
 /// Validates the slot copy `slot` into `wqe`.

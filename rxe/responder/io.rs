@@ -273,6 +273,7 @@ impl resp_machine::Io for Io<'_> {
                 rq.queue.advance();
             }
         }
+        self.sh.note_completion(c.status);
         let mut cqe = Cqe::new(wr_id, c.status, self.sh.qpn);
         if c.status == WcStatus::Success {
             cqe.opcode = c.opcode;

@@ -31,7 +31,7 @@ use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::QpAttrs;
 use crate::rxe::proto::resp_machine;
-use crate::rxe::proto::resp_rules::{self, Res, RespQp, MAX_RESOURCES};
+use crate::rxe::proto::resp_rules::{self, Res, ResKind, RespQp, MAX_RESOURCES};
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::qp::{self, Check, Engine, Shared};
 use crate::rxe::recv::RxPacket;
@@ -114,7 +114,6 @@ fn resp_state_init() -> impl Init<resp_rules::State, Error> {
     use resp_rules::State as Rules;
     kernel::try_init!(Rules {
         psn: 0,
-        ack_psn: 0,
         msn: 0,
         opcode: None,
         drop_msg: false,
@@ -182,6 +181,20 @@ impl Shared {
     /// `rq_psn`.
     pub(crate) fn resp_psn(&self) -> u32 {
         self.resp.lock().rs.psn
+    }
+
+    /// The expected PSN and the resources holding a reply, for `rdma
+    /// resource show`.
+    pub(crate) fn resp_details(&self) -> (u32, u32) {
+        let st = self.resp.lock();
+        let used = st
+            .rs
+            .res
+            .iter()
+            .take(st.rs.res_count)
+            .filter(|r| r.kind != ResKind::Free)
+            .count();
+        (st.rs.psn, u32::try_from(used).unwrap_or(u32::MAX))
     }
 
     /// modify_qp stored new attributes: the responder takes the receive PSN

@@ -76,6 +76,11 @@ void rxe_rs_bh_add(struct llist_node *node);
 void rxe_rs_bh_exit(void);
 void rxe_rs_cond_resched(void);
 unsigned long rxe_rs_jiffies(void);
+/* Driver details of a resource entry (rdma resource show -dd, -r). */
+void *rxe_rs_res_driver_start(struct sk_buff *msg);
+void rxe_rs_res_driver_end(struct sk_buff *msg, void *table);
+void rxe_rs_res_driver_cancel(struct sk_buff *msg, void *table);
+int rxe_rs_res_put_raw(struct sk_buff *msg, const void *data, u32 len);
 unsigned long rxe_rs_usecs_to_jiffies(unsigned int usecs);
 unsigned long rxe_rs_msecs_to_jiffies(unsigned int msecs);
 bool rxe_rs_timer_pending(const struct timer_list *timer);
@@ -84,7 +89,8 @@ bool rxe_rs_timer_pending(const struct timer_list *timer);
 unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev);
 struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
 				    unsigned int headroom, unsigned int len,
-				    __be16 proto);
+				    __be16 proto, unsigned int hole_off,
+				    unsigned int hole_len);
 void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
 			     struct dst_entry *dst);
 void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb);

@@ -21,6 +21,8 @@
 #include <linux/netdevice.h>
 #include <linux/sysfs.h>
 #include <net/net_namespace.h>
+#include <net/netlink.h>
+#include <rdma/rdma_netlink.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <linux/jiffies.h>
@@ -342,4 +344,29 @@ void rxe_rs_timer_init_key(struct timer_list *timer,
 #else
 	init_timer_key(timer, func, flags, name, key);
 #endif
+}
+
+/*
+ * The driver's own attributes of a resource entry go in one nested table,
+ * which the core's dump prints with `-dd`; NULL when the message is full.
+ */
+void *rxe_rs_res_driver_start(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rxe_rs_res_driver_end(struct sk_buff *msg, void *table)
+{
+	nla_nest_end(msg, table);
+}
+
+void rxe_rs_res_driver_cancel(struct sk_buff *msg, void *table)
+{
+	nla_nest_cancel(msg, table);
+}
+
+/* The raw form of an entry (`rdma resource show ... -r`): one opaque blob. */
+int rxe_rs_res_put_raw(struct sk_buff *msg, const void *data, u32 len)
+{
+	return nla_put(msg, RDMA_NLDEV_ATTR_RES_RAW, len, data);
 }

@@ -67,19 +67,30 @@ unsigned int rxe_rs_ll_reserved_space(const struct net_device *ndev)
  * datapath more than the work of these inline helpers):
  *
  * rxe_rs_alloc_tx_skb: a fresh skb with headroom bytes in front and len
- * zeroed bytes of data, for ndev, carrying protocol proto (network order);
- * NULL without memory. Atomic.
+ * bytes of data, for ndev, carrying protocol proto (network order); NULL
+ * without memory. Atomic. The data is zeroed but for the hole_len bytes
+ * from hole_off on, which the caller writes before the skb leaves its
+ * hands (a payload it copies in); a hole that does not fit is zeroed too.
  */
 struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
 				    unsigned int headroom, unsigned int len,
-				    __be16 proto)
+				    __be16 proto, unsigned int hole_off,
+				    unsigned int hole_len)
 {
 	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
+	u8 *data;
 
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, headroom);
-	skb_put_zero(skb, len);
+	data = skb_put(skb, len);
+	if (hole_len && hole_off <= len && hole_len <= len - hole_off) {
+		memset(data, 0, hole_off);
+		memset(data + hole_off + hole_len, 0,
+		       len - hole_off - hole_len);
+	} else {
+		memset(data, 0, len);
+	}
 	skb->dev = ndev;
 	skb->protocol = proto;
 	return skb;

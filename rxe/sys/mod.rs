@@ -2,8 +2,11 @@
 
 //! Bindings generated at build time from the headers of the target kernel.
 //!
-//! Private to the driver: only `rxe::kernel` uses them, to build the safe
-//! wrappers the rest of the driver is written against. Do not use directly.
+//! Private to the driver and used by its unsafe layers only: `rxe::kernel`,
+//! which builds the safe wrappers the driver logic is written against; the
+//! C entry points in `rxe::ops`, which take the core's structures as the
+//! C ABI hands them over; and the in-kernel self-test (`rxe::selftest`).
+//! The driver logic above them does not name the bindings.
 #![allow(
     clippy::all,
     clippy::as_underscore,

@@ -6,15 +6,50 @@
 
 use super::*;
 
+/// A message resent after a timeout: each duplicate is answered with its
+/// own PSN, so only the resent last packet acknowledges the whole message.
+#[test]
+fn resent_message_acks_own_psns() {
+    let mut t = T::new(qp::Type::Rc);
+    t.io.rq.extend([4096]);
+    t.send(rq(Opcode::RcSendFirst, 100, 1024), bytes(1024, 1));
+    t.send(rq(Opcode::RcSendMiddle, 101, 1024), bytes(1024, 2));
+    t.send(rq(Opcode::RcSendLast, 102, 1024), bytes(1024, 3));
+    assert_eq!(t.io.acks(), [ack(102, 1)]);
+    t.io.out.clear();
+    t.send(rq(Opcode::RcSendFirst, 100, 1024), bytes(1024, 1));
+    t.send(rq(Opcode::RcSendMiddle, 101, 1024), bytes(1024, 2));
+    t.send(rq(Opcode::RcSendLast, 102, 1024), bytes(1024, 3));
+    assert_eq!(t.io.acks(), [ack(100, 1), ack(101, 1), ack(102, 1)]);
+    assert_eq!((t.io.cqes.len(), t.st.psn), (1, 103));
+}
+
+/// A duplicate behind a held ACK for a later PSN is answered by that ACK.
+#[test]
+fn duplicate_behind_held_ack() {
+    let mut t = T::new(qp::Type::Rc);
+    t.io.coalesce = true;
+    t.io.rq.extend([64, 64]);
+    t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
+    t.io.out.clear();
+    t.io.push(rq(Opcode::RcSendOnly, 101, 8), bytes(8, 0));
+    t.io.push(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
+    t.drain();
+    assert_eq!(t.io.acks(), [ack(101, 2)]);
+}
+
 #[test]
 fn duplicates_and_sequence_errors() {
     let mut t = T::new(qp::Type::Rc);
     t.io.rq.extend([64, 64]);
     t.send(rq(Opcode::RcSendOnly, 100, 8), bytes(8, 0));
     t.send(rq(Opcode::RcSendOnly, 101, 8), bytes(8, 0));
-    // Duplicate send/write: ACK for the last executed PSN, whatever AckReq says.
+    // Duplicate send/write: ACK with its own PSN, whatever AckReq says.
     let mut dup = rq(Opcode::RcSendOnly, 100, 8);
     dup.ack_req = false;
+    t.send(dup, bytes(8, 0));
+    assert_eq!(t.last_ack(), ack(100, 2));
+    let dup = rq(Opcode::RcSendOnly, 101, 8);
     t.send(dup, bytes(8, 0));
     assert_eq!(t.last_ack(), ack(101, 2));
     assert_eq!(t.io.cqes.len(), 2);
@@ -38,6 +73,7 @@ fn duplicates_and_sequence_errors() {
         [
             RecvCompleted,
             RecvCompleted,
+            DuplicateRequest,
             DuplicateRequest,
             OutOfSeqRequest
         ]

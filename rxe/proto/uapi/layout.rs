@@ -225,23 +225,28 @@ pub(super) const RECV_WQE_LEN: u32 = small(recv_wqe::LEN);
 // Widening u32 to u64 is lossless.
 pub(super) const HEADER_LEN: u64 = small(queue_buf::LEN) as u64;
 
+#[inline]
 pub(super) fn bytes_at<const N: usize>(buf: &[u8], off: usize) -> Option<[u8; N]> {
     let end = off.checked_add(N)?;
     buf.get(off..end)?.try_into().ok()
 }
 
+#[inline]
 pub(super) fn u8_at(buf: &[u8], off: usize) -> Option<u8> {
     buf.get(off).copied()
 }
 
+#[inline]
 pub(super) fn u16_at(buf: &[u8], off: usize) -> Option<u16> {
     bytes_at(buf, off).map(u16::from_ne_bytes)
 }
 
+#[inline]
 pub(super) fn u32_at(buf: &[u8], off: usize) -> Option<u32> {
     bytes_at(buf, off).map(u32::from_ne_bytes)
 }
 
+#[inline]
 pub(super) fn u64_at(buf: &[u8], off: usize) -> Option<u64> {
     bytes_at(buf, off).map(u64::from_ne_bytes)
 }

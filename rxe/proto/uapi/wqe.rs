@@ -324,11 +324,11 @@ impl SendWqe {
     /// the SGE or inline bytes the WQE uses are copied into the area. On
     /// error `self` holds an unspecified (but valid) WQE.
     pub(crate) fn parse_from(&mut self, buf: &[u8], sq: &SqLimits) -> Result<(), WqeError> {
-        if buf.len() < send_wqe::LEN {
-            return Err(WqeError::Truncated);
-        }
-        let rd32 = |off: usize| u32_at(buf, off).ok_or(WqeError::Truncated);
-        let rd64 = |off: usize| u64_at(buf, off).ok_or(WqeError::Truncated);
+        // The fixed part as an array: its fields are read at constant
+        // offsets within a known length, with no check left to run.
+        let fixed: &[u8; send_wqe::LEN] = buf.first_chunk().ok_or(WqeError::Truncated)?;
+        let rd32 = |off: usize| u32_at(fixed, off).ok_or(WqeError::Truncated);
+        let rd64 = |off: usize| u64_at(fixed, off).ok_or(WqeError::Truncated);
 
         let raw_opcode = rd32(send_wr::OPCODE)?;
         let opcode = WrOpcode::try_from(raw_opcode).map_err(WqeError::BadOpcode)?;
@@ -401,7 +401,7 @@ impl SendWqe {
             WrParams::Ud {
                 remote_qpn: rd32(send_wr::UD_REMOTE_QPN)?,
                 remote_qkey: rd32(send_wr::UD_REMOTE_QKEY)?,
-                pkey_index: u16_at(buf, send_wr::UD_PKEY_INDEX).ok_or(WqeError::Truncated)?,
+                pkey_index: u16_at(fixed, send_wr::UD_PKEY_INDEX).ok_or(WqeError::Truncated)?,
                 ah_num,
                 av,
             }
@@ -435,8 +435,8 @@ impl SendWqe {
                     remote_addr: rd64(send_wr::FLUSH_REMOTE_ADDR)?,
                     length: rd32(send_wr::FLUSH_LENGTH)?,
                     rkey: rd32(send_wr::FLUSH_RKEY)?,
-                    kind: u8_at(buf, send_wr::FLUSH_TYPE).ok_or(WqeError::Truncated)?,
-                    level: u8_at(buf, send_wr::FLUSH_LEVEL).ok_or(WqeError::Truncated)?,
+                    kind: u8_at(fixed, send_wr::FLUSH_TYPE).ok_or(WqeError::Truncated)?,
+                    level: u8_at(fixed, send_wr::FLUSH_LEVEL).ok_or(WqeError::Truncated)?,
                 },
                 // Only reached on kernel rings (checked above).
                 WrOpcode::RegMr => WrParams::Reg {
