@@ -2,7 +2,10 @@
 
 //! Entry points for the cq verbs.
 
-use kernel::{error::from_result, ffi::c_int};
+use kernel::{
+    error::{from_result, Result},
+    ffi::c_int,
+};
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
@@ -176,6 +179,24 @@ unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_f
     cq.shared.req_notify(flags)
 }
 
+/// Runs `put` with the CQ `ibcq` and the message of its resource entry.
+///
+/// # Safety
+///
+/// As for [`fill_res_cq_entry`].
+unsafe fn fill_cq_entry(
+    msg: *mut b::sk_buff,
+    ibcq: *mut b::ib_cq,
+    put: impl FnOnce(&mut EntryMsg, &Cq) -> Result,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of ours and the core's message, for the call.
+        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
+        put(&mut msg, cq)?;
+        Ok(0)
+    })
+}
+
 /// `fill_res_cq_entry` op: the driver details of `rdma resource show cq`.
 ///
 /// # Safety
@@ -183,12 +204,8 @@ unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_f
 /// Called by the RDMA core on a live CQ of this driver with the netlink
 /// message of its entry.
 unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
-    from_result(|| {
-        // SAFETY: A live CQ of ours and the core's message, for the call.
-        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
-        msg.put_attrs(&cq.details().attrs())?;
-        Ok(0)
-    })
+    // SAFETY: The core's contract is the helper's.
+    unsafe { fill_cq_entry(msg, ibcq, |m, cq| m.put_attrs(&cq.details().attrs())) }
 }
 
 /// `fill_res_cq_entry_raw` op: the same as one record (`-r`).
@@ -197,10 +214,6 @@ unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq
 ///
 /// As for [`fill_res_cq_entry`].
 unsafe extern "C" fn fill_res_cq_entry_raw(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
-    from_result(|| {
-        // SAFETY: A live CQ of ours and the core's message, for the call.
-        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
-        msg.put_raw(&cq.details().raw())?;
-        Ok(0)
-    })
+    // SAFETY: The core's contract is the helper's.
+    unsafe { fill_cq_entry(msg, ibcq, |m, cq| m.put_raw(&cq.details().raw())) }
 }
