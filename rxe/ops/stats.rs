@@ -44,7 +44,7 @@ unsafe extern "C" fn alloc_hw_port_stats(
     _ib: *mut b::ib_device,
     _port: u32,
 ) -> *mut b::rdma_hw_stats {
-    // SAFETY: FFI; the descriptions are static. COUNT is 15, so the cast is exact.
+    // SAFETY: FFI; the descriptions are static. COUNT is small, so the cast is exact.
     unsafe { b::rdma_alloc_hw_stats_struct(DESCS.0.as_ptr(), COUNT as c_int, LIFESPAN_MS) }
 }
 
