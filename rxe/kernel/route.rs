@@ -34,27 +34,32 @@ impl Dst {
         let oif = ndev.ifindex();
         let raw = match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
-                // SAFETY: FFI; addresses go in network order as the wire has them.
+                // SAFETY: `net` is the namespace of `ndev`, which we hold (a
+                // registered netdev keeps its namespace from exiting); the
+                // addresses go by value, in network order as the wire has them.
                 unsafe { b::rxe_rs_route4(net, oif, u32::from_ne_bytes(s), u32::from_ne_bytes(d)) }
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let s = in6(s);
                 let d = in6(d);
-                // SAFETY: FFI with addresses that live for the call.
+                // SAFETY: `net` is the namespace of `ndev`, which we hold (a
+                // registered netdev keeps its namespace from exiting); the
+                // addresses live on our stack for the call.
                 unsafe { b::rxe_rs_route6(net, oif, &s, &d) }
             }
             _ => return Err(EINVAL),
         };
         let raw = from_err_ptr(raw)?;
-        // The lookup returned a held route.
+        // INVARIANT: The lookup returned a route with a reference taken,
+        // which is this value's.
         NonNull::new(raw).map(Dst).ok_or(EINVAL)
     }
 
     /// Another reference to the same route.
     pub(crate) fn clone_ref(&self) -> Dst {
+        // INVARIANT: The new `Dst` owns the reference `dst_clone` takes.
         // SAFETY: We hold the route (type invariant); `dst_clone` takes one
-        // more reference and returns the same pointer, which the new `Dst`
-        // owns.
+        // more reference and returns the same, non-null, pointer.
         Dst(unsafe { NonNull::new_unchecked(b::rxe_rs_dst_clone(self.0.as_ptr())) })
     }
 
