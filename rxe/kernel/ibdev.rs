@@ -296,7 +296,8 @@ struct RegistryGuard(());
 
 impl Registry {
     fn lock() -> RegistryGuard {
-        // SAFETY: FFI; a plain mutex, released by the guard's drop.
+        // SAFETY: The helper takes a static C mutex; callers are in process
+        // context, and the guard's drop releases it.
         unsafe { b::rxe_rs_devices_lock() };
         RegistryGuard(())
     }
@@ -304,13 +305,16 @@ impl Registry {
 
 impl RegistryGuard {
     fn devices(&self) -> &KVec<usize> {
-        // SAFETY: We hold the mutex, so nothing else reaches the vector.
+        // SAFETY: A guard exists only while the mutex is held, so no other
+        // guard, and nothing else, reaches the vector; a `&mut` from
+        // `devices_mut` would need this guard borrowed mutably.
         unsafe { &*REGISTRY.0.get() }
     }
 
     fn devices_mut(&mut self) -> &mut KVec<usize> {
-        // SAFETY: As in `devices`, and `&mut self` makes this the only
-        // reference.
+        // SAFETY: A guard exists only while the mutex is held, so no other
+        // guard, and nothing else, reaches the vector; `&mut self` makes
+        // this the only reference through this guard.
         unsafe { &mut *REGISTRY.0.get() }
     }
 

@@ -255,18 +255,21 @@ pub(crate) fn gid_netdev<S>(dev: &Device<S>, index: u32) -> Option<NetDevice> {
 /// GID table entry `index` of port 1, if the entry is in use.
 pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
     let index = i32::try_from(index).ok()?;
-    // SAFETY: FFI on our live device; a found entry comes with a
-    // reference, given back once its GID is copied.
-    unsafe {
-        let attr = b::rdma_get_gid_attr(dev.as_ib(), 1, index);
-        match from_err_ptr(attr.cast_mut()) {
-            Ok(attr) if !attr.is_null() => {
-                let gid = (*attr).gid.raw;
-                b::rdma_put_gid_attr(attr);
-                Some(gid)
-            }
-            _ => None,
+    // SAFETY: Our device is alive while borrowed; the core checks the port
+    // and the index, and returns an entry with a reference taken, or an
+    // error pointer.
+    let attr = unsafe { b::rdma_get_gid_attr(dev.as_ib(), 1, index) };
+    match from_err_ptr(attr.cast_mut()) {
+        Ok(attr) if !attr.is_null() => {
+            // SAFETY: A found entry, kept alive by the lookup's reference;
+            // every bit pattern is a valid `raw` GID.
+            let gid = unsafe { (*attr).gid.raw };
+            // SAFETY: Gives back the lookup's reference, once; `attr` is not
+            // used after.
+            unsafe { b::rdma_put_gid_attr(attr) };
+            Some(gid)
         }
+        _ => None,
     }
 }
 
@@ -275,24 +278,28 @@ pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
 pub(crate) fn find_gid<S>(dev: &Device<S>, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {
     let gid = b::ib_gid { raw: gid };
     let ndev = ndev.map_or(core::ptr::null_mut(), NetDevice::as_ptr);
-    // SAFETY: FFI on our live device and a held netdev (or none); a found
-    // entry comes with a reference, given back at once.
-    unsafe {
-        let attr = b::rdma_find_gid_by_port(
+    // SAFETY: Our device is alive while borrowed, `ndev` is a held netdev
+    // (or null: any), `gid` lives on our stack for the call; the core
+    // returns an entry with a reference taken, or an error pointer.
+    let attr = unsafe {
+        b::rdma_find_gid_by_port(
             dev.as_ib(),
             &gid,
             b::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
             1,
             ndev,
-        );
-        match from_err_ptr(attr.cast_mut()) {
-            Ok(attr) if !attr.is_null() => {
-                let index = u32::from((*attr).index);
-                b::rdma_put_gid_attr(attr);
-                Some(index)
-            }
-            _ => None,
+        )
+    };
+    match from_err_ptr(attr.cast_mut()) {
+        Ok(attr) if !attr.is_null() => {
+            // SAFETY: A found entry, kept alive by the lookup's reference.
+            let index = u32::from(unsafe { (*attr).index });
+            // SAFETY: Gives back the lookup's reference, once; `attr` is not
+            // used after.
+            unsafe { b::rdma_put_gid_attr(attr) };
+            Some(index)
         }
+        _ => None,
     }
 }
 

@@ -275,7 +275,7 @@ impl TxSkb {
         let mut all = true;
         pages.drain_frags(|f| {
             if all {
-                // SAFETY: We own the skb; the piece is inside its page and
+                // SAFETY: We own the skb (type invariant); the piece is inside its page and
                 // comes with a reference, which the fragment takes over when
                 // the helper returns true.
                 all = unsafe { b::rxe_rs_skb_add_page_frag(skb, f.page.as_ptr(), f.offset, f.len) };
@@ -295,7 +295,7 @@ impl TxSkb {
         if self.trailer.is_some() {
             return Err(EINVAL);
         }
-        // SAFETY: We own the skb; the helper appends a fragment of `len`
+        // SAFETY: We own the skb (type invariant); the helper appends a fragment of `len`
         // bytes of fresh memory and returns its address, or null.
         let p = unsafe { b::rxe_rs_skb_add_trailer(self.ptr(), len) };
         // INVARIANT: `p` is the fragment of `len` bytes just added to our
@@ -322,7 +322,7 @@ impl TxSkb {
         for i in 0..n {
             let (mut off, mut len) = (0u32, 0u32);
             let i = u32::try_from(i).map_err(|_| EINVAL)?;
-            // SAFETY: We own the skb; the helper reads fragment `i`, or
+            // SAFETY: We own the skb (type invariant); the helper reads fragment `i`, or
             // returns null when there is none.
             let page = unsafe { b::rxe_rs_skb_frag(self.ptr(), i, &mut off, &mut len) };
             if page.is_null() {
@@ -356,7 +356,7 @@ impl TxSkb {
     /// marks both, routes the packet along `dst` (the skb takes a reference
     /// of its own) and returns the `ip_len + 8` bytes, to be written.
     pub(crate) fn push_ip_udp(&mut self, ip_len: u32, dst: &Dst) -> Result<&mut [u8]> {
-        // SAFETY: We own the skb; `dst` is a live route we hold.
+        // SAFETY: We own the skb (type invariant); `dst` is a live route we hold.
         let p = unsafe { b::rxe_rs_skb_push_ip_udp(self.ptr(), ip_len, dst.as_ptr()) };
         if p.is_null() {
             return Err(errno::enobufs());
@@ -414,7 +414,7 @@ impl TxSkb {
         // packet sent is built through it); the helper reads the route's
         // device's namespace.
         let net = unsafe { b::rxe_rs_skb_dst_net(skb) };
-        // SAFETY: We own the skb.
+        // SAFETY: We own the skb (the reference `into_raw` handed over).
         let proto = u16::from_be(unsafe { b::rxe_rs_skb_protocol(skb) });
         let ret = if proto == PROTO_IPV4 {
             // SAFETY: We hand our reference to the stack; the skb has its

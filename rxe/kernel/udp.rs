@@ -293,8 +293,9 @@ impl<O: SkbOwner> TxSocket<O> {
         // object), given back by `tx_destructor`.
         let _ = Arc::into_raw(self.owner.clone());
         TX_SKBS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `sk` is live; the destructor releases the socket reference
-        // taken here and the owner reference leaked above.
+        // SAFETY: `sk` is the sock of our socket (type invariant), live
+        // while we own it; `tx_destructor` releases the socket reference
+        // the helper takes and the owner reference leaked above.
         unsafe { skb.set_owner(sk, tx_destructor::<O>) };
     }
 }

@@ -63,7 +63,8 @@ unsafe fn read_sges(list: *const b::ib_sge, num_sge: i32, out: &mut [Sge]) -> Re
         return Err(EINVAL);
     }
     for (i, slot) in out.iter_mut().take(n).enumerate() {
-        // SAFETY: `i < n = num_sge`, per the contract.
+        // SAFETY: `i < n = num_sge`, and `list` holds `num_sge` entries (the
+        // caller's contract).
         *slot = unsafe { sge_at(list, i) };
     }
     Ok(n)
