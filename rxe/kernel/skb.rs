@@ -58,7 +58,7 @@ unsafe fn span<'a>(ptr: *const u8, end: *const u8) -> &'a [u8] {
 impl Skb {
     /// # Safety
     ///
-    /// `ptr` is null or an skb whose reference the caller hands over.
+    /// `ptr` is null or an skb whose only reference the caller hands over.
     pub(crate) unsafe fn from_raw(ptr: *mut b::sk_buff) -> Option<Self> {
         // INVARIANT: A non-null `ptr` comes with the caller's reference, the
         // only one (the caller's contract).

@@ -66,7 +66,7 @@ unsafe extern "C" fn query_device(
     udata: *mut b::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The core's output structure, valid and ours to write for
         // the call.
@@ -88,7 +88,7 @@ unsafe extern "C" fn query_port(
     attr: *mut b::ib_port_attr,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The core's output structure, valid and ours to write for
         // the call.
@@ -109,7 +109,7 @@ unsafe extern "C" fn query_pkey(
     pkey: *mut u16,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The core's output structure, valid and ours to write for
         // the call.
@@ -129,7 +129,7 @@ unsafe extern "C" fn modify_device(
     attr: *mut b::ib_device_modify,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The caller's attribute, valid for the call.
         let attr = unsafe { &*attr };
@@ -163,7 +163,7 @@ unsafe extern "C" fn modify_port(
     attr: *mut b::ib_port_modify,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The caller's attribute, valid for the call.
         let attr = unsafe { &*attr };
@@ -201,7 +201,7 @@ unsafe extern "C" fn get_port_immutable(
     immutable: *mut b::ib_port_immutable,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The core's output structure, valid and ours to write for
         // the call.
@@ -217,7 +217,7 @@ unsafe extern "C" fn get_port_immutable(
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls our ops only on devices we registered.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         dev.state().enable(dev)?;
         Ok(0)
