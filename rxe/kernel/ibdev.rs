@@ -94,8 +94,8 @@ impl<S: DeviceData> Device<S> {
         // core keeps `net` without a reference: we hold it until the
         // registration is done, and the core moves its devices back to
         // init_net when a namespace exits.
-        let raw =
-            unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) }.cast::<Self>();
+        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) };
+        let raw = raw.cast::<Self>();
         if raw.is_null() {
             return Err(ENOMEM);
         }
