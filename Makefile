@@ -1,42 +1,40 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-#   make                     build rdma_rxe_rs.ko against KDIR
+# `make help` prints this list.
+#
+#   make                     build rdma_rxe_rs.ko against KDIR (the plain test kernel)
 #   make KDIR=/path/to/kbuild  ... against your own Rust-enabled kernel build
 #   make CLIPPY=1            the same, linted with clippy
-#   make rustfmtcheck        check the Rust formatting (make rustfmt fixes it)
-#   make test                set up, build, run host tests and QEMU tests
-#   make test-7.3            only the tests of make test that run on Linux 7.3
-#                            (the set-up, kernels and module checks all the same)
-#   make test-debian         Debian's stock 7.3 kernel in QEMU (scripts/debian-kernel):
-#                            the demo and the datapath suite rs-c and c-rs against
-#                            its own rdma_rxe, and the rxe-rs-dkms package installed,
-#                            used by `rdma link add` and removed (not part of make test)
-#   make dkms-source         copy what dkms builds from to $(DESTDIR)/usr/src/rxe_rs-VERSION
-#   make deb                 the Debian package build/deb/rxe-rs-dkms_VERSION_all.deb
-#                            (debian/; needs dpkg-dev, debhelper, dh-dkms; lintian
-#                            checks it when installed)
-#   make test-full           the test command with the longer loops of
-#                            qemu-test/tests/FULL (about two hours)
 #   make demo                set up, build, run the two-node demo
-#   make bench               rs vs c vs TCP benchmark table
-#   make tbprof              build/tbprof.so, the QEMU plugin of the host-time
-#                            profile (qemu-test/tests/tbprof.sh, scripts/tbprof-report)
-#   make insns               guest instructions per RoCE packet, rs vs c, per
-#                            row and side (scripts/insns; scripts/insns-compare
-#                            A.json B.json flags a row that moved over 10%)
-#   make tcp-idle            kernel instructions per TCP MiB with the driver idle
-#                            and unloaded (scripts/tcp-idle)
-#   make fuzz                long host run of the packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
-#   make fuzz-vm             long in-VM packet fuzz of live QPs, debug then plain kernel
-#                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
-#   make misuse-long         long verbs misuse walk, debug then plain kernel
-#                            (MISUSE_CALLS, MISUSE_PROCS, MISUSE_SEED)
-#   make loss-heavy          RC under 10% loss, 5% reordering, 1% duplication,
-#                            rs-rs and rs-c, plain kernel
-#   make soak                SOAK_MINUTES (30) of mixed traffic both ways on the
-#                            debug kernel, rs-rs; slab, vmalloc and kmemleak
-#                            checked after it (SOAK_DRIVERS, SOAK_SEED, SOAK_RC_LANES)
+#   make test                set up, build, run host tests and QEMU tests (the CI command)
+#   make test-full           the same with the longer loops of qemu-test/tests/FULL (~2 h)
+#   make test-7.3            only the tests of make test that run on Linux 7.3
+#   make test-debian         Debian's stock 7.3 kernel in QEMU: demo and datapath against
+#                            its own rdma_rxe, the .deb installed, used and removed
+#   make deb                 build/deb/rxe-rs-dkms_VERSION_all.deb (needs dpkg-dev,
+#                            debhelper, dh-dkms; lintian checks it when installed)
+#   make bench               rs vs rdma_rxe vs TCP benchmark table (BENCH_MTU=9000: jumbo)
+#   make insns               guest instructions per RoCE packet, rs vs c, per row and side
+#   make rustfmtcheck        check the Rust formatting (make rustfmt fixes it)
 #
+# Long modes (docs/testing.md, "Long modes"):
+#   make fuzz                host packet fuzzer (FUZZ_ITERS, FUZZ_SEED)
+#   make fuzz-vm             in-VM packet fuzz of live QPs, debug then plain kernel
+#                            (FUZZ_VM_DEBUG, FUZZ_VM_PLAIN packets, FUZZ_VM_SEED)
+#   make misuse-long         verbs misuse walk, debug then plain kernel
+#                            (MISUSE_CALLS, MISUSE_PROCS, MISUSE_SEED)
+#   make loss-heavy          RC under 10% loss, 5% reordering, 1% duplication, rs-rs, rs-c
+#   make soak                SOAK_MINUTES (30) of mixed traffic on the debug kernel;
+#                            slab, vmalloc and kmemleak checked after it
+#                            (SOAK_DRIVERS, SOAK_SEED, SOAK_RC_LANES)
+#
+# Developer tools (docs/benchmark.md):
+#   make host-test           the host unit tests (cargo test in rxe/proto)
+#   make tbprof              build/tbprof.so, the QEMU plugin of the host-time profile
+#   make tcp-idle            kernel instructions per TCP MiB, driver idle and unloaded
+#   make dkms-source         what dkms builds from, to $(DESTDIR)/usr/src/rxe_rs-VERSION
+#   scripts/insns-compare A.json B.json   flags a row that moved over 10%
+
 # Objects go to build/<kernel-dir-name>/ so builds for several kernels (the
 # plain and debug test kernels, your own) live side by side.
 
@@ -62,10 +60,12 @@ SOURCES := Kbuild rxe_rs.rs rxe
 # (scripts/retry.sh).
 export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
 
-.PHONY: deb all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+.PHONY: help deb all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
 
 all: module
 	@echo "built $(MODULE)"
+help:
+	@sed -n '/^# `make help`/,/^$$/{s/^# \{0,1\}//;/`make help`/d;/^[^#]*[^ ]/p;/^$$/p}' $(firstword $(MAKEFILE_LIST))
 
 module:
 	@test -n "$(kdir_real)" || { echo "KDIR=$(KDIR) does not exist (run scripts/build-kernel or pass KDIR=)"; exit 1; }

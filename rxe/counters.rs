@@ -47,9 +47,26 @@ pub(crate) enum Counter {
     SentBytes,
     /// Bytes of the packets counted in `rcvd_pkts`, from the IP header on.
     RcvdBytes,
+    /// Received and dropped: bad UDP, IP or transport headers.
+    RcvdBadHdr,
+    /// Received and dropped: the ICRC does not match.
+    RcvdBadIcrc,
+    /// Received and dropped: no QP with the destination QPN.
+    RcvdNoQp,
+    /// Received and dropped: the QP's type, state or path does not take
+    /// the packet.
+    RcvdBadQpState,
+    /// Received and dropped: a P_Key or Q_Key mismatch.
+    RcvdBadKey,
+    /// Received and dropped: not addressed to one of the device's GIDs.
+    RcvdNotOurs,
+    /// Received and dropped: no memory to take it in.
+    RcvdNoMem,
+    /// Received and dropped: the QP's packet queue was full.
+    RcvdQueueFull,
 }
 
-pub(crate) const COUNT: usize = 17;
+pub(crate) const COUNT: usize = 25;
 
 impl Counter {
     /// Every counter, in index order.
@@ -71,6 +88,14 @@ impl Counter {
         Counter::RdmaRecvs,
         Counter::SentBytes,
         Counter::RcvdBytes,
+        Counter::RcvdBadHdr,
+        Counter::RcvdBadIcrc,
+        Counter::RcvdNoQp,
+        Counter::RcvdBadQpState,
+        Counter::RcvdBadKey,
+        Counter::RcvdNotOurs,
+        Counter::RcvdNoMem,
+        Counter::RcvdQueueFull,
     ];
 
     /// The name user space sees.
@@ -93,6 +118,14 @@ impl Counter {
             Counter::RdmaRecvs => c"rdma_recvs",
             Counter::SentBytes => c"sent_bytes",
             Counter::RcvdBytes => c"rcvd_bytes",
+            Counter::RcvdBadHdr => c"rcvd_drop_bad_hdr",
+            Counter::RcvdBadIcrc => c"rcvd_drop_bad_icrc",
+            Counter::RcvdNoQp => c"rcvd_drop_no_qp",
+            Counter::RcvdBadQpState => c"rcvd_drop_qp_state",
+            Counter::RcvdBadKey => c"rcvd_drop_bad_key",
+            Counter::RcvdNotOurs => c"rcvd_drop_not_ours",
+            Counter::RcvdNoMem => c"rcvd_drop_nomem",
+            Counter::RcvdQueueFull => c"rcvd_drop_queue_full",
         }
     }
 

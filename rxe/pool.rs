@@ -51,6 +51,7 @@ impl<T: Clone + Unpin> Pool<T> {
         let words = IndexAlloc::<VVec<u64>>::words_for(min, max).ok_or(EINVAL)?;
         let words = VVec::from_elem(0u64, words, GFP_KERNEL)?;
         let ids = IndexAlloc::new(min, max, words).ok_or(EINVAL)?;
+        // INVARIANT: No index is taken and the map is empty.
         Ok(pin_init!(Self {
             inner <- new_spinlock_irq!(Inner { map: RBTree::new(), ids }, "rxe_pool"),
         }))
@@ -80,6 +81,8 @@ impl<T: Clone + Unpin> Pool<T> {
         // The object counts (`take_slot`) keep each pool below its size;
         // a full pool fails all the same.
         let idx = inner.ids.alloc().ok_or(ENOMEM)?;
+        // INVARIANT: `idx` was free, so not a key of `map` (type
+        // invariant); it becomes one as it is taken, under the same lock.
         inner.map.insert(node.into_node(idx, value));
         Ok(idx)
     }
@@ -122,6 +125,8 @@ impl<T: Clone + Unpin> Pool<T> {
     pub(crate) fn remove(&self, idx: u32) -> Option<T> {
         let mut inner = self.inner.lock();
         let slot = inner.map.remove(&idx)?;
+        // INVARIANT: `idx` was a key, so taken (type invariant); it is freed
+        // as its key goes, under the same lock.
         inner.ids.free(idx);
         slot
     }

@@ -19,7 +19,7 @@
 
 use kernel::sync::Arc;
 
-use crate::rxe::counters;
+use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
@@ -191,10 +191,21 @@ impl RxPacket {
     /// Counts a key violation in the port counters.
     fn count(&self, why: Reject) {
         match why {
-            Reject::Pkey => self.dev.state().count_bad_pkey(),
-            Reject::Qkey => self.dev.state().count_qkey_violation(),
-            Reject::Type | Reject::State | Reject::Addr => {}
+            Reject::Pkey => {
+                self.dev.state().count_bad_pkey();
+                self.drop_count(Counter::RcvdBadKey);
+            }
+            Reject::Qkey => {
+                self.dev.state().count_qkey_violation();
+                self.drop_count(Counter::RcvdBadKey);
+            }
+            Reject::Type | Reject::State | Reject::Addr => self.drop_count(Counter::RcvdBadQpState),
         }
+    }
+
+    /// Counts the packet as dropped for `why` (the caller drops it).
+    fn drop_count(&self, why: Counter) {
+        counters::inc(&self.dev, why);
     }
 }
 
@@ -211,6 +222,7 @@ pub(crate) fn receive_udp(mut skb: Skb) {
         return;
     };
     if skb.linearize().is_err() {
+        counters::inc(&dev, Counter::RcvdNoMem);
         return;
     }
     // The destination must be one of our GIDs on the device it came in on.
@@ -219,6 +231,7 @@ pub(crate) fn receive_udp(mut skb: Skb) {
     };
     if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none()
     {
+        pkt.drop_count(Counter::RcvdNotOurs);
         return;
     }
     drop(ndev);
@@ -238,8 +251,49 @@ pub(crate) fn receive_loopback(dev: &Device, skb: Skb) {
 }
 
 impl RxPacket {
-    /// Parses the UDP, IP and transport headers. `None` drops the packet.
-    fn new(dev: DeviceRef, mut skb: Skb, loopback: bool) -> Option<RxPacket> {
+    /// Parses the UDP, IP and transport headers. `None` drops the packet
+    /// (counted in `rcvd_drop_bad_hdr`).
+    fn new(dev: DeviceRef, skb: Skb, loopback: bool) -> Option<RxPacket> {
+        let pkt = Self::parse(dev, skb, loopback);
+        if let Err(dev) = &pkt {
+            counters::inc(dev, Counter::RcvdBadHdr);
+        }
+        pkt.ok()
+    }
+
+    /// [`RxPacket::new`]'s parse; gives the device back on failure.
+    fn parse(dev: DeviceRef, skb: Skb, loopback: bool) -> Result<RxPacket, DeviceRef> {
+        match Parsed::from_skb(skb) {
+            Some(p) => Ok(RxPacket {
+                dev,
+                skb: p.skb,
+                info: p.info,
+                src: p.src,
+                dst: p.dst,
+                sport: p.sport,
+                vlan_id: p.vlan_id,
+                loopback,
+                ip_len: p.ip_len,
+            }),
+            None => Err(dev),
+        }
+    }
+}
+
+/// A received datagram's headers, parsed, before it has a device.
+struct Parsed {
+    skb: Skb,
+    info: PacketInfo,
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    vlan_id: Option<u16>,
+    ip_len: u32,
+}
+
+impl Parsed {
+    /// `None` drops the datagram.
+    fn from_skb(mut skb: Skb) -> Option<Parsed> {
         let data = skb.data();
         let udp = UdpHdr::parse(data)?;
         let paylen = udp.payload_len()?;
@@ -255,23 +309,26 @@ impl RxPacket {
         }
         let info = packet::parse(data.get(ip::UDP_HLEN..ip::UDP_HLEN + paylen)?).ok()?;
         let vlan_id = skb.rx_vlan_id();
+        let ip_len = u32::try_from(ipinfo.hdr_len + ip::UDP_HLEN + paylen).ok()?;
+        let sport = udp.sport;
         skb.pull(ip::UDP_HLEN as u32).ok()?;
-        Some(RxPacket {
-            dev,
+        let info = PacketInfo {
+            mask: info.mask | Mask::GRH,
+            ..info
+        };
+        Some(Parsed {
             skb,
-            info: PacketInfo {
-                mask: info.mask | Mask::GRH,
-                ..info
-            },
+            info,
             src: ipinfo.src,
             dst: ipinfo.dst,
-            sport: udp.sport,
+            sport,
             vlan_id,
-            loopback,
-            ip_len: u32::try_from(ipinfo.hdr_len + ip::UDP_HLEN + paylen).ok()?,
+            ip_len,
         })
     }
+}
 
+impl RxPacket {
     /// The ICRC over the IP and UDP headers (still in the skb's head) and
     /// the transport packet.
     #[inline(always)]
@@ -323,10 +380,12 @@ fn qp_takes(pkt: &RxPacket, qp: &qp::Shared, mcast: bool) -> bool {
 fn dispatch(pkt: RxPacket) {
     let qpn = pkt.qpn();
     if qpn == 0 {
+        pkt.drop_count(Counter::RcvdNoQp);
         return;
     }
     if qpn == MULTICAST_QPN {
         if !pkt.icrc_ok() {
+            pkt.drop_count(Counter::RcvdBadIcrc);
             return;
         }
         counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
@@ -341,15 +400,23 @@ fn dispatch(pkt: RxPacket) {
     let index = if qpn == 1 {
         match state.gsi_qp_index() {
             Some(i) => i,
-            None => return,
+            None => {
+                pkt.drop_count(Counter::RcvdNoQp);
+                return;
+            }
         }
     } else {
         qpn
     };
     let Some(qp) = state.qps.get(index) else {
+        pkt.drop_count(Counter::RcvdNoQp);
         return;
     };
-    if !qp_takes(&pkt, &qp, false) || !pkt.icrc_ok() {
+    if !qp_takes(&pkt, &qp, false) {
+        return;
+    }
+    if !pkt.icrc_ok() {
+        pkt.drop_count(Counter::RcvdBadIcrc);
         return;
     }
     counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));

@@ -6,6 +6,8 @@
 # sent_bytes and rcvd_bytes, which 7.3's rdma_rxe has and 6.12's lacks, are
 # left out of the comparison against 6.12's rdma_rxe; an RC pingpong checks
 # them wherever they exist, against the peer's counts when it has them too.
+# rxe_rs's own rcvd_drop_* counters (dropped packets by reason, after
+# rdma_rxe's) are left out of the comparison.
 #
 #   qemu-test/run --drivers rs,c qemu-test/tests/net_counters.sh
 set -euo pipefail
@@ -22,14 +24,18 @@ stat_value() { # DEV NAME
 # Whether this node's device has sent_bytes and rcvd_bytes.
 has_bytes() { [ "$RXE_DRIVER" = rs ] || [ "${RXE_KERNEL:-6.12}" != 6.12 ]; }
 
-# Against 6.12's rdma_rxe the two byte counters are left out.
+# Against 6.12's rdma_rxe the two byte counters are left out, and rxe_rs's
+# drop counters always.
 mask_bytes() {
 	if [ "${RXE_KERNEL:-6.12}" = 6.12 ]; then
-		grep -vx -e sent_bytes -e rcvd_bytes
+		grep -vx -e sent_bytes -e rcvd_bytes | grep -v '^rcvd_drop_'
 	else
-		cat
+		grep -v '^rcvd_drop_'
 	fi
 }
+
+# rxe_rs's counters of dropped packets by reason.
+DROP_COUNTERS=8
 
 snapshot() {
 	echo "--- rdma statistic"
@@ -42,6 +48,7 @@ rdma statistic show link "$RXE_DEV/1"
 snapshot >"$SHARED_DIR/counters.node$NODE_INDEX"
 want=15
 ! has_bytes || want=17
+[ "$RXE_DRIVER" != rs ] || want=$((want + DROP_COUNTERS))
 [ "$(stat_names "$RXE_DEV" | wc -l)" -eq "$want" ] || fail "expected $want counters"
 for name in $(stat_names "$RXE_DEV"); do
 	v=$(cat "/sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/$name")

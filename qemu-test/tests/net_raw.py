@@ -9,7 +9,9 @@
 
 Every case says how much the receiver's rcvd_pkts must grow: that counter moves
 only for packets that pass the header and ICRC checks and reach a QP or the
-multicast path (QPN 0xffffff, which needs no QP on either driver). With ECHO,
+multicast path (QPN 0xffffff, which needs no QP on either driver). An rxe_rs
+receiver must also count every other packet in one of its rcvd_drop_*
+counters, and the cases with one clear cause in that one (DROP_REASON). With ECHO,
 pings make the receiver answer through its transmit path, checked by the
 sender's (or the receiver's own, looped back) receive path.
 
@@ -17,6 +19,8 @@ rdma_rxe (6.12) crashes on IPv6 datagrams shorter than a BTH: rxe_rcv drops
 them before it clears pkt->qp, which then is whatever IP6CB left in skb->cb,
 and rxe_put()s it. Those cases are skipped when the receiver runs c.
 """
+import json
+import os
 import random
 import socket
 import struct
@@ -24,7 +28,7 @@ import sys
 import time
 import zlib
 
-from testlib import NODE_IP, NODE_IP6, PEER_IP6S, PEER_IPS, hw_counters
+from testlib import DEV, NODE_IP, NODE_IP6, PEER_IP6S, PEER_IPS, hw_counters
 
 ROCE_PORT = 4791
 SPORT = 0xC0DE
@@ -37,6 +41,31 @@ PING = b"rxe_rs ping\0"
 
 def rcvd_pkts():
     return hw_counters(["rcvd_pkts"])["rcvd_pkts"]
+
+
+def drop_counters():
+    """rxe_rs's rcvd_drop_* counters ({} on rdma_rxe)."""
+    names = [n for n in os.listdir(f"/sys/class/infiniband/{DEV}/ports/1/hw_counters")
+             if n.startswith("rcvd_drop_")]
+    return hw_counters(names) if names else {}
+
+
+# The drop counter a case's packets must land in on an rxe_rs receiver.
+DROP_REASON = {
+    "bad ICRC": "rcvd_drop_bad_icrc",
+    "payload bit flipped": "rcvd_drop_bad_icrc",
+    "QPN 0": "rcvd_drop_no_qp",
+    "no such QP": "rcvd_drop_no_qp",
+    "unknown opcode": "rcvd_drop_bad_hdr",
+    "opcode 0x15 (reserved)": "rcvd_drop_bad_hdr",
+    "tver 1": "rcvd_drop_bad_hdr",
+    "empty datagram": "rcvd_drop_bad_hdr",
+    "4 bytes": "rcvd_drop_bad_hdr",
+    "11 bytes": "rcvd_drop_bad_hdr",
+    "BTH only": "rcvd_drop_bad_hdr",
+}
+# Cases whose datagrams need not reach the driver at all.
+NOT_DELIVERED = {"valid, to the broadcast address"}
 
 
 # --- counter queries over TCP -------------------------------------------------
@@ -56,7 +85,10 @@ def serve():
                 return
             # Let softirqs and the loopback path settle.
             time.sleep(0.3)
-            f.write(f"{rcvd_pkts()}\n")
+            if line.strip() == "drops":
+                f.write(json.dumps(drop_counters()) + "\n")
+            else:
+                f.write(f"{rcvd_pkts()}\n")
             f.flush()
 
 
@@ -82,7 +114,7 @@ class Peer:
         line = self.f.readline()
         if not line:
             raise SystemExit("peer does not answer")
-        return int(line)
+        return json.loads(line) if cmd == "drops" else int(line)
 
 
 # --- packet building ----------------------------------------------------------
@@ -204,6 +236,7 @@ def send(echo, peer_driver):
         fam = "IPv6" if p.v6 else "IPv4"
         for name, pkts, want_peer, want_me in cases(p, echo, me, them, peer_driver == "c"):
             t0 = time.monotonic()
+            drops0 = peer.ask("drops") if peer_driver == "rs" else {}
             before_peer, before_me = peer.ask(), rcvd_pkts()
             for pkt in pkts:
                 if isinstance(pkt, tuple) and pkt[0] == "frag":
@@ -220,9 +253,22 @@ def send(echo, peer_driver):
                     time.sleep(0.002)
             got_peer, got_me = peer.ask() - before_peer, rcvd_pkts() - before_me
             ok = (got_peer, got_me) == (want_peer, want_me)
+            drop_note = ""
+            if peer_driver == "rs":
+                drops1 = peer.ask("drops")
+                delta = {k: v - drops0.get(k, 0) for k, v in drops1.items() if v != drops0.get(k, 0)}
+                dropped = len(pkts) - want_peer
+                want_drops = {DROP_REASON[name]: dropped} if name in DROP_REASON else None
+                if name in NOT_DELIVERED:
+                    pass
+                elif sum(delta.values()) != dropped or (want_drops is not None and delta != want_drops):
+                    ok = False
+                    drop_note = f"; drops {delta}, want {want_drops or dropped}"
+                else:
+                    drop_note = f"; drops {delta}" if delta else ""
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {fam} {name}: receiver +{got_peer} (want +{want_peer}), "
-                  f"sender +{got_me} (want +{want_me}); {time.monotonic() - t0:.1f} s", flush=True)
+                  f"sender +{got_me} (want +{want_me}){drop_note}; {time.monotonic() - t0:.1f} s", flush=True)
     peer.ask("stop")
     return failures
 

@@ -48,7 +48,9 @@ pub(crate) fn array_from_fn<T, const N: usize>(f: impl Fn(usize) -> T) -> impl I
 /// left alone but for freeing when this fails.
 #[cfg(not(rxe_kernel_7))]
 pub(crate) unsafe fn init_at<T, E>(init: impl PinInit<T, E>, slot: *mut T) -> Result<(), E> {
-    // SAFETY: Per the contract.
+    // SAFETY: `slot` is valid, uninitialised and pinned memory, left alone
+    // but for freeing when this fails (the caller's contract): what
+    // `__pinned_init` requires.
     unsafe { init.__pinned_init(slot) }
 }
 
@@ -60,7 +62,9 @@ pub(crate) unsafe fn init_at<T, E>(init: impl PinInit<T, E>, slot: *mut T) -> Re
 /// left alone but for freeing when this fails.
 #[cfg(rxe_kernel_7)]
 pub(crate) unsafe fn init_at<T, E>(init: impl PinInit<T, E>, slot: *mut T) -> Result<(), E> {
-    // SAFETY: Per the contract.
+    // SAFETY: `slot` is valid, uninitialised and pinned memory, left alone
+    // but for freeing when this fails (the caller's contract): what
+    // `PinInit::__init` requires.
     unsafe { init.__init(slot) }
 }
 
@@ -77,7 +81,9 @@ pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(
     v: &mut Vec<T, A>,
     len: usize,
 ) {
-    // SAFETY: Per the contract.
+    // SAFETY: `len` is at most the capacity and the first `len` elements
+    // are initialised (the caller's contract); `T: Copy`, so elements cut
+    // off need no drop.
     unsafe { v.set_len(len) }
 }
 
@@ -93,7 +99,8 @@ pub(crate) unsafe fn vec_set_len<T: Copy, A: kernel::alloc::Allocator>(
     len: usize,
 ) {
     if let Some(more) = len.checked_sub(v.len()) {
-        // SAFETY: Per the contract.
+        // SAFETY: `v.len() + more = len` is at most the capacity and the
+        // first `len` elements are initialised (the caller's contract).
         unsafe { v.inc_len(more) }
     } else {
         v.truncate(len);

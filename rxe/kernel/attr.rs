@@ -132,7 +132,9 @@ pub(crate) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
     let g = &attr.grh;
     let has_grh = u32::from(attr.ah_flags) & b::ib_ah_flags_IB_AH_GRH != 0;
     let sgid = if has_grh {
-        // SAFETY: Per the contract.
+        // SAFETY: With a GRH, `sgid_attr` is null or points to a GID
+        // attribute live for the call (the caller's contract); `as_ref`
+        // turns null into `None`.
         unsafe { g.sgid_attr.as_ref() }.map(|s| SgidAttr {
             // SAFETY: Every bit pattern is a valid `raw` GID.
             gid: unsafe { s.gid.raw },
@@ -147,7 +149,7 @@ pub(crate) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
         sl: attr.sl,
         static_rate: attr.static_rate,
         grh: GlobalRoute {
-            // SAFETY: As above.
+            // SAFETY: Every bit pattern is a valid `raw` GID.
             dgid: unsafe { g.dgid.raw },
             flow_label: g.flow_label,
             sgid_index: g.sgid_index,
@@ -209,7 +211,9 @@ pub(crate) fn write_caps(c: &Caps, out: &mut b::ib_qp_cap) {
 /// `a` is the attribute of a modify call whose mask has `AV` (or
 /// `ALT_PATH` for the alternate path), resolved by the core.
 unsafe fn masked_ah(a: &b::rdma_ah_attr, set: bool) -> Option<AhAttr> {
-    // SAFETY: Per the contract.
+    // SAFETY: The attribute is read only when `set`, and then the core
+    // resolved it (the caller's contract): a GRH's `sgid_attr` is null or a
+    // GID attribute the core holds for the call.
     set.then(|| unsafe { ah_attr_from_raw(a) })
 }
 
@@ -286,11 +290,12 @@ pub(crate) unsafe fn modify_attr_from_raw(a: &b::ib_qp_attr, mask: AttrMask) -> 
         m.alt_port_num = a.alt_port_num;
         m.alt_timeout = a.alt_timeout;
     }
-    // SAFETY: Per the contract.
-    unsafe {
-        m.ah_attr = masked_ah(&a.ah_attr, has(AttrMask::AV));
-        m.alt_ah_attr = masked_ah(&a.alt_ah_attr, has(AttrMask::ALT_PATH));
-    }
+    // SAFETY: With `AV` in the mask the core resolved the primary path's
+    // AH attribute (the caller's contract).
+    m.ah_attr = unsafe { masked_ah(&a.ah_attr, has(AttrMask::AV)) };
+    // SAFETY: With `ALT_PATH` in the mask the core resolved the alternate
+    // path's AH attribute (the caller's contract).
+    m.alt_ah_attr = unsafe { masked_ah(&a.alt_ah_attr, has(AttrMask::ALT_PATH)) };
     m
 }
 

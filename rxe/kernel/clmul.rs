@@ -205,7 +205,8 @@ pub(crate) unsafe fn fold(crc: u32, data: &[u8]) -> Option<([u8; 16], usize)> {
 ///
 /// As for [`fold`].
 pub(crate) unsafe fn crc32(crc: u32, data: &[u8], table: fn(u32, &[u8]) -> u32) -> u32 {
-    // SAFETY: the caller's promise is `fold`'s.
+    // SAFETY: the CPU has PCLMULQDQ and SSE2 and we own the vector
+    // registers: the caller's contract, the same as `fold`'s.
     match unsafe { fold(crc, data) } {
         Some((block, covered)) => table(table(0, &block), data.get(covered..).unwrap_or(&[])),
         None => table(crc, data),

@@ -41,6 +41,7 @@ pub(crate) type SrqLink = CoreLink<b::ib_srq>;
 impl CoreLink<b::ib_cq> {
     /// A link to nothing yet; `attach` connects it.
     pub(crate) fn new() -> impl PinInit<Self> {
+        // INVARIANT: The lock holds `None`, which names nothing.
         pin_init!(Self {
             h <- new_spinlock_bh!(None, "rxe_cq_link"),
         })
@@ -50,6 +51,7 @@ impl CoreLink<b::ib_cq> {
 impl CoreLink<b::ib_srq> {
     /// A link to nothing yet; `attach` connects it.
     pub(crate) fn new() -> impl PinInit<Self> {
+        // INVARIANT: The lock holds `None`, which names nothing.
         pin_init!(Self {
             h <- new_spinlock_bh!(None, "rxe_srq_link"),
         })
@@ -64,11 +66,14 @@ impl<I> CoreLink<I> {
     /// `h` names a live core object, and `sever` is called before the core
     /// frees it.
     pub(crate) unsafe fn attach(&self, h: Handle<I>) {
+        // INVARIANT: `h` names a live core object and the link is severed
+        // before the core frees it (the caller's contract).
         *self.h.lock() = Some(h);
     }
 
     /// Disconnects the link; waits for callbacks in flight through it.
     pub(crate) fn sever(&self) {
+        // INVARIANT: `None` names nothing.
         *self.h.lock() = None;
     }
 
@@ -86,14 +91,20 @@ impl LinkGuard<'_, b::ib_cq> {
     pub(crate) fn comp_handler(&self) {
         let Some(h) = *self.0 else { return };
         let cq = h.as_ptr();
-        // SAFETY: The CQ is alive while the link holds it (invariant). The
-        // core sets the handler and its context before any completion can
-        // be queued and does not change them afterwards.
-        unsafe {
-            let ctx = core::ptr::addr_of!((*cq).cq_context).read();
-            if let Some(f) = core::ptr::addr_of!((*cq).comp_handler).read() {
-                f(cq, ctx);
-            }
+        // SAFETY: The guard holds the link's lock, so by the type invariant
+        // of `CoreLink` the CQ is alive. The core sets the handler and its
+        // context before any completion can be queued and does not change
+        // them afterwards, so the reads race with no writer.
+        let (ctx, handler) = unsafe {
+            (
+                core::ptr::addr_of!((*cq).cq_context).read(),
+                core::ptr::addr_of!((*cq).comp_handler).read(),
+            )
+        };
+        if let Some(f) = handler {
+            // SAFETY: `f` is the handler the consumer installed for this
+            // CQ; it takes the live CQ and the context installed with it.
+            unsafe { f(cq, ctx) };
         }
     }
 
@@ -101,17 +112,27 @@ impl LinkGuard<'_, b::ib_cq> {
     pub(crate) fn overrun_event(&self) {
         let Some(h) = *self.0 else { return };
         let cq = h.as_ptr();
-        // SAFETY: As in `comp_handler`; the event lives for the call.
-        unsafe {
-            let mut ev = b::ib_event {
-                device: core::ptr::addr_of!((*cq).device).read(),
-                element: b::ib_event__bindgen_ty_1 { cq },
-                event: b::ib_event_type_IB_EVENT_CQ_ERR,
-            };
-            let ctx = core::ptr::addr_of!((*cq).cq_context).read();
-            if let Some(f) = core::ptr::addr_of!((*cq).event_handler).read() {
-                f(&mut ev, ctx);
-            }
+        // SAFETY: The guard holds the link's lock, so by the type invariant
+        // of `CoreLink` the CQ is alive. The core sets `device`, the event
+        // handler and its context before the create op and does not change
+        // them afterwards.
+        let (device, ctx, handler) = unsafe {
+            (
+                core::ptr::addr_of!((*cq).device).read(),
+                core::ptr::addr_of!((*cq).cq_context).read(),
+                core::ptr::addr_of!((*cq).event_handler).read(),
+            )
+        };
+        let mut ev = b::ib_event {
+            device,
+            element: b::ib_event__bindgen_ty_1 { cq },
+            event: b::ib_event_type_IB_EVENT_CQ_ERR,
+        };
+        if let Some(f) = handler {
+            // SAFETY: `f` is the handler the consumer installed for this
+            // CQ; it takes an event that lives for the call (on our stack)
+            // and the context installed with it.
+            unsafe { f(&mut ev, ctx) };
         }
     }
 }
@@ -121,18 +142,27 @@ impl LinkGuard<'_, b::ib_srq> {
     pub(crate) fn limit_event(&self) {
         let Some(h) = *self.0 else { return };
         let srq = h.as_ptr();
-        // SAFETY: The SRQ is alive while the link holds it (invariant); the
-        // core sets handler and context before the create op.
-        unsafe {
-            let mut ev = b::ib_event {
-                device: core::ptr::addr_of!((*srq).device).read(),
-                element: b::ib_event__bindgen_ty_1 { srq },
-                event: b::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
-            };
-            let ctx = core::ptr::addr_of!((*srq).srq_context).read();
-            if let Some(f) = core::ptr::addr_of!((*srq).event_handler).read() {
-                f(&mut ev, ctx);
-            }
+        // SAFETY: The guard holds the link's lock, so by the type invariant
+        // of `CoreLink` the SRQ is alive. The core sets `device`, the event
+        // handler and its context before the create op and does not change
+        // them afterwards.
+        let (device, ctx, handler) = unsafe {
+            (
+                core::ptr::addr_of!((*srq).device).read(),
+                core::ptr::addr_of!((*srq).srq_context).read(),
+                core::ptr::addr_of!((*srq).event_handler).read(),
+            )
+        };
+        let mut ev = b::ib_event {
+            device,
+            element: b::ib_event__bindgen_ty_1 { srq },
+            event: b::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+        };
+        if let Some(f) = handler {
+            // SAFETY: `f` is the handler the consumer installed for this
+            // SRQ; it takes an event that lives for the call (on our stack)
+            // and the context installed with it.
+            unsafe { f(&mut ev, ctx) };
         }
     }
 }
@@ -228,8 +258,11 @@ pub(crate) fn kernel_wc(cqe: &Cqe, qp: QpHandle, net: Option<RecvNet>) -> [u8; C
 ///
 /// `wc` is valid for writing one `struct ib_wc`.
 pub(crate) unsafe fn write_wc(wc: *mut b::ib_wc, slot: &[u8; CQE_LEN]) {
-    // SAFETY: Per the contract; the bytes were built by `kernel_wc` (every
-    // field of `ib_wc` is an integer or a pointer, valid for any bits).
+    // SAFETY: `wc` is valid for writing one `struct ib_wc` (the caller's
+    // contract), `CQE_LEN` bytes (checked at compile time above); `slot` is
+    // our own array, so the two do not overlap. Every field of `ib_wc` is an
+    // integer or a pointer, valid for any bits; these were built by
+    // `kernel_wc`.
     unsafe { core::ptr::copy_nonoverlapping(slot.as_ptr(), wc.cast::<u8>(), CQE_LEN) };
 }
 
@@ -245,13 +278,14 @@ pub(crate) struct RecvWr {
 
 impl RecvWr {
     pub(crate) fn wr_id(&self) -> u64 {
-        // SAFETY: Valid per the invariant; every member of the union is 64 bits.
+        // SAFETY: `wr` is valid by the type invariant; every member of the
+        // union is 64 bits, so reading it as `wr_id` is sound.
         unsafe { (*self.wr).__bindgen_anon_1.wr_id }
     }
 
     /// The SGE count as the caller gave it (a C `int`, maybe negative).
     pub(crate) fn num_sge(&self) -> i32 {
-        // SAFETY: Valid per the invariant.
+        // SAFETY: `wr` is valid by the type invariant.
         unsafe { (*self.wr).num_sge }
     }
 
@@ -261,8 +295,8 @@ impl RecvWr {
         if i >= n {
             return Sge::default();
         }
-        // SAFETY: `sg_list` holds `num_sge` entries (invariant) and `i` is
-        // below that.
+        // SAFETY: `sg_list` holds `num_sge` entries (type invariant) and `i`
+        // is below that.
         let s = unsafe { (*self.wr).sg_list.add(i).read() };
         Sge {
             addr: s.addr,
@@ -303,6 +337,8 @@ impl Iterator for RecvWrList {
         let wr = self.next;
         // SAFETY: Non-null members of the chain are valid (constructor contract).
         self.next = unsafe { (*wr).next };
+        // INVARIANT: `wr` is a non-null member of the chain, valid with its
+        // `num_sge` SGEs for the post call (constructor contract).
         Some(RecvWr { wr })
     }
 }
@@ -315,12 +351,16 @@ impl Iterator for RecvWrList {
 /// `udata` is null or the driver udata of a uverbs call in progress on a
 /// context of this driver, whose driver part is a `C`.
 pub(crate) unsafe fn ucontext<'a, C>(udata: *mut b::ib_udata) -> Option<&'a C> {
-    // SAFETY: Per the contract; the context outlives the call.
+    // SAFETY: `udata` is null or the driver udata of a uverbs call in
+    // progress (the caller's contract): the helper returns null for null and
+    // otherwise reads the context of the call's attribute bundle.
     let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
     if uc.is_null() {
         return None;
     }
-    // SAFETY: A context of this driver, initialised by `alloc_ucontext`.
+    // SAFETY: The context is one of this driver's whose driver part is a
+    // `C` (the caller's contract), initialised by `alloc_ucontext`; the core
+    // keeps it alive for the whole uverbs call, which outlives `'a`.
     Some(unsafe { &**CoreObj::<b::ib_ucontext, C>::from_raw(uc) })
 }
 
@@ -340,7 +380,8 @@ impl<C> UserCall<'_, C> {
     /// of the current call, whose context is one of this driver's with a
     /// `C` as its driver part.
     pub(crate) unsafe fn from_raw(udata: *mut b::ib_udata) -> Result<Option<Self>> {
-        // SAFETY: Per the contract.
+        // SAFETY: `udata` is null or the `driver_udata` of the current call
+        // (the caller's contract), valid for the call.
         let Some(u) = (unsafe { Udata::from_raw(udata) }) else {
             return Ok(None);
         };
@@ -349,7 +390,9 @@ impl<C> UserCall<'_, C> {
         if uc.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: A context of ours, alive for the whole call.
+        // SAFETY: The context is one of ours with a `C` as its driver part
+        // (the caller's contract), initialised by `alloc_ucontext`; the core
+        // keeps it alive for the whole uverbs call.
         let ctx = unsafe { CoreObj::<b::ib_ucontext, C>::from_raw(uc) };
         Ok(Some(Self { udata: u, ctx }))
     }

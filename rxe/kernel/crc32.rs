@@ -51,7 +51,7 @@ pub(crate) fn select() {
         pr_info!("ICRC: CRC-32 in software (no PCLMULQDQ)\n");
         return;
     }
-    // SAFETY: As above.
+    // SAFETY: FFI call without arguments, usable in any context.
     if param < 0 && unsafe { b::rxe_rs_cpu_is_tcg() } {
         pr_info!("ICRC: CRC-32 in software (PCLMULQDQ emulated by QEMU TCG)\n");
         return;

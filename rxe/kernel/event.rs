@@ -47,6 +47,7 @@ pub(crate) struct QpLink {
 impl QpLink {
     /// A link not attached to any object yet; events are dropped.
     pub(crate) fn new() -> impl PinInit<Self> {
+        // INVARIANT: `handle` starts as `None`.
         pin_init!(Self { handle <- new_spinlock_irq!(None, "rxe_qp_link") })
     }
 
@@ -56,12 +57,15 @@ impl QpLink {
     ///
     /// `revoke` is called before `obj` is freed.
     pub(crate) unsafe fn attach<T>(&self, obj: &CoreObj<b::ib_qp, T>) {
+        // INVARIANT: `obj` is live while borrowed, and `revoke` is called
+        // before it is freed (the caller's contract).
         *self.handle.lock() = Some(obj.handle());
     }
 
     /// Detaches the link; later events are dropped. Returns once no event
     /// is being delivered.
     pub(crate) fn revoke(&self) {
+        // INVARIANT: `None` names nothing.
         *self.handle.lock() = None;
     }
 
@@ -95,8 +99,10 @@ impl QpLink {
             ..Default::default()
         };
         ev.element.qp = qp;
-        // SAFETY: The event is fully initialised and the QP live (see above);
-        // this is how the core expects drivers to report QP events.
+        // SAFETY: `handler` is the consumer's event handler of the QP, which
+        // is live by the type invariant while `guard` holds the lock; the
+        // event is fully initialised and lives on our stack for the call,
+        // and `context` is the one installed with the handler.
         unsafe { handler(&mut ev, context) };
     }
 }

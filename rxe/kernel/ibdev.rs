@@ -66,8 +66,10 @@ impl<S: DeviceData> Device<S> {
     ///
     /// `ib` is the `ib_device` of a live `Device` whose state is initialised.
     pub(crate) unsafe fn from_ib<'a>(ib: *mut b::ib_device) -> &'a Self {
-        // SAFETY: `ib` is the first field of a `#[repr(C)]` `Device`, whose
-        // state is an `S` (the contract of `DeviceData`).
+        // SAFETY: `ib` is the `ib_device` of a live `Device` whose state is
+        // initialised (the caller's contract), and the first field of that
+        // `#[repr(C)]` `Device`, so the cast gives its address; the state is
+        // an `S` (the contract of `DeviceData`).
         unsafe { &*ib.cast::<Self>() }
     }
 
@@ -92,11 +94,13 @@ impl<S: DeviceData> Device<S> {
         // core keeps `net` without a reference: we hold it until the
         // registration is done, and the core moves its devices back to
         // init_net when a namespace exits.
-        let raw =
-            unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) }.cast::<Self>();
+        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) };
+        let raw = raw.cast::<Self>();
         if raw.is_null() {
             return Err(ENOMEM);
         }
+        // INVARIANT: The state is initialised here, before the ops are set
+        // below, so before the core can call into the device.
         // SAFETY: `raw` is zeroed memory of the right size that we own, and
         // `state` is not yet initialised. The ops are set only after the state
         // is, so a failed init frees the device without dropping anything.
@@ -110,32 +114,34 @@ impl<S: DeviceData> Device<S> {
             // SAFETY: The device is ours and not registered.
             unsafe { b::ib_dealloc_device(raw.cast()) }
         });
-        // SAFETY: The device is ours until registered; its fields are plain data.
-        unsafe {
-            let ib = &mut *(*raw).ib.get();
-            ib.name_assign_type = b::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
-            for (dst, &src) in ib.node_desc.iter_mut().zip(identity.node_desc) {
-                *dst = src as kernel::ffi::c_char;
-            }
-            ib.node_type = b::RDMA_NODE_IB_CA as u8;
-            ib.phys_port_cnt = 1;
-            ib.num_comp_vectors = b::rxe_rs_num_possible_cpus() as i32;
-            ib.local_dma_lkey = 0;
-            ib.node_guid = u64::from_ne_bytes(identity.node_guid);
-            ib.uverbs_cmd_mask |= (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
-                | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
-            let ops = S::ops();
-            b::ib_set_device_ops(ib, &ops);
-            // From here on a failure ends in `dealloc_driver` too, which
-            // takes the device off the list.
-            Registry::lock().add(raw.cast())?;
-            to_result(b::ib_device_set_netdev(ib, ndev.as_ptr(), 1))?;
-            to_result(b::ib_register_device(
-                ib,
-                name.as_char_ptr(),
-                core::ptr::null_mut(),
-            ))?;
+        // SAFETY: The device is ours until registered: nothing else reaches
+        // it yet, so this is the only reference; its fields are plain data.
+        let ib = unsafe { &mut *(*raw).ib.get() };
+        ib.name_assign_type = b::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
+        for (dst, &src) in ib.node_desc.iter_mut().zip(identity.node_desc) {
+            *dst = src as kernel::ffi::c_char;
         }
+        ib.node_type = b::RDMA_NODE_IB_CA as u8;
+        ib.phys_port_cnt = 1;
+        // SAFETY: FFI call without arguments, usable in any context.
+        ib.num_comp_vectors = unsafe { b::rxe_rs_num_possible_cpus() } as i32;
+        ib.local_dma_lkey = 0;
+        ib.node_guid = u64::from_ne_bytes(identity.node_guid);
+        ib.uverbs_cmd_mask |= (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+            | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+        let ops = S::ops();
+        // SAFETY: `ib` is our device, not registered yet; the core copies
+        // the ops out of `ops`, which lives for the call.
+        unsafe { b::ib_set_device_ops(ib, &ops) };
+        // From here on a failure ends in `dealloc_driver` too, which
+        // takes the device off the list.
+        Registry::lock().add(raw.cast())?;
+        // SAFETY: `ib` is our device, not registered yet; `ndev` is a live
+        // netdev (we hold a reference), on which the core takes its own.
+        to_result(unsafe { b::ib_device_set_netdev(ib, ndev.as_ptr(), 1) })?;
+        // SAFETY: `ib` is our set-up device with its ops and netdev; `name`
+        // is a NUL-terminated string the core copies; no DMA device (null).
+        to_result(unsafe { b::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut()) })?;
         guard.dismiss();
         Ok(())
     }
@@ -150,7 +156,10 @@ impl<S: DeviceData> Device<S> {
         // No walk of the list reaches the device once this returns.
         Registry::lock().remove(ib);
         let dev = ib.cast::<Self>();
-        // SAFETY: Per the contract, the state is initialised and now dead.
+        // INVARIANT: `dealloc_driver` is the last call the core makes into
+        // the device, and the state is never used after it.
+        // SAFETY: `ib` belongs to a `Device` whose state is initialised and
+        // never used again (the caller's contract), so it is dropped once.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).state)) };
     }
 }
@@ -182,7 +191,9 @@ impl<S> Device<S> {
 
     /// The network device of port 1, if it still has one.
     pub(crate) fn netdev(&self) -> Option<NetDevice> {
-        // SAFETY: The device is alive; the getter returns a held reference.
+        // SAFETY: The device is alive while borrowed, and port 1 is its one
+        // port; the getter returns null or a netdev with a reference taken,
+        // which `from_owned` takes over.
         unsafe { NetDevice::from_owned(b::ib_device_get_netdev(self.as_ib(), 1)) }
     }
 
@@ -223,7 +234,8 @@ pub(crate) struct DeviceRef<S: DeviceData>(NonNull<Device<S>>);
 // the driver reaches it only through the core's functions (it is `Opaque`);
 // the state is `Sync` (a `DeviceData` bound).
 unsafe impl<S: Sync> Sync for Device<S> {}
-// SAFETY: As above; a device is not tied to the thread that made it.
+// SAFETY: The core's part is used only through the core's functions, which
+// work from any thread; the state is `Send`.
 unsafe impl<S: Send> Send for Device<S> {}
 // SAFETY: The reference count may be dropped from any context.
 unsafe impl<S: DeviceData> Send for DeviceRef<S> {}
@@ -233,7 +245,10 @@ unsafe impl<S: DeviceData> Sync for DeviceRef<S> {}
 impl<S: DeviceData> DeviceRef<S> {
     /// The rxe device bound to `ndev`, if there is one.
     pub(crate) fn by_netdev(ndev: &NetDevice) -> Option<Self> {
-        // SAFETY: FFI; returns a device with a reference taken, or null.
+        // SAFETY: `ndev` is a live netdev (we hold a reference). The core
+        // returns null or a device of this driver with a reference taken,
+        // which `Self` owns; a registered device's state is initialised (the
+        // type invariant of `Device`).
         let ib =
             unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
         NonNull::new(ib.cast::<Device<S>>()).map(Self)
@@ -257,7 +272,8 @@ impl<S: DeviceData> core::ops::Deref for DeviceRef<S> {
 
 impl<S: DeviceData> Drop for DeviceRef<S> {
     fn drop(&mut self) {
-        // SAFETY: We own one reference taken by `by_netdev`.
+        // SAFETY: We own one reference, taken by `by_netdev` or `try_get`,
+        // and give it back once.
         unsafe { b::ib_device_put(self.0.as_ptr().cast()) };
     }
 }
@@ -280,7 +296,8 @@ struct RegistryGuard(());
 
 impl Registry {
     fn lock() -> RegistryGuard {
-        // SAFETY: FFI; a plain mutex, released by the guard's drop.
+        // SAFETY: The helper takes a static C mutex; callers are in process
+        // context, and the guard's drop releases it.
         unsafe { b::rxe_rs_devices_lock() };
         RegistryGuard(())
     }
@@ -288,13 +305,16 @@ impl Registry {
 
 impl RegistryGuard {
     fn devices(&self) -> &KVec<usize> {
-        // SAFETY: We hold the mutex, so nothing else reaches the vector.
+        // SAFETY: A guard exists only while the mutex is held, so no other
+        // guard, and nothing else, reaches the vector; a `&mut` from
+        // `devices_mut` would need this guard borrowed mutably.
         unsafe { &*REGISTRY.0.get() }
     }
 
     fn devices_mut(&mut self) -> &mut KVec<usize> {
-        // SAFETY: As in `devices`, and `&mut self` makes this the only
-        // reference.
+        // SAFETY: A guard exists only while the mutex is held, so no other
+        // guard, and nothing else, reaches the vector; `&mut self` makes
+        // this the only reference through this guard.
         unsafe { &mut *REGISTRY.0.get() }
     }
 
@@ -324,7 +344,8 @@ impl RegistryGuard {
 
 impl Drop for RegistryGuard {
     fn drop(&mut self) {
-        // SAFETY: Taken by `Registry::lock`.
+        // SAFETY: A guard exists only once `Registry::lock` took the mutex,
+        // and is dropped once.
         unsafe { b::rxe_rs_devices_unlock() };
     }
 }

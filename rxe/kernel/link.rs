@@ -23,7 +23,8 @@ pub(crate) struct LinkType(KBox<Opaque<b::rdma_link_ops>>);
 // SAFETY: After registration only the RDMA core touches the ops, under its
 // own lock; this value only hands their address back to unregister.
 unsafe impl Send for LinkType {}
-// SAFETY: As above; `&LinkType` allows no access at all.
+// SAFETY: `&LinkType` allows no access at all: the ops are reached only by
+// the RDMA core, under its own lock.
 unsafe impl Sync for LinkType {}
 
 /// # Safety
@@ -35,14 +36,11 @@ unsafe extern "C" fn newlink<O: LinkOwner>(
     ndev: *mut b::net_device,
 ) -> kernel::ffi::c_int {
     from_result(|| {
-        // SAFETY: The core passes a NUL-terminated name and a netdev it holds
-        // for the duration of the call.
-        let (name, ndev) = unsafe {
-            (
-                CStr::from_char_ptr(name),
-                NetDevice::get(ndev).ok_or(ENODEV)?,
-            )
-        };
+        // SAFETY: The core passes a NUL-terminated name that lives for the
+        // call, which outlasts the borrow.
+        let name = unsafe { CStr::from_char_ptr(name) };
+        // SAFETY: The core passes a netdev it holds for the call.
+        let ndev = unsafe { NetDevice::get(ndev) }.ok_or(ENODEV)?;
         O::newlink(name, &ndev)?;
         Ok(0)
     })
@@ -65,7 +63,9 @@ impl LinkType {
 
 impl Drop for LinkType {
     fn drop(&mut self) {
-        // SAFETY: Registered in `register`.
+        // SAFETY: The ops were registered in `register` (a `LinkType`
+        // exists only then) and are unregistered once, here; they are freed
+        // only after this call returns.
         unsafe { b::rdma_link_unregister(self.0.get()) };
     }
 }

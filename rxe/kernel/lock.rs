@@ -62,7 +62,9 @@ mod raw {
     #[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_BH)))]
     #[inline(always)]
     pub(super) unsafe fn unlock_bh(l: *mut Lock) {
-        // SAFETY: As in `lock_bh`; the caller holds the lock.
+        // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
+        // member is its `raw_spinlock_t`; the caller holds this live lock, taken with
+        // `lock_bh`.
         unsafe { b::_raw_spin_unlock_bh(l.cast()) }
     }
 
@@ -89,7 +91,8 @@ mod raw {
     ))]
     #[inline(always)]
     pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
-        // SAFETY: As in `lock_bh`.
+        // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
+        // member is its `raw_spinlock_t`; the caller passes a live, initialised lock.
         unsafe { b::_raw_spin_lock_irqsave(l.cast()) }
     }
 
@@ -120,7 +123,8 @@ mod raw {
     ))]
     #[inline(always)]
     pub(super) unsafe fn unlock_irqrestore(l: *mut Lock, flags: c_ulong) {
-        // SAFETY: As in `lock_bh`; the caller holds the lock and passes the
+        // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
+        // member is its `raw_spinlock_t`; the caller holds this live lock and passes the
         // flags its lock call returned.
         unsafe { b::_raw_spin_unlock_irqrestore(l.cast(), flags) }
     }

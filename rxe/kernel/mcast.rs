@@ -18,7 +18,8 @@ impl NetDevice {
 
     /// Drops one reference to `addr` in the multicast filter.
     pub(crate) fn mc_del(&self, addr: &[u8; 6]) -> Result {
-        // SAFETY: As for `mc_add`.
+        // SAFETY: The device is alive while we hold it; `addr` is 6 readable
+        // bytes, the length of an Ethernet address.
         to_result(unsafe { b::dev_mc_del(self.as_ptr(), addr.as_ptr()) })
     }
 }

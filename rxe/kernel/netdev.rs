@@ -29,6 +29,8 @@ impl NetDevice {
     /// `ptr` is null or points to a `net_device` on which the caller owns a
     /// reference, which is transferred to the returned value.
     pub(crate) unsafe fn from_owned(ptr: *mut b::net_device) -> Option<Self> {
+        // INVARIANT: A non-null `ptr` names a device on which the caller
+        // hands us its reference (the caller's contract).
         NonNull::new(ptr).map(Self)
     }
 
@@ -41,6 +43,7 @@ impl NetDevice {
         let ptr = NonNull::new(ptr)?;
         // SAFETY: The caller guarantees the device is alive now.
         unsafe { b::rxe_rs_dev_hold(ptr.as_ptr()) };
+        // INVARIANT: The reference just taken is this value's.
         Some(Self(ptr))
     }
 
@@ -131,8 +134,10 @@ impl NetDevice {
 
 impl Clone for NetDevice {
     fn clone(&self) -> Self {
-        // SAFETY: We hold a reference, so the device is alive.
+        // SAFETY: We hold a reference (type invariant), so the device is
+        // alive.
         unsafe { b::rxe_rs_dev_hold(self.as_ptr()) };
+        // INVARIANT: The reference just taken is the clone's.
         Self(self.0)
     }
 }
@@ -183,7 +188,8 @@ pub(crate) struct Notifier(KBox<Opaque<b::notifier_block>>);
 // SAFETY: After registration only the notifier chain touches the block, under
 // its own lock; this value only hands its address back to unregister.
 unsafe impl Send for Notifier {}
-// SAFETY: As above; `&Notifier` allows no access at all.
+// SAFETY: `&Notifier` allows no access at all: the block is reached only
+// by the notifier chain, under its own lock.
 unsafe impl Sync for Notifier {}
 
 /// # Safety
@@ -220,7 +226,9 @@ impl Notifier {
 
 impl Drop for Notifier {
     fn drop(&mut self) {
-        // SAFETY: The block was registered in `register`.
+        // SAFETY: The block was registered in `register` (a `Notifier`
+        // exists only then) and is unregistered once, here; it is freed
+        // only after this call returns.
         unsafe { b::unregister_netdevice_notifier(self.0.get()) };
     }
 }

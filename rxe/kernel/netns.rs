@@ -54,6 +54,8 @@ impl Net {
         // SAFETY: `ndev` is held; the helper takes a reference unless the
         // namespace's count already reached zero.
         let net = unsafe { b::rxe_rs_dev_net_get(ndev.as_ptr()) };
+        // INVARIANT: A non-null `net` comes with the reference the helper
+        // took, which is this value's.
         NonNull::new(net).map(Net).ok_or(ENODEV)
     }
 
@@ -150,8 +152,10 @@ static PERNET_ID: AtomicU32 = AtomicU32::new(0);
 /// and [`TunnelNets`] is registered.
 unsafe fn slot(net: *const b::net) -> *mut *const Tunnels {
     let id = PERNET_ID.load(Ordering::Acquire);
-    // SAFETY: Per the contract the namespace has its memory for our id,
-    // which is one pointer (`size` of the ops).
+    // SAFETY: `net` is between our `init` and the end of our `exit` for it
+    // and `TunnelNets` is registered (the caller's contract), so the
+    // namespace has its memory for our id, one pointer (`size` of the ops),
+    // and `PERNET_ID` holds that id.
     unsafe { b::rxe_rs_net_generic(net, id) }.cast()
 }
 
@@ -214,7 +218,8 @@ pub(crate) struct TunnelNets(KBox<Opaque<b::pernet_operations>>);
 // SAFETY: After registration only the namespace core touches the ops, under
 // its own lock; this value only hands their address back to unregister.
 unsafe impl Send for TunnelNets {}
-// SAFETY: As above; `&TunnelNets` allows no access at all.
+// SAFETY: `&TunnelNets` allows no access at all: the ops are reached only
+// by the namespace core, under its own lock.
 unsafe impl Sync for TunnelNets {}
 
 impl TunnelNets {
@@ -238,7 +243,9 @@ impl TunnelNets {
 
 impl Drop for TunnelNets {
     fn drop(&mut self) {
-        // SAFETY: Registered in `register`.
+        // SAFETY: The ops were registered in `register` (a `TunnelNets`
+        // exists only then) and are unregistered once, here; they are freed
+        // only after this call returns.
         unsafe { b::unregister_pernet_subsys(self.0.get()) };
     }
 }

@@ -71,7 +71,13 @@ impl<I: IbObject, T> CoreObj<I, T> {
     /// whose driver part is not initialised yet.
     pub(crate) unsafe fn init(raw: *mut I, data: impl PinInit<T, Error>) -> Result {
         let obj = raw.cast::<Self>();
-        // SAFETY: The slot is valid, uninitialised and pinned in core memory.
+        // INVARIANT: `data` is initialised here, in the create op, before the
+        // core can hand out the object; on error the core frees the memory
+        // without calling the destroy op, so nothing refers to it.
+        // SAFETY: `raw` is the core's allocation of `SIZE` bytes (the
+        // caller's contract) and `Self` is `repr(C)` with the core's struct
+        // first, so `data`'s slot lies inside it, uninitialised; the core
+        // never moves the object, so the slot is pinned.
         unsafe { super::alloc::init_at(data, core::ptr::addr_of_mut!((*obj).data)) }
     }
 
@@ -82,7 +88,10 @@ impl<I: IbObject, T> CoreObj<I, T> {
     /// `raw` was initialised by `init` and is not used again.
     pub(crate) unsafe fn destroy(raw: *mut I) {
         let obj = raw.cast::<Self>();
-        // SAFETY: Initialised, and dead from now on, per the contract.
+        // INVARIANT: The object is not used again (the caller's contract), so
+        // no reference to it outlives the drop.
+        // SAFETY: `data` was initialised by `init` and is not used again (the
+        // caller's contract), so it is dropped exactly once.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*obj).data)) };
     }
 
@@ -90,7 +99,10 @@ impl<I: IbObject, T> CoreObj<I, T> {
     ///
     /// `raw` was initialised by `init` and stays alive for `'a`.
     pub(crate) unsafe fn from_raw<'a>(raw: *mut I) -> &'a Self {
-        // SAFETY: Per the contract.
+        // SAFETY: `raw` was initialised by `init` and stays alive for `'a`
+        // (the caller's contract), so by the type invariant `data` is
+        // initialised for as long as the reference lives. `Self` is
+        // `repr(C)` with the core's struct first, at `raw`'s address.
         unsafe { &*raw.cast::<Self>() }
     }
 
@@ -129,7 +141,9 @@ impl<I> Copy for Handle<I> {}
 // SAFETY: A handle is an address; using it is up to the code that made it,
 // in this layer, under the lifetime rules of the object it names.
 unsafe impl<I> Send for Handle<I> {}
-// SAFETY: As above.
+// SAFETY: A handle is an address and has no interior mutability; code in
+// this layer that turns it back into a pointer follows the object's
+// lifetime rules whichever thread it runs on.
 unsafe impl<I> Sync for Handle<I> {}
 
 impl<I> Handle<I> {

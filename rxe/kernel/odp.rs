@@ -142,11 +142,13 @@ impl Odp {
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
         let pages = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
-        // SAFETY: Plain read of a counter.
+        // SAFETY: FFI call without arguments that reads a counter, usable in
+        // any context.
         let ram = unsafe { b::rxe_rs_totalram_bytes() };
         if !odp_logic::table_fits(len64(pages.end), len64(size_of::<Entry>()), ram) {
             return Err(ENOMEM);
         }
+        // INVARIANT: No umem yet, and the table is empty.
         let odp = Arc::pin_init(
             pin_init!(Self {
                 base: first,
@@ -177,6 +179,8 @@ impl Odp {
                 b::rxe_rs_odp_page_shift(ptr.as_ptr()),
             )
         };
+        // INVARIANT: The umem was made with `private`, the address of `odp`,
+        // which the `Arc` keeps in place.
         odp.umem.lock().ptr = Some(UmemPtr(ptr));
         // HUGETLB is refused before here, so the core uses system pages.
         // PAGE_SHIFT is a small constant (12 on x86).
@@ -198,6 +202,7 @@ impl Odp {
         // allocator (`__GFP_ZERO`), and zero is a valid (absent) entry.
         unsafe { vec_set_len(&mut table, npages) };
         // The empty table it replaces is dropped after the lock (no free).
+        // INVARIANT: Every entry of the new table is zero.
         let _empty = core::mem::replace(&mut *odp.table.lock(), table);
         if let Err(e) = odp.map(addr, len, false, false) {
             odp.release();
@@ -282,6 +287,10 @@ impl Odp {
                 let r = unsafe { b::rxe_rs_odp_page(ptr, idx, &mut page, &mut writable) };
                 refused |= r != 0;
                 // Page addresses are aligned: bit 0 is free.
+                // INVARIANT: `page` is null or a page the core has mapped at
+                // `idx` that `rxe_rs_odp_page` found usable through the
+                // direct map; `umem_mutex` keeps invalidations of it out
+                // until after the table lock is dropped.
                 *e = if page.is_null() {
                     0
                 } else {
@@ -329,11 +338,14 @@ impl Odp {
 
     fn clear_all(&self) {
         let mut table = self.table.lock();
+        // INVARIANT: Zero entries name no page.
         table.iter_mut().for_each(|e| *e = 0);
     }
 
     /// Releases the umem, taken out of `umem` with no map in progress.
     fn release_umem(&self, ptr: NonNull<b::ib_umem_odp>) {
+        // INVARIANT: The table names no page of the umem about to be
+        // released; `ptr` was taken out of `umem` already.
         self.clear_all();
         // SAFETY: We own the umem (taken out of `umem`) and nothing uses it
         // any more: no map is in progress and none can start, and the
@@ -364,9 +376,10 @@ impl Odp {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
             let page = NonNull::new((e & !WRITABLE) as *mut b::page).ok_or(OdpError::Absent)?;
-            // The entry stays present while we hold the table lock (type
-            // invariant), so the page stays valid for `f`.
-            f(PageList::page_ref(page), c.offset, c.len, c.pos)?;
+            // SAFETY: The entry stays present while we hold the table lock
+            // (type invariant), so the page stays valid for `f`, which keeps
+            // no copy of the block.
+            f(unsafe { PageList::page_ref(page) }, c.offset, c.len, c.pos)?;
         }
         Ok(())
     }
@@ -424,8 +437,9 @@ impl Odp {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
             if let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) {
-                // Present while the table lock is held (type invariant).
-                let p = PageList::page_ref(page);
+                // SAFETY: Present while the table lock is held (type
+                // invariant); `p` does not outlive this iteration.
+                let p = unsafe { PageList::page_ref(page) };
                 if !p.is_pmem() {
                     return Err(OdpError::Page(PageError::Fault));
                 }
@@ -450,11 +464,12 @@ impl Odp {
                     return false;
                 };
                 for &e in batch {
-                    // Present while the table lock is held (type invariant).
                     let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) else {
                         return false;
                     };
-                    if !PageList::page_ref(page).is_pmem() {
+                    // SAFETY: Present while the table lock is held (type
+                    // invariant); the block is used for this check only.
+                    if !unsafe { PageList::page_ref(page) }.is_pmem() {
                         return false;
                     }
                 }
@@ -477,6 +492,7 @@ impl Odp {
         let mut table = self.table.lock();
         for idx in span {
             if let Some(e) = table.get_mut(idx) {
+                // INVARIANT: Cleared before the core unmaps the page.
                 *e = 0;
             }
         }
@@ -508,16 +524,18 @@ unsafe extern "C" fn invalidate(
     let mut private: *mut c_void = core::ptr::null_mut();
     let mut start = 0u64;
     let mut end = 0u64;
-    // SAFETY: Arguments as the core passed them; the outputs are locals.
+    // SAFETY: `mni` and `range` are the arguments the core passed for a
+    // notifier of one of our umems (the caller's contract); the outputs are
+    // locals.
     if !unsafe {
         b::rxe_rs_odp_invalidate_begin(mni, range, cur_seq, &mut private, &mut start, &mut end)
     } {
         return false;
     }
     if !private.is_null() {
-        // SAFETY: `private` is the `Odp` of this umem (set under
-        // `umem_mutex`, which we hold), alive until the umem is released,
-        // which waits for this callback.
+        // SAFETY: By the type invariant of `Odp`, `private` is the `Odp` of
+        // this umem, which holds it until its release; the release waits for
+        // this callback, so the `Odp` is alive for the call.
         let odp = unsafe { &*private.cast::<Odp>() };
         odp.clear(start, end);
     }

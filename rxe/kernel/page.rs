@@ -47,7 +47,8 @@ pub(crate) struct PageRef {
 // SAFETY: A page pointer is an address; all access goes through the
 // mapping helpers below, which are safe from any thread.
 unsafe impl Send for PageRef {}
-// SAFETY: As above.
+// SAFETY: `&PageRef` gives no access to the page but through the mapping
+// helpers below, which are safe from any thread.
 unsafe impl Sync for PageRef {}
 
 impl PageRef {
@@ -60,10 +61,14 @@ impl PageRef {
     /// stays allocated for as long as the returned value (or a list holding
     /// it) may be used: the contract of fast-reg MRs towards kernel users.
     pub(crate) unsafe fn from_kernel_addr(addr: u64) -> Option<Self> {
-        // SAFETY: Pure address arithmetic on the kernel side.
+        // SAFETY: The helper only does address arithmetic (no access to
+        // `addr`), and returns null for an address outside the linear map.
         let page = NonNull::new(unsafe { b::rxe_rs_virt_to_page(addr) })?;
         // The remainder of a division by PAGE_SIZE fits a usize.
         let offset = (addr % len64(PAGE_SIZE)) as usize;
+        // INVARIANT: `offset` is a remainder of a division by `PAGE_SIZE`;
+        // the page stays allocated while the value may be used (the
+        // caller's contract).
         Some(Self { page, offset })
     }
 
@@ -100,7 +105,8 @@ impl PageRef {
 
     pub(super) fn write(&self, off: usize, data: &[u8]) -> Result<(), PageError> {
         self.with_mapped(off, data.len(), |dst| {
-            // SAFETY: As in `read`, in the other direction.
+            // SAFETY: `dst` has `data.len()` mapped bytes (checked by
+            // `with_mapped`); the ranges are distinct memory.
             unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
         })
     }
@@ -178,6 +184,7 @@ impl PageList {
     /// An empty list for a fast-reg mapping, with room for `n` blocks,
     /// allocated with `flags`.
     pub(crate) fn with_capacity(n: usize, flags: Flags) -> Result<Self> {
+        // INVARIANT: An empty list.
         Ok(Self {
             entries: KVVec::with_capacity(n, flags)?,
             holds_refs: false,
@@ -191,13 +198,22 @@ impl PageList {
     /// The caller transfers one reference on each page of `entries` to the
     /// list.
     pub(super) unsafe fn from_referenced(entries: KVVec<PageRef>) -> Self {
+        // INVARIANT: The caller hands the list one reference per entry.
         Self {
             entries,
             holds_refs: true,
         }
     }
 
-    pub(super) fn page_ref(page: NonNull<b::page>) -> PageRef {
+    /// The block of a whole page.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a valid page that stays valid for as long as the returned
+    /// value (or a copy, or a list holding it) may be used.
+    pub(super) unsafe fn page_ref(page: NonNull<b::page>) -> PageRef {
+        // INVARIANT: An offset of 0 is below `PAGE_SIZE`; the page stays
+        // valid while the value may be used (the caller's contract).
         PageRef { page, offset: 0 }
     }
 
@@ -207,6 +223,8 @@ impl PageList {
         if self.holds_refs {
             return Err(EINVAL);
         }
+        // INVARIANT: An empty list; it holds no references (`holds_refs` is
+        // false), so none is given back.
         // SAFETY: `PageRef` is `Copy`: dropping the entries is a no-op.
         unsafe { super::alloc::vec_set_len(&mut self.entries, 0) };
         if self.entries.capacity() < n {
@@ -222,6 +240,8 @@ impl PageList {
             return Err(ENOMEM);
         }
         // Within capacity: no allocation happens, whatever the flags.
+        // INVARIANT: `p`'s page stays valid while `p` may be used (the type
+        // invariant of `PageRef`); the list holds no references.
         self.entries.push(p, GFP_ATOMIC)?;
         Ok(())
     }
@@ -285,7 +305,8 @@ impl Drop for PageList {
     fn drop(&mut self) {
         if self.holds_refs {
             for p in self.entries.iter() {
-                // SAFETY: The list owns one reference per entry (invariant).
+                // SAFETY: The list owns one reference per entry (type
+                // invariant, `holds_refs`) and gives each back once.
                 unsafe { b::rxe_rs_put_page(p.page.as_ptr()) };
             }
         }
@@ -307,6 +328,7 @@ impl DmaSpace {
     /// Called for a DMA MR (`get_dma_mr`): its users are kernel code that
     /// only names memory it owns through the MR.
     pub(crate) unsafe fn new() -> Self {
+        // INVARIANT: Made for a DMA MR (the caller's contract).
         Self(())
     }
 
@@ -365,7 +387,9 @@ impl DmaSpace {
         if !atomic_aligned(addr) {
             return Err(PageError::Misaligned);
         }
-        // SAFETY: As in `for_each_piece`; an aligned word never crosses a page.
+        // SAFETY: The address was given with this DMA MR's key: the kernel
+        // user vouches for it (type invariant). The linear-map check rejects
+        // anything that has no page, and an aligned word never crosses one.
         let p = unsafe { PageRef::from_kernel_addr(addr) }.ok_or(PageError::Fault)?;
         p.atomic(0, op)
     }
@@ -374,7 +398,9 @@ impl DmaSpace {
         if !atomic_aligned(addr) {
             return Err(PageError::Misaligned);
         }
-        // SAFETY: As in `atomic`.
+        // SAFETY: The address was given with this DMA MR's key: the kernel
+        // user vouches for it (type invariant). The linear-map check rejects
+        // anything that has no page, and an aligned word never crosses one.
         let p = unsafe { PageRef::from_kernel_addr(addr) }.ok_or(PageError::Fault)?;
         p.store_release(0, value)
     }
@@ -396,6 +422,7 @@ unsafe impl Send for PayloadPages {}
 
 impl PayloadPages {
     pub(crate) const fn new() -> Self {
+        // INVARIANT: An empty list.
         Self {
             list: FragList::new(),
         }
@@ -425,7 +452,9 @@ impl PayloadPages {
             return false;
         }
         match self.list.add(page, off, len) {
-            // The new entry owns the reference just taken.
+            // INVARIANT: The new entry owns the reference just taken, and
+            // lies inside its page (`off + len <= PAGE_SIZE`, the caller's
+            // contract).
             Added::New => true,
             other => {
                 // SAFETY: Gives back the reference taken above, which no
@@ -447,6 +476,8 @@ impl PayloadPages {
     /// over the piece's page reference; the references not taken are
     /// dropped here. The list is empty afterwards.
     pub(super) fn drain_frags(&mut self, mut take: impl FnMut(Frag<NonNull<b::page>>) -> bool) {
+        // INVARIANT: Each piece leaves the list with its reference, taken
+        // over by `take` or given back here.
         self.list.drain(|f| {
             if !take(f) {
                 // SAFETY: The list owned this reference (type invariant)
@@ -460,7 +491,8 @@ impl PayloadPages {
 impl Drop for PayloadPages {
     fn drop(&mut self) {
         self.list.drain(|f| {
-            // SAFETY: The list owns one reference per entry (invariant).
+            // SAFETY: The list owns one reference per entry (type
+            // invariant), given back once as the entry leaves the list.
             unsafe { b::rxe_rs_put_page(f.page.as_ptr()) };
         });
     }

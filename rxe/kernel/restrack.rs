@@ -37,7 +37,7 @@ impl EntryMsg {
     /// `fill_res_*_entry_raw` op of `ib_device_ops`, and the value does not
     /// outlive that call.
     pub(crate) unsafe fn from_raw(msg: *mut b::sk_buff) -> Self {
-        // INVARIANT: the caller lends the message for the op's duration.
+        // INVARIANT: The caller lends the message for the op's duration.
         Self(msg)
     }
 
@@ -52,20 +52,27 @@ impl EntryMsg {
         }
         for a in attrs {
             let name = c_ptr(a.name);
-            // SAFETY: `self.0` is the core's message (type invariant);
-            // `name` and the status text are NUL-terminated strings that
-            // outlive the call (static, or the core's own table).
-            let r = unsafe {
-                match a.value {
-                    Value::U32(v) => b::rdma_nl_put_driver_u32(self.0, name, v),
-                    Value::Hex32(v) => b::rdma_nl_put_driver_u32_hex(self.0, name, v),
-                    Value::Status(s) => {
-                        let text = match s {
-                            Some(s) => b::ib_wc_status_msg(s.as_raw()),
-                            None => c_ptr(c"none"),
-                        };
-                        b::rdma_nl_put_driver_string(self.0, name, text)
-                    }
+            let r = match a.value {
+                Value::U32(v) => {
+                    // SAFETY: `self.0` is the core's message (type invariant);
+                    // `name` is a static NUL-terminated string.
+                    unsafe { b::rdma_nl_put_driver_u32(self.0, name, v) }
+                }
+                Value::Hex32(v) => {
+                    // SAFETY: `self.0` is the core's message (type invariant);
+                    // `name` is a static NUL-terminated string.
+                    unsafe { b::rdma_nl_put_driver_u32_hex(self.0, name, v) }
+                }
+                Value::Status(s) => {
+                    let text = match s {
+                        // SAFETY: The core maps any status value to a string
+                        // of its own static table.
+                        Some(s) => unsafe { b::ib_wc_status_msg(s.as_raw()) },
+                        None => c_ptr(c"none"),
+                    };
+                    // SAFETY: `self.0` is the core's message (type invariant);
+                    // `name` and `text` are static NUL-terminated strings.
+                    unsafe { b::rdma_nl_put_driver_string(self.0, name, text) }
                 }
             };
             if r != 0 {

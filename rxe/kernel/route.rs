@@ -34,27 +34,32 @@ impl Dst {
         let oif = ndev.ifindex();
         let raw = match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
-                // SAFETY: FFI; addresses go in network order as the wire has them.
+                // SAFETY: `net` is the namespace of `ndev`, which we hold (a
+                // registered netdev keeps its namespace from exiting); the
+                // addresses go by value, in network order as the wire has them.
                 unsafe { b::rxe_rs_route4(net, oif, u32::from_ne_bytes(s), u32::from_ne_bytes(d)) }
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let s = in6(s);
                 let d = in6(d);
-                // SAFETY: FFI with addresses that live for the call.
+                // SAFETY: `net` is the namespace of `ndev`, which we hold (a
+                // registered netdev keeps its namespace from exiting); the
+                // addresses live on our stack for the call.
                 unsafe { b::rxe_rs_route6(net, oif, &s, &d) }
             }
             _ => return Err(EINVAL),
         };
         let raw = from_err_ptr(raw)?;
-        // The lookup returned a held route.
+        // INVARIANT: The lookup returned a route with a reference taken,
+        // which is this value's.
         NonNull::new(raw).map(Dst).ok_or(EINVAL)
     }
 
     /// Another reference to the same route.
     pub(crate) fn clone_ref(&self) -> Dst {
+        // INVARIANT: The new `Dst` owns the reference `dst_clone` takes.
         // SAFETY: We hold the route (type invariant); `dst_clone` takes one
-        // more reference and returns the same pointer, which the new `Dst`
-        // owns.
+        // more reference and returns the same, non-null, pointer.
         Dst(unsafe { NonNull::new_unchecked(b::rxe_rs_dst_clone(self.0.as_ptr())) })
     }
 
@@ -250,18 +255,21 @@ pub(crate) fn gid_netdev<S>(dev: &Device<S>, index: u32) -> Option<NetDevice> {
 /// GID table entry `index` of port 1, if the entry is in use.
 pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
     let index = i32::try_from(index).ok()?;
-    // SAFETY: FFI on our live device; a found entry comes with a
-    // reference, given back once its GID is copied.
-    unsafe {
-        let attr = b::rdma_get_gid_attr(dev.as_ib(), 1, index);
-        match from_err_ptr(attr.cast_mut()) {
-            Ok(attr) if !attr.is_null() => {
-                let gid = (*attr).gid.raw;
-                b::rdma_put_gid_attr(attr);
-                Some(gid)
-            }
-            _ => None,
+    // SAFETY: Our device is alive while borrowed; the core checks the port
+    // and the index, and returns an entry with a reference taken, or an
+    // error pointer.
+    let attr = unsafe { b::rdma_get_gid_attr(dev.as_ib(), 1, index) };
+    match from_err_ptr(attr.cast_mut()) {
+        Ok(attr) if !attr.is_null() => {
+            // SAFETY: A found entry, kept alive by the lookup's reference;
+            // every bit pattern is a valid `raw` GID.
+            let gid = unsafe { (*attr).gid.raw };
+            // SAFETY: Gives back the lookup's reference, once; `attr` is not
+            // used after.
+            unsafe { b::rdma_put_gid_attr(attr) };
+            Some(gid)
         }
+        _ => None,
     }
 }
 
@@ -270,24 +278,28 @@ pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
 pub(crate) fn find_gid<S>(dev: &Device<S>, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {
     let gid = b::ib_gid { raw: gid };
     let ndev = ndev.map_or(core::ptr::null_mut(), NetDevice::as_ptr);
-    // SAFETY: FFI on our live device and a held netdev (or none); a found
-    // entry comes with a reference, given back at once.
-    unsafe {
-        let attr = b::rdma_find_gid_by_port(
+    // SAFETY: Our device is alive while borrowed, `ndev` is a held netdev
+    // (or null: any), `gid` lives on our stack for the call; the core
+    // returns an entry with a reference taken, or an error pointer.
+    let attr = unsafe {
+        b::rdma_find_gid_by_port(
             dev.as_ib(),
             &gid,
             b::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
             1,
             ndev,
-        );
-        match from_err_ptr(attr.cast_mut()) {
-            Ok(attr) if !attr.is_null() => {
-                let index = u32::from((*attr).index);
-                b::rdma_put_gid_attr(attr);
-                Some(index)
-            }
-            _ => None,
+        )
+    };
+    match from_err_ptr(attr.cast_mut()) {
+        Ok(attr) if !attr.is_null() => {
+            // SAFETY: A found entry, kept alive by the lookup's reference.
+            let index = u32::from(unsafe { (*attr).index });
+            // SAFETY: Gives back the lookup's reference, once; `attr` is not
+            // used after.
+            unsafe { b::rdma_put_gid_attr(attr) };
+            Some(index)
         }
+        _ => None,
     }
 }
 

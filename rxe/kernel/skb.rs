@@ -33,7 +33,8 @@ pub(crate) struct Skb(NonNull<b::sk_buff>);
 
 // SAFETY: An owned skb may move between contexts freely.
 unsafe impl Send for Skb {}
-// SAFETY: `&Skb` only reads.
+// SAFETY: `&Skb` only reads the skb, which nothing else writes while we own
+// it.
 unsafe impl Sync for Skb {}
 
 /// Bytes from `ptr` to `end`, or empty when the range is inverted or null.
@@ -46,17 +47,21 @@ unsafe fn span<'a>(ptr: *const u8, end: *const u8) -> &'a [u8] {
     if ptr.is_null() || end < ptr {
         return &[];
     }
-    // SAFETY: Same allocation and ordered, per the contract and the check.
+    // SAFETY: Both pointers lie in one allocation (the caller's contract)
+    // and `ptr <= end` (checked), so the distance is defined and not negative.
     let len = unsafe { end.offset_from(ptr) }.unsigned_abs();
-    // SAFETY: Readable for `len` bytes, per the contract.
+    // SAFETY: `[ptr, end)` is readable and unwritten for `'a` (the caller's
+    // contract), and `len` is its size.
     unsafe { core::slice::from_raw_parts(ptr, len) }
 }
 
 impl Skb {
     /// # Safety
     ///
-    /// `ptr` is null or an skb whose reference the caller hands over.
+    /// `ptr` is null or an skb whose only reference the caller hands over.
     pub(crate) unsafe fn from_raw(ptr: *mut b::sk_buff) -> Option<Self> {
+        // INVARIANT: A non-null `ptr` comes with the caller's reference, the
+        // only one (the caller's contract).
         NonNull::new(ptr).map(Self)
     }
 
@@ -83,8 +88,9 @@ impl Skb {
     /// The linear part from `data` on; all of the packet once linearized.
     pub(crate) fn data(&self) -> &[u8] {
         let skb = self.raw();
-        // SAFETY: We own the skb; its head holds `skb_headlen` bytes from
-        // `data`, which nobody writes while we hold it.
+        // SAFETY: We own the skb (type invariant); its head holds
+        // `skb_headlen` bytes from `data`, which nobody writes while we hold
+        // it (`Skb`s are only read).
         unsafe { core::slice::from_raw_parts(skb.data, self.headlen()) }
     }
 
@@ -92,22 +98,26 @@ impl Skb {
     /// and what follows. Empty if the skb has no network header before its end.
     pub(crate) fn network_header_bytes(&self) -> &[u8] {
         let skb = self.raw();
-        // SAFETY: The network header offset of a received (or our own built)
-        // skb lies in its head, before the end of the linear data; `span`
-        // checks the order, and nothing writes while we own the skb.
-        unsafe {
-            let nh = b::rxe_rs_skb_network_header(skb);
-            let end = skb.data.add(self.headlen());
-            if nh < skb.head {
-                return &[];
-            }
-            span(nh, end)
+        // SAFETY: We own the skb (type invariant); the helper computes the
+        // address from the skb's own fields.
+        let nh = unsafe { b::rxe_rs_skb_network_header(skb) };
+        // SAFETY: The linear data holds `skb_headlen` bytes from `data`, in
+        // one allocation (the head), so its end is in or one past it.
+        let end = unsafe { skb.data.add(self.headlen()) };
+        if nh < skb.head {
+            return &[];
         }
+        // SAFETY: The network header offset of a received (or our own
+        // built) skb lies in its head, before the end of the linear data, so
+        // both are in the head's allocation; `span` checks the order, and
+        // nothing writes while we own the skb.
+        unsafe { span(nh, end) }
     }
 
     /// Makes every byte linear, so `data` covers the whole packet.
     pub(crate) fn linearize(&mut self) -> Result {
-        // SAFETY: We own the skb.
+        // SAFETY: We own the skb (type invariant) and, through `&mut self`,
+        // no borrow of its data is alive.
         to_result(unsafe { b::rxe_rs_skb_linearize(self.0.as_ptr()) })
     }
 
@@ -117,14 +127,15 @@ impl Skb {
         if to_usize(n) > self.headlen() {
             return Err(EINVAL);
         }
-        // SAFETY: We own the skb and the linear part holds `n` bytes.
+        // SAFETY: We own the skb (type invariant), no borrow of its data is
+        // alive (`&mut self`), and the linear part holds `n` bytes.
         unsafe { b::skb_pull(self.0.as_ptr(), n) };
         Ok(())
     }
 
     /// `skb->protocol` in CPU order.
     pub(crate) fn protocol(&self) -> u16 {
-        // SAFETY: We own the skb.
+        // SAFETY: We own the skb (type invariant).
         u16::from_be(unsafe { b::rxe_rs_skb_protocol(self.0.as_ptr()) })
     }
 
@@ -141,20 +152,20 @@ impl Skb {
     /// may be gone.
     #[inline(always)]
     pub(crate) fn rx_vlan_id(&self) -> Option<u16> {
+        // SAFETY: We own the skb (type invariant).
+        let ndev = unsafe { b::rxe_rs_skb_dev(self.0.as_ptr()) };
+        if ndev.is_null() {
+            return None;
+        }
         // SAFETY: During receive the stack (or, for loopback, the sender's
         // `TxPacket`) keeps `skb->dev` alive.
-        unsafe {
-            let ndev = b::rxe_rs_skb_dev(self.0.as_ptr());
-            if ndev.is_null() || !b::rxe_rs_is_vlan_dev(ndev) {
-                return None;
-            }
-            Some(b::rxe_rs_vlan_id(ndev))
-        }
+        unsafe { b::rxe_rs_is_vlan_dev(ndev).then(|| b::rxe_rs_vlan_id(ndev)) }
     }
 
     /// A clone sharing the data (for multicast fan-out).
     pub(crate) fn try_clone(&self) -> Option<Skb> {
-        // SAFETY: We own the skb; the clone comes with its own reference.
+        // SAFETY: We own the skb (type invariant); the clone is a new
+        // `sk_buff` whose only reference `from_raw` takes over, or null.
         unsafe { Skb::from_raw(b::skb_clone(self.0.as_ptr(), kernel::bindings::GFP_ATOMIC)) }
     }
 
@@ -162,7 +173,8 @@ impl Skb {
     pub(crate) fn consume(self) {
         let ptr = self.0.as_ptr();
         core::mem::forget(self);
-        // SAFETY: We owned the only reference.
+        // SAFETY: We owned the only reference (type invariant), and
+        // `forget` keeps `drop` from giving it back a second time.
         unsafe { b::rxe_rs_consume_skb(ptr) };
     }
 }
@@ -235,6 +247,7 @@ impl TxSkb {
         };
         // SAFETY: A fresh skb with one reference, or null.
         let skb = unsafe { Skb::from_raw(raw) }.ok_or(ENOMEM)?;
+        // INVARIANT: A fresh skb, never cloned, without a trailer.
         Ok(TxSkb {
             skb,
             trailer: None,
@@ -248,8 +261,9 @@ impl TxSkb {
 
     /// All bytes from `data` on, fragments included.
     pub(crate) fn len(&self) -> usize {
-        // SAFETY: We own the skb; `len` is a plain field (read in place: a
-        // C call per read costs more than the read on the packet path).
+        // SAFETY: We own the skb (type invariant of `Skb`); `len` is a plain
+        // field (read in place: a C call per read costs more than the read
+        // on the packet path).
         to_usize(unsafe { (*self.ptr()).len })
     }
 
@@ -261,7 +275,7 @@ impl TxSkb {
         let mut all = true;
         pages.drain_frags(|f| {
             if all {
-                // SAFETY: We own the skb; the piece is inside its page and
+                // SAFETY: We own the skb (type invariant); the piece is inside its page and
                 // comes with a reference, which the fragment takes over when
                 // the helper returns true.
                 all = unsafe { b::rxe_rs_skb_add_page_frag(skb, f.page.as_ptr(), f.offset, f.len) };
@@ -281,9 +295,11 @@ impl TxSkb {
         if self.trailer.is_some() {
             return Err(EINVAL);
         }
-        // SAFETY: We own the skb; the helper appends a fragment of `len`
+        // SAFETY: We own the skb (type invariant); the helper appends a fragment of `len`
         // bytes of fresh memory and returns its address, or null.
         let p = unsafe { b::rxe_rs_skb_add_trailer(self.ptr(), len) };
+        // INVARIANT: `p` is the fragment of `len` bytes just added to our
+        // skb; nothing else has its address.
         self.trailer = Some(NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?);
         self.trailer_len = to_usize(len);
         Ok(())
@@ -306,7 +322,7 @@ impl TxSkb {
         for i in 0..n {
             let (mut off, mut len) = (0u32, 0u32);
             let i = u32::try_from(i).map_err(|_| EINVAL)?;
-            // SAFETY: We own the skb; the helper reads fragment `i`, or
+            // SAFETY: We own the skb (type invariant); the helper reads fragment `i`, or
             // returns null when there is none.
             let page = unsafe { b::rxe_rs_skb_frag(self.ptr(), i, &mut off, &mut len) };
             if page.is_null() {
@@ -340,7 +356,7 @@ impl TxSkb {
     /// marks both, routes the packet along `dst` (the skb takes a reference
     /// of its own) and returns the `ip_len + 8` bytes, to be written.
     pub(crate) fn push_ip_udp(&mut self, ip_len: u32, dst: &Dst) -> Result<&mut [u8]> {
-        // SAFETY: We own the skb; `dst` is a live route we hold.
+        // SAFETY: We own the skb (type invariant); `dst` is a live route we hold.
         let p = unsafe { b::rxe_rs_skb_push_ip_udp(self.ptr(), ip_len, dst.as_ptr()) };
         if p.is_null() {
             return Err(errno::enobufs());
@@ -390,18 +406,26 @@ impl TxSkb {
     /// Hands the packet to the IPv4 or IPv6 output path (by `protocol`).
     pub(crate) fn ip_local_out(self) -> Result<Xmit> {
         let skb = self.into_raw();
-        // SAFETY: We hand our reference to the stack; the skb has its route,
-        // headers and protocol set.
-        let ret = unsafe {
-            let sk = (*skb).sk;
-            // The namespace of the route: the netdev's, not the owner
-            // socket's (see `TxSocket::new`).
-            let net = b::rxe_rs_skb_dst_net(skb);
-            if u16::from_be(b::rxe_rs_skb_protocol(skb)) == PROTO_IPV4 {
-                b::ip_local_out(net, sk, skb)
-            } else {
-                b::ip6_local_out(net, sk, skb)
-            }
+        // SAFETY: We own the skb (the reference `into_raw` handed over).
+        let sk = unsafe { (*skb).sk };
+        // The namespace of the route: the netdev's, not the owner
+        // socket's (see `TxSocket::new`).
+        // SAFETY: We own the skb, whose route `push_ip_udp` attached (every
+        // packet sent is built through it); the helper reads the route's
+        // device's namespace.
+        let net = unsafe { b::rxe_rs_skb_dst_net(skb) };
+        // SAFETY: We own the skb (the reference `into_raw` handed over).
+        let proto = u16::from_be(unsafe { b::rxe_rs_skb_protocol(skb) });
+        let ret = if proto == PROTO_IPV4 {
+            // SAFETY: We hand our reference to the stack; the skb has its
+            // route, IPv4 headers and protocol set, `net` is its route's
+            // namespace and `sk` its owner (or null).
+            unsafe { b::ip_local_out(net, sk, skb) }
+        } else {
+            // SAFETY: We hand our reference to the stack; the skb has its
+            // route, IPv6 headers and protocol set, `net` is its route's
+            // namespace and `sk` its owner (or null).
+            unsafe { b::ip6_local_out(net, sk, skb) }
         };
         match ret {
             0 => Ok(Xmit::Sent),
@@ -424,7 +448,10 @@ impl TxSkb {
         sk: *mut b::sock,
         destructor: unsafe extern "C" fn(*mut b::sk_buff),
     ) {
-        // SAFETY: Per the contract; the skb has no owner yet.
+        // SAFETY: We own the skb (type invariant), which has no owner yet
+        // (only `TxSocket` sets one, once per packet); `sk` is a live socket
+        // and `destructor` gives back the reference the helper takes (the
+        // caller's contract).
         unsafe { b::rxe_rs_skb_set_owner(self.ptr(), sk, Some(destructor)) }
     }
 
@@ -432,6 +459,8 @@ impl TxSkb {
     /// never written again. Its route goes: a queued packet must not keep
     /// a namespace's route past the namespace's end.
     pub(crate) fn into_rx(self) -> Skb {
+        // INVARIANT: The `Skb` keeps the one reference; the trailer pointer
+        // is dropped with `self`.
         let mut skb = self.skb;
         skb.drop_route();
         skb
@@ -450,7 +479,8 @@ impl TxSkb {
 ///
 /// `skb` is being destroyed and was given an owner with `set_owner`.
 pub(crate) unsafe fn owner_sock(skb: *mut b::sk_buff) -> *mut b::sock {
-    // SAFETY: Per the contract.
+    // SAFETY: `skb` is being destroyed (the caller's contract): its
+    // destructor runs before the memory goes, so the field is readable.
     unsafe { (*skb).sk }
 }
 
@@ -460,6 +490,7 @@ pub(crate) unsafe fn owner_sock(skb: *mut b::sk_buff) -> *mut b::sock {
 ///
 /// Called once per `set_owner`, from its destructor.
 pub(crate) unsafe fn release_owner(sk: *mut b::sock) {
-    // SAFETY: Per the contract.
+    // SAFETY: Called once per `set_owner` (the caller's contract), whose
+    // helper took the reference given back here.
     unsafe { b::rxe_rs_sock_put(sk) }
 }

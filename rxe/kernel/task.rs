@@ -207,7 +207,9 @@ struct BhNode {
 // `queued` and the list's atomics; the other fields are atomics and a
 // function pointer. The owner pointer is an `Arc` of a `Send + Sync` owner.
 unsafe impl Send for BhNode {}
-// SAFETY: As above.
+// SAFETY: Shared access is ordered the same way: the link by `queued` and
+// the list's atomics, the rest atomics and a function pointer that never
+// changes; the owner is `Send + Sync`.
 unsafe impl Sync for BhNode {}
 
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
@@ -641,8 +643,9 @@ where
         kernel::workqueue::system().enqueue::<Pin<KBox<T>>, 0>(item);
         return;
     }
-    // SAFETY: As in `enqueue`: the queue outlives every object that can
-    // queue work on it.
+    // SAFETY: `raw` came from `alloc_workqueue` and is destroyed only by
+    // `WorkQueue::drop` at module exit, after every device and so every
+    // object that queues one-shot work on it is gone.
     let queue = unsafe { Queue::from_raw(raw) };
     queue.enqueue::<Pin<KBox<T>>, 0>(item);
 }

@@ -165,8 +165,8 @@ pub(crate) struct Timer<T, const ID: u64> {
 // SAFETY: The `timer_list` is only touched through the timer API, which
 // is safe from any thread; `dead` is a lock.
 unsafe impl<T, const ID: u64> Send for Timer<T, ID> {}
-// SAFETY: As above: every method takes `&self` and the timer API
-// synchronizes itself.
+// SAFETY: Every method takes `&self`; the timer API synchronizes itself and
+// `dead` is a lock.
 unsafe impl<T, const ID: u64> Sync for Timer<T, ID> {}
 
 impl<T, const ID: u64> Timer<T, ID>
@@ -176,6 +176,7 @@ where
     /// An idle timer. Use [`new_timer!`].
     pub(crate) fn new(name: &'static CStr, key: StaticLockClass) -> impl PinInit<Self> {
         let key = lock_class_ptr(key);
+        // INVARIANT: A timer just initialised is not pending, and not dead.
         pin_init!(Self {
             raw <- Opaque::ffi_init(move |slot: *mut b::timer_list| {
                 // SAFETY: `slot` is valid for writes and pinned; `name` and
@@ -201,9 +202,10 @@ where
             .wrapping_sub(T::OFFSET + core::mem::offset_of!(Self, raw))
             .cast::<T>()
             .cast_const();
-        // SAFETY: By the invariant the armed timer held a reference to the
-        // owner; the timer core detached it before calling us, so that
-        // reference is ours now.
+        // INVARIANT: The timer core detached the timer before calling us:
+        // it is no longer pending, and the reference it held is ours now.
+        // SAFETY: By the type invariant the armed timer held a reference to
+        // the owner (an `Arc::into_raw` of it), which is now ours.
         let owner = unsafe { Arc::from_raw(owner) };
         T::expired(owner);
     }
@@ -221,9 +223,11 @@ where
     /// caller deactivated it.
     fn release(owner: &Arc<T>) {
         let held: *const T = &**owner;
-        // SAFETY: By the invariant the pending timer held a reference to
-        // this owner (an `Arc::into_raw` of it); deactivating the timer made
-        // it the caller's. The caller's own `owner` keeps the count above
+        // INVARIANT: The caller deactivated the timer, which holds nothing
+        // from now on.
+        // SAFETY: By the type invariant the pending timer held a reference
+        // to this owner (an `Arc::into_raw` of it); deactivating the timer
+        // made it the caller's. The caller's own `owner` keeps the count above
         // zero.
         drop(unsafe { Arc::from_raw(held) });
     }
@@ -238,6 +242,9 @@ where
         if *dead {
             return;
         }
+        // INVARIANT: Armed under `dead`'s lock with `dead` false, and the
+        // pending timer holds one reference to its owner: `held`, or the
+        // one it held already when it was pending.
         let held = Arc::into_raw(owner.clone());
         // SAFETY: `raw` was initialised in `new` and stays valid while
         // `self` does.
@@ -282,9 +289,11 @@ where
         if !self.is_in(owner) {
             return;
         }
+        // INVARIANT: `dead` is set, once and for good: `arm_at` checks it
+        // under the same lock.
         *self.dead.lock() = true;
         // SAFETY: `raw` was initialised in `new`; we are not its callback
-        // (documented requirement).
+        // (documented requirement), so the wait ends.
         if unsafe { b::timer_delete_sync(self.raw.get()) } != 0 {
             Self::release(owner);
         }

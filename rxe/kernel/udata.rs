@@ -26,8 +26,11 @@ impl Udata {
     ///
     /// `raw` is null or a valid `ib_udata` for the current call.
     pub(crate) unsafe fn from_raw(raw: *mut b::ib_udata) -> Option<Self> {
-        // SAFETY: Per the contract.
+        // SAFETY: `raw` is null or a valid `ib_udata` for the current call
+        // (the caller's contract); `as_ref` turns null into `None`.
         let u = unsafe { raw.as_ref()? };
+        // INVARIANT: The core filled `inbuf`/`outbuf` and their lengths from
+        // the user's command for this call.
         Some(Self {
             inbuf: u.inbuf as usize,
             inlen: u.inlen,

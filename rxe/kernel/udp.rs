@@ -77,13 +77,14 @@ impl TunnelSocket {
         }
         let mut sock: *mut b::socket = core::ptr::null_mut();
         let net = net.as_ptr();
-        // SAFETY: FFI with a held namespace, a valid config and out pointer.
-        to_result(unsafe {
-            if ipv6 {
-                b::udp_sock_create6(net, &mut cfg, &mut sock)
-            } else {
-                b::udp_sock_create4(net, &mut cfg, &mut sock)
-            }
+        to_result(if ipv6 {
+            // SAFETY: `net` is a namespace we hold a reference on; the config
+            // and the out pointer are locals.
+            unsafe { b::udp_sock_create6(net, &mut cfg, &mut sock) }
+        } else {
+            // SAFETY: `net` is a namespace we hold a reference on; the config
+            // and the out pointer are locals.
+            unsafe { b::udp_sock_create4(net, &mut cfg, &mut sock) }
         })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
         let mut tnl = b::udp_tunnel_sock_cfg {
@@ -93,6 +94,8 @@ impl TunnelSocket {
         };
         // SAFETY: `sock` is a fresh UDP socket in `net`; the config is valid.
         unsafe { b::rxe_rs_setup_udp_tunnel_sock(net, sock.as_ptr(), &mut tnl) };
+        // INVARIANT: The socket was just created and set up, and nothing
+        // else holds it.
         Ok(Self(sock))
     }
 }
@@ -122,8 +125,9 @@ pub(crate) trait SkbOwner: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `sock` was created by `new`; its `sk_user_data` holds a pointer from
-/// `Arc::<O>::into_raw` whose reference this value owns. `release` is
+/// `sock` was created by `new` and is owned by this value; its
+/// `sk_user_data` holds the address of `owner`'s `O` (what
+/// `Arc::<O>::into_raw` gives), which `owner` keeps alive. `release` is
 /// `Some` until `drop`.
 pub(crate) struct TxSocket<O: SkbOwner> {
     sock: NonNull<b::socket>,
@@ -166,7 +170,8 @@ impl WorkItem for Release {
 
 // SAFETY: The socket is only released in `drop`; `attach` only reads it.
 unsafe impl<O: SkbOwner> Send for TxSocket<O> {}
-// SAFETY: As above.
+// SAFETY: `&self` methods only read the socket pointer and its `sk`, which
+// never change, and clone the `Arc<O>` (`O: Sync`).
 unsafe impl<O: SkbOwner> Sync for TxSocket<O> {}
 
 /// Skbs whose destructor is `tx_destructor`, over the whole module: a qdisc
@@ -179,16 +184,22 @@ static TX_SKBS: AtomicUsize = AtomicUsize::new(0);
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut b::sk_buff) {
-    // SAFETY: This destructor is only installed by `TxSocket::<O>::attach`,
-    // which took one reference on the socket and one on the `O` its
+    // This destructor is only installed by `TxSocket::<O>::attach`, which
+    // took one reference on the socket and one on the `O` its
     // `sk_user_data` names; both are given back here, once.
-    unsafe {
-        let sk = skb::owner_sock(skb);
-        let owner = Arc::<O>::from_raw(b::rxe_rs_sk_user_data(sk).cast::<O>());
-        owner.skb_released();
-        drop(owner);
-        skb::release_owner(sk);
-    }
+    // SAFETY: The skb is being destroyed and `attach` gave it its owner.
+    let sk = unsafe { skb::owner_sock(skb) };
+    // SAFETY: `sk` is alive: the skb's reference on it is given back only
+    // below.
+    let user_data = unsafe { b::rxe_rs_sk_user_data(sk) };
+    // SAFETY: By the type invariant of `TxSocket`, `sk_user_data` is the
+    // address of an `O` in an `Arc`; `attach` took one reference for this
+    // skb (`Arc::into_raw`), which comes back here.
+    let owner = unsafe { Arc::<O>::from_raw(user_data.cast::<O>()) };
+    owner.skb_released();
+    drop(owner);
+    // SAFETY: Once per `set_owner` of `attach`, from the skb's destructor.
+    unsafe { skb::release_owner(sk) };
     // Last: module exit waits for the count to reach zero.
     TX_SKBS.fetch_sub(1, Ordering::Release);
 }
@@ -229,7 +240,8 @@ impl<O: SkbOwner> TxSocket<O> {
     /// namespace is orphaned by the stack (`skb_scrub_packet`).
     pub(crate) fn new(owner: &Arc<O>) -> Result<Self> {
         let mut sock: *mut b::socket = core::ptr::null_mut();
-        // SAFETY: FFI with a valid out pointer.
+        // SAFETY: `init_net` is a static namespace that never exits; the
+        // out pointer is a local.
         to_result(unsafe {
             b::sock_create_kern(
                 core::ptr::addr_of_mut!(b::init_net),
@@ -253,11 +265,14 @@ impl<O: SkbOwner> TxSocket<O> {
         };
         let owner = owner.clone();
         let ptr: *const O = &*owner;
-        // SAFETY: A fresh socket of ours; the pointer stays valid while any
-        // reference to the `O` lives, and this value owns one until it drops.
-        unsafe {
-            b::rxe_rs_sk_set_user_data(b::rxe_rs_socket_sk(sock.as_ptr()), ptr.cast_mut().cast())
-        };
+        // SAFETY: A fresh socket of ours; its `sk` is set by the create call.
+        let sk = unsafe { b::rxe_rs_socket_sk(sock.as_ptr()) };
+        // SAFETY: `sk` is the live sock of our fresh socket, used by no one
+        // else yet; the pointer stays valid while any reference to the `O`
+        // lives, and this value owns one until it drops.
+        unsafe { b::rxe_rs_sk_set_user_data(sk, ptr.cast_mut().cast()) };
+        // INVARIANT: `sock` is ours; its `sk_user_data` is `owner`'s `O`;
+        // `release` is set.
         Ok(Self {
             sock,
             release: Some(release),
@@ -278,8 +293,9 @@ impl<O: SkbOwner> TxSocket<O> {
         // object), given back by `tx_destructor`.
         let _ = Arc::into_raw(self.owner.clone());
         TX_SKBS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `sk` is live; the destructor releases the socket reference
-        // taken here and the owner reference leaked above.
+        // SAFETY: `sk` is the sock of our socket (type invariant), live
+        // while we own it; `tx_destructor` releases the socket reference
+        // the helper takes and the owner reference leaked above.
         unsafe { skb.set_owner(sk, tx_destructor::<O>) };
     }
 }

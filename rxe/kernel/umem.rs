@@ -27,7 +27,8 @@ pub(crate) struct Umem {
 // SAFETY: The umem is only read after creation; release may run on any
 // thread in process context, which is where MRs are destroyed.
 unsafe impl Send for Umem {}
-// SAFETY: As above: shared access only reads.
+// SAFETY: Shared access only reads the umem, which nothing changes after
+// creation.
 unsafe impl Sync for Umem {}
 
 impl Umem {
@@ -41,6 +42,7 @@ impl Umem {
         let access = access as c_int;
         // SAFETY: The device is alive; the call pins pages of `current`.
         let ptr = from_err_ptr(unsafe { b::rxe_rs_umem_get(dev.as_ib(), addr, len, access) })?;
+        // INVARIANT: A umem from `ib_umem_get` that no one else holds.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
         })
@@ -67,8 +69,12 @@ impl Umem {
             KVVec::with_capacity(raw.len(), caller_sized()).inspect_err(|_| put_all(&raw))?;
         for &p in raw.iter() {
             if let Some(page) = NonNull::new(p) {
+                // SAFETY: The helper took a reference on `page`, which the
+                // list made below owns (on both paths), so the page stays
+                // valid while the block may be used.
+                let block = unsafe { PageList::page_ref(page) };
                 // Within capacity: cannot fail.
-                let _ = entries.push(PageList::page_ref(page), GFP_KERNEL);
+                let _ = entries.push(block, GFP_KERNEL);
             }
         }
         if entries.len() != n {

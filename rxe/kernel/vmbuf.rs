@@ -28,13 +28,16 @@ pub(crate) struct VmBuf {
 
 // SAFETY: The memory is plain bytes accessed only through copies and atomics.
 unsafe impl Send for VmBuf {}
-// SAFETY: As above: concurrent copies/atomics are what the ABI expects.
+// SAFETY: `&self` methods only copy bytes and run atomics on the buffer;
+// concurrent ones race only on values, which the ABI with user space (which
+// maps it) expects anyway.
 unsafe impl Sync for VmBuf {}
 
 impl VmBuf {
     pub(crate) fn new(len: usize) -> Result<Self> {
-        // SAFETY: FFI; returns zeroed memory or null.
+        // SAFETY: FFI call with a size; returns zeroed memory or null.
         let ptr = unsafe { b::rxe_rs_vmalloc_user(len) }.cast::<u8>();
+        // INVARIANT: `len` bytes from `vmalloc_user`, ours alone.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
             len,
@@ -55,8 +58,10 @@ impl VmBuf {
     /// Copies `out.len()` bytes at `off` out of the buffer.
     pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
         self.check(off, out.len())?;
-        // SAFETY: In bounds (checked); the source may change under us, which
-        // only affects the values copied, never memory safety.
+        // SAFETY: `ptr` points to `len` bytes (type invariant) and
+        // `off + out.len()` is within them (checked); the source may change
+        // under us, which only affects the values copied, never memory
+        // safety, and it never overlaps `out`, which is not the buffer's.
         unsafe {
             core::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), out.as_mut_ptr(), out.len())
         };
@@ -66,7 +71,10 @@ impl VmBuf {
     /// Copies `data` into the buffer at `off`.
     pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
         self.check(off, data.len())?;
-        // SAFETY: In bounds (checked); the bytes are plain data.
+        // SAFETY: `ptr` points to `len` bytes (type invariant) and
+        // `off + data.len()` is within them (checked); the bytes are plain
+        // data, and `data` cannot be a borrow of the buffer (no method
+        // lends one).
         unsafe {
             core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len())
         };
@@ -78,8 +86,10 @@ impl VmBuf {
         if off % 4 != 0 {
             return Err(EINVAL);
         }
-        // SAFETY: In bounds and aligned (vmalloc memory is page aligned); the
-        // location is only ever accessed atomically by us.
+        // SAFETY: `ptr` points to `len` bytes (type invariant), 4 of them
+        // from `off` on (checked), aligned (vmalloc memory is page aligned
+        // and `off` a multiple of 4); the location is only ever accessed
+        // atomically by us.
         Ok(unsafe { &*self.ptr.as_ptr().add(off).cast::<AtomicU32>() })
     }
 
@@ -101,7 +111,10 @@ impl VmBuf {
     ///
     /// `vma` is the area of an `mmap` call in progress.
     pub(crate) unsafe fn map_into(&self, vma: *mut b::vm_area_struct) -> Result {
-        // SAFETY: Per the contract; the buffer came from vmalloc_user.
+        // SAFETY: `vma` is the area of an `mmap` call in progress (the
+        // caller's contract); the buffer came from `vmalloc_user` (type
+        // invariant), as the call requires, and the mapping takes its own
+        // page references.
         kernel::error::to_result(unsafe {
             b::remap_vmalloc_range(vma, self.ptr.as_ptr().cast(), 0)
         })

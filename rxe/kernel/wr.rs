@@ -41,7 +41,8 @@ pub(crate) struct SendWr<'a, A> {
 ///
 /// `list` holds more than `i` entries.
 unsafe fn sge_at(list: *const b::ib_sge, i: usize) -> Sge {
-    // SAFETY: Per the contract.
+    // SAFETY: `list` holds more than `i` entries (the caller's contract), so
+    // entry `i` is in bounds and readable.
     let s = unsafe { *list.add(i) };
     Sge {
         addr: s.addr,
@@ -62,7 +63,8 @@ unsafe fn read_sges(list: *const b::ib_sge, num_sge: i32, out: &mut [Sge]) -> Re
         return Err(EINVAL);
     }
     for (i, slot) in out.iter_mut().take(n).enumerate() {
-        // SAFETY: `i < n = num_sge`, per the contract.
+        // SAFETY: `i < n = num_sge`, and `list` holds `num_sge` entries (the
+        // caller's contract).
         *slot = unsafe { sge_at(list, i) };
     }
     Ok(n)
@@ -106,8 +108,9 @@ impl<A: WrAh> SendWr<'_, A> {
             let ah_num = if ud.ah.is_null() {
                 0
             } else {
-                // SAFETY: A non-null `ah` of a WR posted to an rxe QP is an
-                // AH of the same device, live for the call.
+                // SAFETY: A non-null `ah` is an AH of this driver whose
+                // driver part is an `A` (type invariant), which the caller
+                // keeps alive for the post call, longer than this use.
                 unsafe { CoreObj::<b::ib_ah, A>::from_raw(ud.ah) }.wr_num()
             };
             return Target::Ud {
@@ -226,6 +229,8 @@ impl<'a, A> Iterator for SendWrs<'a, A> {
         // SAFETY: Per `new`, every WR of the chain is valid for `'a`.
         let raw = unsafe { self.next.as_ref()? };
         self.next = raw.next;
+        // INVARIANT: Every WR of the chain is as `SendWr`'s invariants
+        // describe for a QP of this kind (the contract of `new`).
         Some(SendWr {
             raw,
             datagram: self.datagram,
@@ -282,6 +287,8 @@ impl<'a> Iterator for RecvWrs<'a> {
         // SAFETY: Per `new`, every WR of the chain is valid for `'a`.
         let raw = unsafe { self.next.as_ref()? };
         self.next = raw.next;
+        // INVARIANT: Every WR of the chain is valid for `'a` with `num_sge`
+        // entries in its `sg_list` (the contract of `new`).
         Some(RecvWr { raw })
     }
 }

@@ -35,21 +35,26 @@ unsafe extern "C" fn create_ah(
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ah` bytes with
-        // `device` and `pd` set, ours until `destroy_ah`, and an init
-        // attribute whose AH attribute it resolved; all valid for the call.
-        unsafe {
-            let dev = dev((*ah).device);
-            let init = &*init;
-            let udata = Udata::from_raw(udata);
-            let args = CreateArgs {
-                pd: (*ah).pd as usize,
-                attr: ah_attr_from_raw(&*init.ah_attr),
-                sleepable: init.flags & b::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
-                udata: udata.as_ref(),
-            };
-            let obj = Ah::new(dev, args)?;
-            CoreObj::<b::ib_ah, Ah>::init(ah, alloc::value(obj))?;
-        }
+        // `device` set to one of our devices, which outlives its AHs.
+        let dev = unsafe { dev((*ah).device) };
+        // SAFETY: The caller's init attribute, valid for the call.
+        let init = unsafe { &*init };
+        // SAFETY: `udata` is null or a valid `ib_udata` for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
+        let args = CreateArgs {
+            // SAFETY: The core set `pd` in its fresh object before the create
+            // op and does not change it.
+            pd: unsafe { (*ah).pd } as usize,
+            // SAFETY: `ah_attr` points to the AH attribute the core resolved,
+            // valid for the call, with its GID attribute held meanwhile.
+            attr: unsafe { ah_attr_from_raw(&*init.ah_attr) },
+            sleepable: init.flags & b::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
+            udata: udata.as_ref(),
+        };
+        let obj = Ah::new(dev, args)?;
+        // SAFETY: `ah` is the core's zeroed allocation of `size_ib_ah`
+        // (`SIZE`) bytes, its driver part not initialised yet.
+        unsafe { CoreObj::<b::ib_ah, Ah>::init(ah, alloc::value(obj)) }?;
         Ok(0)
     })
 }
@@ -62,13 +67,11 @@ unsafe extern "C" fn create_ah(
 /// attribute.
 unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
     from_result(|| {
-        // SAFETY: A live AH of ours and a resolved attribute, valid for the call.
-        let (ah, attr) = unsafe {
-            (
-                CoreObj::<b::ib_ah, Ah>::from_raw(ah),
-                ah_attr_from_raw(&*attr),
-            )
-        };
+        // SAFETY: A live AH made by `create_ah`, for the call.
+        let ah = unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ah) };
+        // SAFETY: The AH attribute the core resolved, valid for the call,
+        // with its GID attribute held meanwhile.
+        let attr = unsafe { ah_attr_from_raw(&*attr) };
         ah.modify(&attr)?;
         Ok(0)
     })
@@ -81,8 +84,11 @@ unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) ->
 /// Called by the RDMA core on a live AH of this driver with a writable
 /// attribute.
 unsafe extern "C" fn query_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
-    // SAFETY: A live AH of ours and the caller's attribute, valid for the call.
-    let (ah, out) = unsafe { (CoreObj::<b::ib_ah, Ah>::from_raw(ah), &mut *attr) };
+    // SAFETY: A live AH made by `create_ah`, for the call.
+    let ah = unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ah) };
+    // SAFETY: The caller's output attribute, valid and ours to write for the
+    // call.
+    let out = unsafe { &mut *attr };
     *out = (&ah.query()).into();
     0
 }
@@ -94,11 +100,13 @@ unsafe extern "C" fn query_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> 
 /// Called by the RDMA core on a live AH of this driver, which it frees
 /// afterwards.
 unsafe extern "C" fn destroy_ah(ah: *mut b::ib_ah, _flags: u32) -> c_int {
-    // SAFETY: Initialised by `create_ah`; the core frees the memory after.
-    unsafe {
-        let obj = CoreObj::<b::ib_ah, Ah>::from_raw(ah);
-        obj.destroy(obj.device());
-        CoreObj::<b::ib_ah, Ah>::destroy(ah);
-    }
+    // SAFETY: Initialised by `create_ah`, alive until the core frees it
+    // after this call.
+    let obj = unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ah) };
+    obj.destroy(obj.device());
+    // SAFETY: Initialised by `create_ah`; the core frees the memory after
+    // we return, so the driver part is dropped here, and `obj` is not used
+    // again.
+    unsafe { CoreObj::<b::ib_ah, Ah>::destroy(ah) };
     0
 }

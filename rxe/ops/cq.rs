@@ -2,7 +2,10 @@
 
 //! Entry points for the cq verbs.
 
-use kernel::{error::from_result, ffi::c_int};
+use kernel::{
+    error::{from_result, Result},
+    ffi::c_int,
+};
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
@@ -42,7 +45,8 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 unsafe fn set_cqe(ibcq: *mut b::ib_cq, capacity: u32) {
     // At most `max_cqe` (32767): a CQ ring never exceeds it.
     let cqe = c_int::try_from(capacity).unwrap_or(c_int::MAX);
-    // SAFETY: Per the contract.
+    // SAFETY: `ibcq` is a live CQ of ours (the caller's contract); the core
+    // reads `cqe` only after the verb, so the write races with nothing.
     unsafe { (*ibcq).cqe = cqe };
 }
 
@@ -59,22 +63,31 @@ unsafe extern "C" fn create_cq(
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_cq` bytes with
-        // `device` set, ours until `destroy_cq`; `attr` and `attrs` (null
-        // for kernel callers) are valid for the call.
-        unsafe {
-            let dev = dev((*ibcq).device);
-            let attr = &*attr;
-            let user = UserCall::from_raw(b::rxe_rs_attrs_udata(attrs))?;
-            // The C driver takes `cqe` as an `int`: larger values turn
-            // negative and are refused as such.
-            let cq = Cq::new(dev, attr.cqe as i32, attr.flags, user.as_ref())?;
-            let capacity = cq.capacity();
-            Obj::init(ibcq, alloc::value(cq))?;
-            let obj = Obj::from_raw(ibcq);
-            // `destroy_cq` severs the link before the core frees the CQ.
-            obj.shared.link().attach(obj.handle());
-            set_cqe(ibcq, capacity);
-        }
+        // `device` set to one of our devices, which outlives its CQs.
+        let dev = unsafe { dev((*ibcq).device) };
+        // SAFETY: `attr` is valid for the call (the core's contract).
+        let attr = unsafe { &*attr };
+        // SAFETY: `attrs` is null for kernel callers or the bundle of this
+        // uverbs call (the core's contract).
+        let udata = unsafe { b::rxe_rs_attrs_udata(attrs) };
+        // SAFETY: `udata` is null or the driver udata of this call, whose
+        // context is one of ours with its driver part.
+        let user = unsafe { UserCall::from_raw(udata) }?;
+        // The C driver takes `cqe` as an `int`: larger values turn
+        // negative and are refused as such.
+        let cq = Cq::new(dev, attr.cqe as i32, attr.flags, user.as_ref())?;
+        let capacity = cq.capacity();
+        // SAFETY: `ibcq` is the core's zeroed allocation of `size_ib_cq`
+        // (`Obj::SIZE`) bytes, its driver part not initialised yet.
+        unsafe { Obj::init(ibcq, alloc::value(cq)) }?;
+        // SAFETY: Initialised just above; the core frees the CQ only after
+        // `destroy_cq`, which this call precedes.
+        let obj = unsafe { Obj::from_raw(ibcq) };
+        // SAFETY: `destroy_cq` severs the link before the core frees the
+        // CQ, which is live now.
+        unsafe { obj.shared.link().attach(obj.handle()) };
+        // SAFETY: A live CQ of ours, inside its create verb.
+        unsafe { set_cqe(ibcq, capacity) };
         Ok(0)
     })
 }
@@ -87,14 +100,17 @@ unsafe extern "C" fn create_cq(
 /// op on it running.
 unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
-        // SAFETY: Initialised by `create_cq`. When the destroy goes ahead
-        // the core frees the memory after we return, so the driver part is
-        // dropped here and the CQ is not used again. `udata` is null or the
-        // call's driver udata.
-        unsafe {
-            Obj::from_raw(ibcq).destroy(ucontext(udata))?;
-            Obj::destroy(ibcq);
-        }
+        // SAFETY: Initialised by `create_cq`, alive until the core frees it
+        // after this call.
+        let cq = unsafe { Obj::from_raw(ibcq) };
+        // SAFETY: `udata` is null or the call's driver udata, on a context
+        // of ours.
+        let ctx = unsafe { ucontext(udata) };
+        cq.destroy(ctx)?;
+        // SAFETY: Initialised by `create_cq`. The destroy goes ahead: the
+        // core frees the memory after we return, so the driver part is
+        // dropped here, and `cq` is not used again.
+        unsafe { Obj::destroy(ibcq) };
         Ok(0)
     })
 }
@@ -106,13 +122,14 @@ unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, udata: *mut b::ib_udata) ->
 /// Called by the RDMA core on a live CQ made by `create_cq`.
 unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
-        // SAFETY: A live CQ of ours; `udata` is null or the call's driver
-        // udata.
-        unsafe {
-            let user = UserCall::from_raw(udata)?;
-            let capacity = Obj::from_raw(ibcq).resize(cqe, user.as_ref())?;
-            set_cqe(ibcq, capacity);
-        }
+        // SAFETY: `udata` is null or the call's driver udata, on a context
+        // of ours.
+        let user = unsafe { UserCall::from_raw(udata) }?;
+        // SAFETY: A live CQ made by `create_cq`, for the call.
+        let cq = unsafe { Obj::from_raw(ibcq) };
+        let capacity = cq.resize(cqe, user.as_ref())?;
+        // SAFETY: A live CQ of ours, inside the resize verb.
+        unsafe { set_cqe(ibcq, capacity) };
         Ok(0)
     })
 }
@@ -130,7 +147,8 @@ unsafe extern "C" fn resize_user_cq(
 ) -> c_int {
     // Above `max_cqe` either way: let the CQ refuse it.
     let cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
-    // SAFETY: As for `resize_cq`, whose contract is the same.
+    // SAFETY: The core calls this on a live CQ made by `create_cq`, with
+    // the call's udata: `resize_cq`'s contract.
     unsafe { resize_cq(ibcq, cqe, udata) }
 }
 
@@ -141,7 +159,8 @@ unsafe extern "C" fn resize_user_cq(
 /// Called on a live CQ made by `create_cq`, with room for `num_entries`
 /// completions at `wc`.
 unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b::ib_wc) -> c_int {
-    // SAFETY: A live CQ of ours.
+    // SAFETY: A live CQ made by `create_cq` (the core's contract), for the
+    // call.
     let cq = unsafe { Obj::from_raw(ibcq) };
     let max = usize::try_from(num_entries).unwrap_or(0);
     let n = cq.shared.poll(max, |i, slot| {
@@ -159,7 +178,8 @@ unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b
 ///
 /// Called on a live CQ made by `create_cq`.
 unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
-    // SAFETY: A live CQ of ours.
+    // SAFETY: A live CQ made by `create_cq` (the core's contract), for the
+    // call.
     let cq = unsafe { Obj::from_raw(ibcq) };
     let count = c_int::try_from(cq.shared.count()).unwrap_or(c_int::MAX);
     count.min(wc_cnt)
@@ -171,9 +191,31 @@ unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
 ///
 /// Called on a live CQ made by `create_cq`.
 unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_flags) -> c_int {
-    // SAFETY: A live CQ of ours.
+    // SAFETY: A live CQ made by `create_cq` (the core's contract), for the
+    // call.
     let cq = unsafe { Obj::from_raw(ibcq) };
     cq.shared.req_notify(flags)
+}
+
+/// Runs `put` with the CQ `ibcq` and the message of its resource entry.
+///
+/// # Safety
+///
+/// As for [`fill_res_cq_entry`].
+unsafe fn fill_cq_entry(
+    msg: *mut b::sk_buff,
+    ibcq: *mut b::ib_cq,
+    put: impl FnOnce(&mut EntryMsg, &Cq) -> Result,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of ours (the caller's contract), for the call.
+        let cq = unsafe { Obj::from_raw(ibcq) };
+        // SAFETY: The core's message of a `fill_res_cq_entry*` op (the
+        // caller's contract); `msg` does not outlive this call.
+        let mut msg = unsafe { EntryMsg::from_raw(msg) };
+        put(&mut msg, cq)?;
+        Ok(0)
+    })
 }
 
 /// `fill_res_cq_entry` op: the driver details of `rdma resource show cq`.
@@ -183,12 +225,9 @@ unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_f
 /// Called by the RDMA core on a live CQ of this driver with the netlink
 /// message of its entry.
 unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
-    from_result(|| {
-        // SAFETY: A live CQ of ours and the core's message, for the call.
-        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
-        msg.put_attrs(&cq.details().attrs())?;
-        Ok(0)
-    })
+    // SAFETY: The core calls this on a live CQ of ours with the message of
+    // its entry: the helper's contract.
+    unsafe { fill_cq_entry(msg, ibcq, |m, cq| m.put_attrs(&cq.details().attrs())) }
 }
 
 /// `fill_res_cq_entry_raw` op: the same as one record (`-r`).
@@ -197,10 +236,7 @@ unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq
 ///
 /// As for [`fill_res_cq_entry`].
 unsafe extern "C" fn fill_res_cq_entry_raw(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
-    from_result(|| {
-        // SAFETY: A live CQ of ours and the core's message, for the call.
-        let (cq, mut msg) = unsafe { (Obj::from_raw(ibcq), EntryMsg::from_raw(msg)) };
-        msg.put_raw(&cq.details().raw())?;
-        Ok(0)
-    })
+    // SAFETY: The core calls this on a live CQ of ours with the message of
+    // its entry: the helper's contract.
+    unsafe { fill_cq_entry(msg, ibcq, |m, cq| m.put_raw(&cq.details().raw())) }
 }

@@ -50,8 +50,9 @@ fn unsafe_device_group() -> *const b::attribute_group {
 ///
 /// `ib` is the `ib_device` of a live rxe_rs device.
 pub(super) unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
-    // SAFETY: The core only calls our ops on devices we registered, whose
-    // state lives until `dealloc_driver`.
+    // SAFETY: `ib` is the `ib_device` of a live rxe_rs device (the caller's
+    // contract), made by `Device::register`: its state is initialised
+    // while the core can call into it (the type invariant of `Device`).
     unsafe { Device::from_ib(ib) }
 }
 
@@ -65,8 +66,13 @@ unsafe extern "C" fn query_device(
     udata: *mut b::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: Core-provided pointers, valid for the call.
-        let (dev, attr, udata) = unsafe { (dev(ib), &mut *attr, Udata::from_raw(udata)) };
+        // SAFETY: The core calls our ops only on live devices we registered.
+        let dev = unsafe { dev(ib) };
+        // SAFETY: The core's output structure, valid and ours to write for
+        // the call.
+        let attr = unsafe { &mut *attr };
+        // SAFETY: `udata` is null or a valid `ib_udata` for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
         *attr = (&dev.state().query_device(udata.as_ref())?).into();
         Ok(0)
     })
@@ -82,8 +88,11 @@ unsafe extern "C" fn query_port(
     attr: *mut b::ib_port_attr,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: Core-provided pointers, valid for the call.
-        let (dev, attr) = unsafe { (dev(ib), &mut *attr) };
+        // SAFETY: The core calls our ops only on live devices we registered.
+        let dev = unsafe { dev(ib) };
+        // SAFETY: The core's output structure, valid and ours to write for
+        // the call.
+        let attr = unsafe { &mut *attr };
         *attr = (&dev.state().query_port(dev, port)?).into();
         Ok(0)
     })
@@ -100,8 +109,11 @@ unsafe extern "C" fn query_pkey(
     pkey: *mut u16,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: Core-provided pointers, valid for the call.
-        let (dev, pkey) = unsafe { (dev(ib), &mut *pkey) };
+        // SAFETY: The core calls our ops only on live devices we registered.
+        let dev = unsafe { dev(ib) };
+        // SAFETY: The core's output structure, valid and ours to write for
+        // the call.
+        let pkey = unsafe { &mut *pkey };
         *pkey = dev.state().query_pkey(port, index)?;
         Ok(0)
     })
@@ -117,8 +129,10 @@ unsafe extern "C" fn modify_device(
     attr: *mut b::ib_device_modify,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: Core-provided pointers, valid for the call.
-        let (dev, attr) = unsafe { (dev(ib), &*attr) };
+        // SAFETY: The core calls our ops only on live devices we registered.
+        let dev = unsafe { dev(ib) };
+        // SAFETY: The caller's attribute, valid for the call.
+        let attr = unsafe { &*attr };
         let supported = (b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID
             | b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC)
             as c_int;
@@ -149,8 +163,10 @@ unsafe extern "C" fn modify_port(
     attr: *mut b::ib_port_modify,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: Core-provided pointers, valid for the call.
-        let (dev, attr) = unsafe { (dev(ib), &*attr) };
+        // SAFETY: The core calls our ops only on live devices we registered.
+        let dev = unsafe { dev(ib) };
+        // SAFETY: The caller's attribute, valid for the call.
+        let attr = unsafe { &*attr };
         let reset_qkey = b::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR as c_int;
         if port != 1 {
             return Err(EINVAL);
@@ -185,8 +201,11 @@ unsafe extern "C" fn get_port_immutable(
     immutable: *mut b::ib_port_immutable,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: Core-provided pointers, valid for the call.
-        let (dev, immutable) = unsafe { (dev(ib), &mut *immutable) };
+        // SAFETY: The core calls our ops only on live devices we registered.
+        let dev = unsafe { dev(ib) };
+        // SAFETY: The core's output structure, valid and ours to write for
+        // the call.
+        let immutable = unsafe { &mut *immutable };
         *immutable = (&dev.state().port_immutable(dev, port)?).into();
         Ok(0)
     })
@@ -198,7 +217,7 @@ unsafe extern "C" fn get_port_immutable(
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
     from_result(|| {
-        // SAFETY: Called on our registered device.
+        // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         dev.state().enable(dev)?;
         Ok(0)
@@ -210,8 +229,9 @@ unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
-    // SAFETY: The core calls this once, when the device is being freed and
-    // no other op can run any more.
+    // SAFETY: The core calls this once, on a device we registered (so its
+    // state is initialised), when the device is being freed and no other op
+    // can run any more: the state is not used again.
     unsafe { Device::drop_state(ib) };
 }
 
@@ -222,13 +242,14 @@ unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
 unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ucontext` bytes
-        // with `device` set, ours until `dealloc_ucontext`; `udata` is valid
-        // for the call.
-        unsafe {
-            let dev = dev((*uc).device);
-            let udata = Udata::from_raw(udata);
-            CoreObj::<b::ib_ucontext, Ucontext>::init(uc, Ucontext::new(dev, udata.as_ref())?)?;
-        }
+        // with `device` set to one of our devices, which outlives it.
+        let dev = unsafe { dev((*uc).device) };
+        // SAFETY: `udata` is null or a valid `ib_udata` for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
+        let ctx = Ucontext::new(dev, udata.as_ref())?;
+        // SAFETY: `uc` is the core's zeroed allocation of `size_ib_ucontext`
+        // (`SIZE`) bytes, its driver part not initialised yet.
+        unsafe { CoreObj::<b::ib_ucontext, Ucontext>::init(uc, ctx) }?;
         Ok(0)
     })
 }
@@ -238,7 +259,8 @@ unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_u
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
-    // SAFETY: Initialised by `alloc_ucontext`; the core frees the memory after.
+    // SAFETY: Initialised by `alloc_ucontext`; the core calls this once,
+    // last, and frees the memory after, so the context is not used again.
     unsafe { CoreObj::<b::ib_ucontext, Ucontext>::destroy(uc) };
 }
 
@@ -263,19 +285,16 @@ unsafe extern "C" fn disassociate_ucontext(_uc: *mut b::ib_ucontext) {}
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) -> c_int {
     from_result(|| {
-        // SAFETY: The core calls mmap on a live context of ours, with the
-        // area of the mmap in progress.
-        let (uc, offset, len) = unsafe {
-            (
-                CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc),
-                b::rxe_rs_vma_offset(vma),
-                b::rxe_rs_vma_len(vma),
-            )
-        };
+        // SAFETY: The core calls mmap on a live context of ours, made by
+        // `alloc_ucontext`, for the call.
+        let uc = unsafe { CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) };
+        // SAFETY: `vma` is the area of the mmap in progress; the helpers
+        // only read its fields.
+        let (offset, len) = unsafe { (b::rxe_rs_vma_offset(vma), b::rxe_rs_vma_len(vma)) };
         let offset = u64::try_from(offset).map_err(|_| EINVAL)?;
         let len = u64::try_from(len).map_err(|_| EINVAL)?;
         let buf = uc.take_for_mmap(offset, len)?;
-        // SAFETY: `vma` is the area being mapped.
+        // SAFETY: `vma` is the area of the mmap call in progress.
         unsafe { buf.map_into(vma) }?;
         Ok(0)
     })
@@ -287,12 +306,15 @@ unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) 
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
-        // SAFETY: As for `alloc_ucontext`, with `size_ib_pd`.
-        unsafe {
-            let dev = dev((*pd).device);
-            let udata = Udata::from_raw(udata);
-            CoreObj::<b::ib_pd, Pd>::init(pd, alloc::value(Pd::new(dev, udata.as_ref())?))?;
-        }
+        // SAFETY: The core hands a zeroed object of `size_ib_pd` bytes with
+        // `device` set to one of our devices, which outlives it.
+        let dev = unsafe { dev((*pd).device) };
+        // SAFETY: `udata` is null or a valid `ib_udata` for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
+        let state = Pd::new(dev, udata.as_ref())?;
+        // SAFETY: `pd` is the core's zeroed allocation of `size_ib_pd`
+        // (`SIZE`) bytes, its driver part not initialised yet.
+        unsafe { CoreObj::<b::ib_pd, Pd>::init(pd, alloc::value(state)) }?;
         Ok(0)
     })
 }
@@ -302,7 +324,8 @@ unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_i
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn dealloc_pd(pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> c_int {
-    // SAFETY: Initialised by `alloc_pd`; the core frees the memory after.
+    // SAFETY: Initialised by `alloc_pd`; the core calls this once, last,
+    // and frees the memory after, so the PD is not used again.
     unsafe { CoreObj::<b::ib_pd, Pd>::destroy(pd) };
     0
 }

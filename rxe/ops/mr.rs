@@ -102,7 +102,9 @@ fn pd_id(pd: *mut b::ib_pd) -> PdId {
 ///
 /// `ib` is the `ib_mr` of a live [`MrObj`] and stays alive for `'a`.
 unsafe fn obj<'a>(ib: *mut b::ib_mr) -> &'a MrObj {
-    // SAFETY: `ib` is the first field of a `#[repr(C)]` `MrObj` (contract).
+    // SAFETY: `ib` is the `ib_mr` of a live `MrObj`, alive for `'a` (the
+    // caller's contract), and the first field of that `#[repr(C)]` struct,
+    // so the cast gives the object's address.
     unsafe { &*ib.cast::<MrObj>() }
 }
 
@@ -179,7 +181,8 @@ unsafe extern "C" fn reg_user_mr_dmah(
     if !dmah.is_null() {
         return to_ptr(Err(EOPNOTSUPP));
     }
-    // SAFETY: Per the contract, which is `reg_user_mr`'s.
+    // SAFETY: The core calls this as it calls `reg_user_mr`, with a live PD
+    // of one of our devices: `reg_user_mr`'s contract.
     unsafe { reg_user_mr(pd, start, length, iova, access, udata) }
 }
 
@@ -327,9 +330,11 @@ unsafe extern "C" fn map_mr_sg(
     sg_nents: c_int,
     sg_offset: *mut c_uint,
 ) -> c_int {
-    // SAFETY: The core passes one of our live MRs; `ib_map_mr_sg` has set
-    // `page_size` just before calling us.
-    let (o, page_size) = unsafe { (obj(ib), (*ib).page_size) };
+    // SAFETY: The core passes one of our live MRs, alive for the call.
+    let o = unsafe { obj(ib) };
+    // SAFETY: `ib` is live; `ib_map_mr_sg` has set `page_size` just before
+    // calling us and nothing writes it during the call.
+    let page_size = unsafe { (*ib).page_size };
     if let Err(e) = o.mr.begin_map(page_size) {
         return e.to_errno();
     }

@@ -27,16 +27,20 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_mw` bytes with
-        // `device`, `pd` and `type` set, ours until `dealloc_mw`.
-        unsafe {
-            let dev = dev((*mw).device);
-            // The PD's address is its identity (see `PdId`).
-            let pd = PdId((*mw).pd as usize);
-            let m = Mw::alloc(dev, pd, (*mw).type_)?;
-            (*mw).rkey = m.rkey();
-            // Moving a ready value in cannot fail.
-            CoreObj::<b::ib_mw, Mw>::init(mw, alloc::value(m))?;
-        }
+        // `device` set to one of our devices, which outlives its MWs.
+        let dev = unsafe { dev((*mw).device) };
+        // SAFETY: The core set `pd` and `type` in its fresh object before
+        // the op and does not change them.
+        let (pd, type_) = unsafe { ((*mw).pd, (*mw).type_) };
+        // The PD's address is its identity (see `PdId`).
+        let m = Mw::alloc(dev, PdId(pd as usize), type_)?;
+        // SAFETY: The core's object, ours to fill in during the op: it reads
+        // `rkey` only after it.
+        unsafe { (*mw).rkey = m.rkey() };
+        // Moving a ready value in cannot fail.
+        // SAFETY: `mw` is the core's zeroed allocation of `size_ib_mw`
+        // (`SIZE`) bytes, its driver part not initialised yet.
+        unsafe { CoreObj::<b::ib_mw, Mw>::init(mw, alloc::value(m)) }?;
         Ok(0)
     })
 }
@@ -48,11 +52,13 @@ unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
 unsafe extern "C" fn dealloc_mw(mw: *mut b::ib_mw) -> c_int {
-    // SAFETY: Initialised by `alloc_mw`; the core frees the memory after.
-    unsafe {
-        let obj = CoreObj::<b::ib_mw, Mw>::from_raw(mw);
-        obj.dealloc(obj.device());
-        CoreObj::<b::ib_mw, Mw>::destroy(mw);
-    }
+    // SAFETY: Initialised by `alloc_mw`, alive until the core frees it after
+    // this call.
+    let obj = unsafe { CoreObj::<b::ib_mw, Mw>::from_raw(mw) };
+    obj.dealloc(obj.device());
+    // SAFETY: Initialised by `alloc_mw`; the core frees the memory after we
+    // return, so the driver part is dropped here, and `obj` is not used
+    // again.
+    unsafe { CoreObj::<b::ib_mw, Mw>::destroy(mw) };
     0
 }

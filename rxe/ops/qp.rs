@@ -46,7 +46,9 @@ unsafe fn cq_shared(raw: *mut b::ib_cq) -> Option<Arc<cq::Shared>> {
     if raw.is_null() {
         return None;
     }
-    // SAFETY: Per the contract.
+    // SAFETY: `raw` is non-null (checked), so a live CQ of this driver (the
+    // caller's contract), made by `create_cq`; the borrow ends with the
+    // clone of its `Arc`.
     let cq = unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) };
     Some(cq.shared.clone())
 }
@@ -58,7 +60,9 @@ unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
     if raw.is_null() {
         return None;
     }
-    // SAFETY: Per the contract.
+    // SAFETY: `raw` is non-null (checked), so a live SRQ of this driver
+    // (the caller's contract), made by `create_srq`; the borrow ends with
+    // the clone of its `Arc`.
     let srq = unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) };
     Some(srq.shared.clone())
 }
@@ -75,27 +79,26 @@ unsafe extern "C" fn create_qp(
     udata: *mut b::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: The core hands a zeroed object of `size_ib_qp` bytes with
-        // `device` and `pd` set, ours until `destroy_qp`, and the caller's
-        // init attribute, whose CQs and SRQ are live objects of this
-        // device; `udata` is null or the call's driver data.
-        let (dev, init, uc, u, scq, rcq, srq) = unsafe {
-            let init = &mut *init;
-            let (scq, rcq, srq) = (
+        // SAFETY: The caller's init attribute, valid and ours to update for
+        // the call (the core's contract).
+        let init = unsafe { &mut *init };
+        // SAFETY: The init attribute's CQs and SRQ are null or live objects
+        // of this device, which the core holds for the call.
+        let (scq, rcq, srq) = unsafe {
+            (
                 cq_shared(init.send_cq),
                 cq_shared(init.recv_cq),
                 srq_shared(init.srq),
-            );
-            (
-                dev((*ibqp).device),
-                init,
-                ucontext(udata),
-                Udata::from_raw(udata),
-                scq,
-                rcq,
-                srq,
             )
         };
+        // SAFETY: The core hands a zeroed object of `size_ib_qp` bytes with
+        // `device` set to one of our devices, which outlives its QPs.
+        let dev = unsafe { dev((*ibqp).device) };
+        // SAFETY: `udata` is null or the call's driver udata, on a context
+        // of ours.
+        let uc = unsafe { ucontext(udata) };
+        // SAFETY: `udata` is null or a valid `ib_udata` for the call.
+        let u = unsafe { Udata::from_raw(udata) };
         let args = CreateArgs {
             init: InitAttr {
                 qp_type: init.qp_type,
@@ -107,7 +110,9 @@ unsafe extern "C" fn create_qp(
                 port_num: init.port_num,
             },
             sig_all: init.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
-            // SAFETY: As above; the PD pointer names the PD while it lives.
+            // SAFETY: The core set `pd` in its fresh object before the
+            // create op and does not change it; the address names the PD
+            // while it lives.
             pd: unsafe { (*ibqp).pd } as usize,
             send_cq: scq,
             recv_cq: rcq,
@@ -117,14 +122,18 @@ unsafe extern "C" fn create_qp(
         };
         let (obj, caps) = Qp::new(dev, args)?;
         let qpn = obj.shared.qpn;
-        // SAFETY: The allocation is ours and not initialised yet. `destroy_qp`
-        // revokes the event link before the core frees the object.
-        unsafe {
-            CoreObj::<b::ib_qp, Qp>::init(ibqp, alloc::value(obj))?;
-            let obj = CoreObj::<b::ib_qp, Qp>::from_raw(ibqp);
-            obj.shared.link.attach(obj);
-            (*ibqp).qp_num = qpn;
-        }
+        // SAFETY: `ibqp` is the core's zeroed allocation of `size_ib_qp`
+        // (`SIZE`) bytes, its driver part not initialised yet.
+        unsafe { CoreObj::<b::ib_qp, Qp>::init(ibqp, alloc::value(obj)) }?;
+        // SAFETY: Initialised just above; the core frees the QP only after
+        // `destroy_qp`, which this call precedes.
+        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        // SAFETY: `destroy_qp` revokes the event link before the core frees
+        // the object.
+        unsafe { obj.shared.link.attach(obj) };
+        // SAFETY: The core's object, ours to fill in during the create op:
+        // it reads `qp_num` only after it.
+        unsafe { (*ibqp).qp_num = qpn };
         write_caps(&caps, &mut init.cap);
         Ok(0)
     })
@@ -145,12 +154,11 @@ unsafe extern "C" fn modify_qp(
     from_result(|| {
         // The mask is a bit set; a negative int has bits rxe rejects.
         let mask = AttrMask(mask as u32);
-        // SAFETY: A live QP of ours and the caller's attribute, whose AH
-        // attributes the core resolved when the mask sets them.
-        let (qp, m) = unsafe {
-            let m = modify_attr_from_raw(&*attr, mask);
-            (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), m)
-        };
+        // SAFETY: The caller's attribute, valid for the call, whose AH
+        // attributes the core resolved where the mask sets them.
+        let m = unsafe { modify_attr_from_raw(&*attr, mask) };
+        // SAFETY: A live QP made by `create_qp`, for the call.
+        let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
         qp.modify(mask, &m)?;
         Ok(0)
     })
@@ -168,14 +176,11 @@ unsafe extern "C" fn query_qp(
     _mask: c_int,
     init: *mut b::ib_qp_init_attr,
 ) -> c_int {
-    // SAFETY: A live QP of ours and the caller's output structures.
-    let (obj, out, init) = unsafe {
-        (
-            CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
-            &mut *attr,
-            &mut *init,
-        )
-    };
+    // SAFETY: A live QP made by `create_qp`, for the call.
+    let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+    // SAFETY: The caller's output structures, distinct, valid and ours to
+    // write for the call.
+    let (out, init) = unsafe { (&mut *attr, &mut *init) };
     let q = obj.query();
     *out = (&q.attrs, &q.cap).into();
 
@@ -216,13 +221,11 @@ unsafe fn fill_qp_entry(
     put: impl FnOnce(&mut EntryMsg, &Qp) -> Result,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: A live QP of ours and the core's message, for the call.
-        let (obj, mut msg) = unsafe {
-            (
-                CoreObj::<b::ib_qp, Qp>::from_raw(ibqp),
-                EntryMsg::from_raw(msg),
-            )
-        };
+        // SAFETY: A live QP of ours (the caller's contract), for the call.
+        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        // SAFETY: The core's message of a `fill_res_qp_entry*` op (the
+        // caller's contract); `msg` does not outlive this call.
+        let mut msg = unsafe { EntryMsg::from_raw(msg) };
         put(&mut msg, obj)?;
         Ok(0)
     })
@@ -236,7 +239,8 @@ unsafe fn fill_qp_entry(
 /// Called by the RDMA core on a live QP of this driver with the netlink
 /// message of its entry.
 unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
-    // SAFETY: The core's contract is the helper's.
+    // SAFETY: The core calls this on a live QP of ours with the message of
+    // its entry: the helper's contract.
     unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_attrs(&qp.details().attrs())) }
 }
 
@@ -246,7 +250,8 @@ unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp
 ///
 /// As for [`fill_res_qp_entry`].
 unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
-    // SAFETY: The core's contract is the helper's.
+    // SAFETY: The core calls this on a live QP of ours with the message of
+    // its entry: the helper's contract.
     unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_raw(&qp.details().raw())) }
 }
 
@@ -258,13 +263,17 @@ unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::i
 /// when this returns 0.
 unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, udata: *mut b::ib_udata) -> c_int {
     from_result(|| {
-        // SAFETY: A live QP of ours; `udata` is null or the call's driver
-        // udata.
-        let (obj, uc) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), ucontext(udata)) };
+        // SAFETY: A live QP made by `create_qp`, alive until the core frees
+        // it after this call.
+        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        // SAFETY: `udata` is null or the call's driver udata, on a context
+        // of ours.
+        let uc = unsafe { ucontext(udata) };
         obj.destroy(obj.device(), uc)?;
         obj.shared.link.revoke();
-        // SAFETY: Initialised by `create_qp` and unreachable now; the core
-        // frees the memory after.
+        // SAFETY: Initialised by `create_qp` and unreachable now (the link
+        // is revoked, `obj` not used again); the core frees the memory
+        // after.
         unsafe { CoreObj::<b::ib_qp, Qp>::destroy(ibqp) };
         Ok(0)
     })
@@ -281,16 +290,16 @@ unsafe extern "C" fn post_send(
     wr: *const b::ib_send_wr,
     bad_wr: *mut *const b::ib_send_wr,
 ) -> c_int {
-    // SAFETY: A live QP of ours; the chain is the caller's, valid for the
-    // call and typed by the QP's type, as the verbs API requires.
-    let (qp, wrs) = unsafe {
-        let qp = CoreObj::<b::ib_qp, Qp>::from_raw(ibqp);
-        (qp, SendWrs::new(wr, qp.shared.qp_type.is_datagram()))
-    };
+    // SAFETY: A live QP made by `create_qp`, for the call.
+    let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+    // SAFETY: The chain is the caller's, valid for the call and typed by
+    // the QP's type, as the verbs API requires.
+    let wrs = unsafe { SendWrs::new(wr, qp.shared.qp_type.is_datagram()) };
     match qp.post_send(wrs) {
         Ok(()) => 0,
         Err((e, n)) => {
-            // SAFETY: As above; `bad_wr` is the caller's out pointer.
+            // SAFETY: `wr` is null or the head of the caller's chain, valid
+            // for the call; `bad_wr` is the caller's writable out pointer.
             unsafe { *bad_wr = nth(wr, n, |w| w.next) };
             e.to_errno()
         }
@@ -308,12 +317,16 @@ unsafe extern "C" fn post_recv(
     wr: *const b::ib_recv_wr,
     bad_wr: *mut *const b::ib_recv_wr,
 ) -> c_int {
-    // SAFETY: A live QP of ours; the chain is the caller's, valid for the call.
-    let (qp, wrs) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), RecvWrs::new(wr)) };
+    // SAFETY: A live QP made by `create_qp`, for the call.
+    let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+    // SAFETY: The chain is the caller's, valid for the call, each WR with
+    // `num_sge` entries in its `sg_list`.
+    let wrs = unsafe { RecvWrs::new(wr) };
     match qp.post_recv(wrs) {
         Ok(()) => 0,
         Err((e, n)) => {
-            // SAFETY: As above; `bad_wr` is the caller's out pointer.
+            // SAFETY: `wr` is null or the head of the caller's chain, valid
+            // for the call; `bad_wr` is the caller's writable out pointer.
             unsafe { *bad_wr = nth(wr, n, |w| w.next) };
             e.to_errno()
         }
@@ -328,7 +341,8 @@ unsafe extern "C" fn post_recv(
 unsafe fn nth<W>(first: *const W, n: usize, next: impl Fn(&W) -> *mut W) -> *const W {
     let mut w = first;
     for _ in 0..n {
-        // SAFETY: Per the contract.
+        // SAFETY: `w` is null or a member of a valid chain (the caller's
+        // contract): the head, or the `next` of a member.
         match unsafe { w.as_ref() } {
             Some(cur) => w = next(cur),
             None => break,
@@ -344,8 +358,11 @@ unsafe fn nth<W>(first: *const W, n: usize, next: impl Fn(&W) -> *mut W) -> *con
 /// Called by the RDMA core on a live QP of this driver with a valid GID.
 unsafe extern "C" fn attach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
     from_result(|| {
-        // SAFETY: A live QP of ours and the caller's GID, all bytes.
-        let (qp, mgid) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), (*gid).raw) };
+        // SAFETY: A live QP made by `create_qp`, for the call.
+        let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        // SAFETY: The caller's GID, valid for the call; every bit pattern
+        // is a valid `raw` GID.
+        let mgid = unsafe { (*gid).raw };
         qp.attach_mcast(qp.device(), &mgid)?;
         Ok(0)
     })
@@ -358,8 +375,11 @@ unsafe extern "C" fn attach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid
 /// Called by the RDMA core on a live QP of this driver with a valid GID.
 unsafe extern "C" fn detach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
     from_result(|| {
-        // SAFETY: A live QP of ours and the caller's GID, all bytes.
-        let (qp, mgid) = unsafe { (CoreObj::<b::ib_qp, Qp>::from_raw(ibqp), (*gid).raw) };
+        // SAFETY: A live QP made by `create_qp`, for the call.
+        let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        // SAFETY: The caller's GID, valid for the call; every bit pattern
+        // is a valid `raw` GID.
+        let mgid = unsafe { (*gid).raw };
         qp.detach_mcast(qp.device(), &mgid)?;
         Ok(0)
     })

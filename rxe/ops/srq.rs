@@ -35,24 +35,31 @@ unsafe extern "C" fn create_srq(
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_srq` bytes with
-        // `device`, `pd` and the event handler set, ours until
-        // `destroy_srq`; `init` and `udata` (null for kernel callers) are
-        // valid for the call.
-        unsafe {
-            let dev = dev((*ibsrq).device);
-            let init = &mut *init;
-            let user = UserCall::from_raw(udata)?;
-            let mut attr = Attr::from(&init.attr);
-            let basic = init.srq_type == b::ib_srq_type_IB_SRQT_BASIC;
-            let has_handler = (*ibsrq).event_handler.is_some();
-            let srq = Srq::new(dev, &mut attr, basic, has_handler, user.as_ref())?;
-            init.attr.max_wr = attr.max_wr;
-            init.attr.max_sge = attr.max_sge;
-            Obj::init(ibsrq, alloc::value(srq))?;
-            let obj = Obj::from_raw(ibsrq);
-            // `destroy_srq` severs the link before the core frees the SRQ.
-            obj.shared.link().attach(obj.handle());
-        }
+        // `device` set to one of our devices, which outlives its SRQs.
+        let dev = unsafe { dev((*ibsrq).device) };
+        // SAFETY: The caller's init attribute, valid and ours to update for
+        // the call (the core's contract).
+        let init = unsafe { &mut *init };
+        // SAFETY: `udata` is null (kernel callers) or the call's driver
+        // udata, on a context of ours.
+        let user = unsafe { UserCall::from_raw(udata) }?;
+        let mut attr = Attr::from(&init.attr);
+        let basic = init.srq_type == b::ib_srq_type_IB_SRQT_BASIC;
+        // SAFETY: The core set the event handler in its fresh object before
+        // the create op and does not change it.
+        let has_handler = unsafe { (*ibsrq).event_handler }.is_some();
+        let srq = Srq::new(dev, &mut attr, basic, has_handler, user.as_ref())?;
+        init.attr.max_wr = attr.max_wr;
+        init.attr.max_sge = attr.max_sge;
+        // SAFETY: `ibsrq` is the core's zeroed allocation of `size_ib_srq`
+        // (`Obj::SIZE`) bytes, its driver part not initialised yet.
+        unsafe { Obj::init(ibsrq, alloc::value(srq)) }?;
+        // SAFETY: Initialised just above; the core frees the SRQ only after
+        // `destroy_srq`, which this call precedes.
+        let obj = unsafe { Obj::from_raw(ibsrq) };
+        // SAFETY: `destroy_srq` severs the link before the core frees the
+        // SRQ, which is live now.
+        unsafe { obj.shared.link().attach(obj.handle()) };
         Ok(0)
     })
 }
@@ -69,16 +76,17 @@ unsafe extern "C" fn modify_srq(
     udata: *mut b::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: A live SRQ of ours; `attr` and `udata` (null for kernel
-        // callers) are valid for the call.
-        unsafe {
-            let srq = Obj::from_raw(ibsrq);
-            let attr = &mut *attr;
-            let user = UserCall::from_raw(udata)?;
-            let mut a = Attr::from(&*attr);
-            srq.modify(mask, &mut a, user.as_ref())?;
-            attr.max_wr = a.max_wr;
-        }
+        // SAFETY: A live SRQ made by `create_srq`, for the call.
+        let srq = unsafe { Obj::from_raw(ibsrq) };
+        // SAFETY: The caller's attribute, valid and ours to update for the
+        // call.
+        let attr = unsafe { &mut *attr };
+        // SAFETY: `udata` is null (kernel callers) or the call's driver
+        // udata, on a context of ours.
+        let user = unsafe { UserCall::from_raw(udata) }?;
+        let mut a = Attr::from(&*attr);
+        srq.modify(mask, &mut a, user.as_ref())?;
+        attr.max_wr = a.max_wr;
         Ok(0)
     })
 }
@@ -89,8 +97,11 @@ unsafe extern "C" fn modify_srq(
 ///
 /// Called by the RDMA core on a live SRQ made by `create_srq`.
 unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
-    // SAFETY: A live SRQ of ours; `attr` is valid for the call.
-    let (srq, attr) = unsafe { (Obj::from_raw(ibsrq), &mut *attr) };
+    // SAFETY: A live SRQ made by `create_srq`, for the call.
+    let srq = unsafe { Obj::from_raw(ibsrq) };
+    // SAFETY: The caller's output attribute, valid and ours to write for the
+    // call.
+    let attr = unsafe { &mut *attr };
     *attr = (&srq.query()).into();
     0
 }
@@ -102,14 +113,17 @@ unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr)
 /// Called by the RDMA core on an SRQ made by `create_srq`, once, with no
 /// other op on it running.
 unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, udata: *mut b::ib_udata) -> c_int {
+    // SAFETY: Initialised by `create_srq`, alive until the core frees it
+    // after this call.
+    let srq = unsafe { Obj::from_raw(ibsrq) };
+    // SAFETY: `udata` is null or the call's driver udata, on a context of
+    // ours.
+    let ctx = unsafe { ucontext(udata) };
+    srq.destroy(srq.device(), ctx);
     // SAFETY: Initialised by `create_srq`; the core frees the memory after
-    // we return, so the driver part is dropped here and not used again.
-    // `udata` is null or the call's driver udata.
-    unsafe {
-        let srq = Obj::from_raw(ibsrq);
-        srq.destroy(srq.device(), ucontext(udata));
-        Obj::destroy(ibsrq);
-    }
+    // we return, so the driver part is dropped here, and `srq` is not used
+    // again.
+    unsafe { Obj::destroy(ibsrq) };
     0
 }
 
@@ -124,13 +138,16 @@ unsafe extern "C" fn post_srq_recv(
     wr: *const b::ib_recv_wr,
     bad_wr: *mut *const b::ib_recv_wr,
 ) -> c_int {
-    // SAFETY: A live SRQ of ours; the kernel caller's chain of work
-    // requests is valid for the call.
-    let (srq, wrs) = unsafe { (Obj::from_raw(ibsrq), RecvWrList::from_raw(wr)) };
+    // SAFETY: A live SRQ made by `create_srq`, for the call.
+    let srq = unsafe { Obj::from_raw(ibsrq) };
+    // SAFETY: The kernel caller's chain of work requests is valid for the
+    // call, each with `num_sge` entries in its `sg_list`.
+    let wrs = unsafe { RecvWrList::from_raw(wr) };
     match srq.shared.post_recv(wrs) {
         Ok(()) => 0,
         Err((e, failed)) => {
-            // SAFETY: The core passes a valid place for the failed request.
+            // SAFETY: The core passes a valid, writable place for the
+            // failed request.
             unsafe { *bad_wr = failed.as_ptr() };
             e.to_errno()
         }

@@ -44,7 +44,7 @@ unsafe extern "C" fn alloc_hw_port_stats(
     _ib: *mut b::ib_device,
     _port: u32,
 ) -> *mut b::rdma_hw_stats {
-    // SAFETY: FFI; the descriptions are static. COUNT is 15, so the cast is exact.
+    // SAFETY: FFI; the descriptions are static. COUNT is small, so the cast is exact.
     unsafe { b::rdma_alloc_hw_stats_struct(DESCS.0.as_ptr(), COUNT as c_int, LIFESPAN_MS) }
 }
 
@@ -64,15 +64,17 @@ unsafe extern "C" fn get_hw_stats(
     // SAFETY: The core calls this on our live device.
     let dev = unsafe { super::device::dev(ib) };
     let values = dev.state().counters.snapshot();
-    // SAFETY: `stats` came from `alloc_hw_port_stats`, so it has room for
-    // `num_counters` (= COUNT) values; the core holds its lock while we fill.
-    unsafe {
-        let n = usize::try_from((*stats).num_counters).map_or(0, |n| n.min(COUNT));
-        let dst = (*stats).value.as_mut_slice(n);
-        // A zip, not copy_from_slice: no length-mismatch panic path at all.
-        for (d, v) in dst.iter_mut().zip(values.iter()) {
-            *d = *v;
-        }
+    // SAFETY: `stats` came from `alloc_hw_port_stats` (non-null, checked)
+    // and the core holds its lock while we fill it.
+    let num = unsafe { (*stats).num_counters };
+    let n = usize::try_from(num).map_or(0, |n| n.min(COUNT));
+    // SAFETY: `stats` has room for `num_counters` (= COUNT) values after
+    // its header, and `n` is at most that; the core's lock keeps other
+    // users of the values out while the slice lives.
+    let dst = unsafe { (*stats).value.as_mut_slice(n) };
+    // A zip, not copy_from_slice: no length-mismatch panic path at all.
+    for (d, v) in dst.iter_mut().zip(values.iter()) {
+        *d = *v;
     }
     COUNT as c_int
 }

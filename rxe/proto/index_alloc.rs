@@ -116,6 +116,9 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
                 w[last] = !0u64 << tail;
             }
         }
+        // INVARIANT: `words` has `layout.words()` words (the `get_mut`
+        // above), all clear but the bits past each level's end: no index is
+        // taken and no word full. `next` is `min`.
         Some(Self {
             min,
             max,
@@ -189,6 +192,8 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
         for level in 0..self.layout.levels {
             let i = pos / BITS;
             let w = self.word(level, i) | 1u64 << (pos % BITS);
+            // INVARIANT: The bit is set; the level above changes only when
+            // this word becomes full, by setting the bit of the word.
             self.set_word(level, i, w);
             if w != !0 {
                 return;
@@ -203,6 +208,8 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
         for level in 0..self.layout.levels {
             let i = pos / BITS;
             let old = self.word(level, i);
+            // INVARIANT: The bit is clear; the level above changes only when
+            // this word was full, by clearing the bit of the word.
             self.set_word(level, i, old & !(1u64 << (pos % BITS)));
             if old != !0 {
                 return;
@@ -232,6 +239,8 @@ impl<W: DerefMut<Target = [u64]>> IndexAlloc<W> {
             return None;
         }
         self.take(pos);
+        // INVARIANT: `idx` is in `[min, max]` (checked), so the cursor is
+        // too: past `idx`, or `min` after `max`.
         self.next = if idx == self.max { self.min } else { idx + 1 };
         Some(idx)
     }

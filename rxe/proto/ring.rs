@@ -18,6 +18,9 @@ pub(crate) struct Ring {
 
 impl Ring {
     pub(crate) const fn new() -> Self {
+        // INVARIANT: No item, for slots that are all `None` (the caller's
+        // fresh slots, or those `clear` emptied); `derive(Default)` gives
+        // the same.
         Self { head: 0, len: 0 }
     }
 
@@ -50,6 +53,9 @@ impl Ring {
         let tail = self.wrap(self.len, cap);
         match slots.get_mut(tail) {
             Some(slot) => {
+                // INVARIANT: `len < cap` (checked), and the slot right after
+                // the `len` taken ones, wrapping, was `None` and now holds
+                // the item.
                 *slot = Some(item);
                 self.len += 1;
                 Ok(())
@@ -64,6 +70,8 @@ impl Ring {
             return None;
         }
         let item = slots.get_mut(self.head)?.take();
+        // INVARIANT: The head slot is `None` now and the ring starts at the
+        // next one, below `cap` (`wrap`), with one item fewer.
         self.head = self.wrap(1, slots.len());
         self.len -= 1;
         item
@@ -92,6 +100,7 @@ impl Ring {
         for slot in slots.iter_mut() {
             *slot = None;
         }
+        // INVARIANT: Every slot is `None` and the ring holds nothing.
         *self = Self::new();
     }
 }

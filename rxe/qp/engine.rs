@@ -58,6 +58,7 @@ impl Shared {
         };
         // A full queue drops the packet: the peer retransmits.
         if !queued {
+            counters::inc(&self.dev, Counter::RcvdQueueFull);
             return;
         }
         if to_comp {

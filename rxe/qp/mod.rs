@@ -123,6 +123,7 @@
 //! their own: they are flushed or shut down (`disable`, `shutdown`) in
 //! process context with no driver lock held.
 
+mod details;
 mod engine;
 mod faults;
 mod post;
@@ -154,7 +155,6 @@ pub(crate) use crate::rxe::proto::qp::{State, Type};
 use crate::rxe::proto::qp_attr::{
     self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
 };
-use crate::rxe::proto::res_details::{wait, QpDetails};
 use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, WcStatus, DEFAULT_CACHE_LINE};
 use crate::rxe::queue::{Queue, Role};
 use crate::rxe::recv::RxPacket;
@@ -764,52 +764,6 @@ impl Qp {
             sig_all: sh.sig_all,
             qp_type: sh.qp_type,
         }
-    }
-
-    /// The transport state `rdma resource show qp -dd` prints. Each lock is
-    /// taken alone, so each engine's part is consistent in itself.
-    pub(crate) fn details(&self) -> QpDetails {
-        let sh = &self.shared;
-        let (max_rd_atomic, max_dest_rd_atomic) = {
-            let s = sh.status();
-            (s.attrs.max_rd_atomic, s.attrs.max_dest_rd_atomic)
-        };
-        let mut d = QpDetails {
-            max_rd_atomic: max_rd_atomic.into(),
-            max_dest_rd_atomic: max_dest_rd_atomic.into(),
-            ..QpDetails::default()
-        };
-        {
-            let st = sh.req.lock();
-            let (req, comp) = (&st.req, &st.comp);
-            d.sq_psn = req.psn;
-            d.unacked_psn = comp.psn;
-            d.rd_atomic_out = d.max_rd_atomic.saturating_sub(req.rd_atomic);
-            d.retry_left = comp.retry_cnt.into();
-            d.retry_cnt = comp.attr_retry_cnt.into();
-            d.rnr_retry_left = comp.rnr_retry.into();
-            d.rnr_retry = comp.attr_rnr_retry.into();
-            for (on, bit) in [
-                (req.wait_fence, wait::FENCE),
-                (req.need_rd_atomic, wait::RD_ATOMIC),
-                (req.wait_psn, wait::PSN_WINDOW),
-                (req.wait_for_rnr_timer, wait::RNR_TIMER),
-                (req.need_retry, wait::RETRY),
-            ] {
-                if on {
-                    d.req_waits |= bit;
-                }
-            }
-        }
-        (d.rq_psn, d.resp_res_used) = sh.resp_details();
-        d.sq_wqes = sh.sq.lock().queue.count();
-        d.rq_wqes = sh.rq.lock().as_ref().map_or(0, |rq| rq.queue.count());
-        d.retrans_timer = sh.retrans_timer.pending();
-        d.rnr_timer = sh.rnr_timer.pending();
-        d.resp_queue = u32::try_from(sh.resp_pkts.lock().len()).unwrap_or(u32::MAX);
-        d.comp_queue = u32::try_from(sh.comp_pkts.lock().len()).unwrap_or(u32::MAX);
-        d.last_err = WcStatus::try_from(sh.last_err.load(Ordering::Relaxed)).ok();
-        d
     }
 
     /// destroy_qp: refused while attached to a multicast group; otherwise
