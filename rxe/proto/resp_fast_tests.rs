@@ -231,13 +231,18 @@ struct Side {
 
 impl Side {
     fn new(fast: bool, coalesce: bool, rq: &[usize]) -> Side {
+        Side::with_srq(fast, coalesce, rq, false)
+    }
+
+    fn with_srq(fast: bool, coalesce: bool, rq: &[usize], srq: bool) -> Side {
         let mut io = RespModel::default();
         io.mr(RKEY, BASE, MR_LEN, Access::REMOTE);
         io.rq.extend(rq.iter().copied());
         io.coalesce = coalesce;
+        io.srq = srq;
         Side {
             st: State::new(100, 4),
-            qp: rc_qp(),
+            qp: RespQp { srq, ..rc_qp() },
             io,
             fast,
             outcomes: Vec::new(),
@@ -361,8 +366,13 @@ use crate::proto::psn::psn_add;
 /// Runs `steps` on a side with prediction and one without; they must
 /// agree after every step. Returns the requests predicted.
 fn check_same(steps: &[Step], coalesce: bool, rq: &[usize]) -> u32 {
-    let mut fast = Side::new(true, coalesce, rq);
-    let mut slow = Side::new(false, coalesce, rq);
+    check_same_srq(steps, coalesce, rq, false)
+}
+
+/// [`check_same`], the receive WQEs from an SRQ when `srq`.
+fn check_same_srq(steps: &[Step], coalesce: bool, rq: &[usize], srq: bool) -> u32 {
+    let mut fast = Side::with_srq(true, coalesce, rq, srq);
+    let mut slow = Side::with_srq(false, coalesce, rq, srq);
     for (i, step) in steps.iter().enumerate() {
         apply(&mut fast, step);
         apply(&mut slow, step);
@@ -415,7 +425,7 @@ fn in_order_messages_match_the_state_machine() {
                 }
             }
         }
-        let predicted = check_same(&steps, coalesce, &rq);
+        let predicted = check_same_srq(&steps, coalesce, &rq, seed % 3 == 0);
         assert_eq!(predicted, continuing, "seed {seed}");
     }
 }
@@ -505,7 +515,7 @@ fn deviations_match_the_state_machine() {
             }
             i += 1;
         }
-        check_same(&steps, coalesce, &rq);
+        check_same_srq(&steps, coalesce, &rq, seed % 4 == 0);
     }
 }
 
