@@ -6,12 +6,14 @@
 //!
 //! A predicted packet is a SEND or RDMA WRITE MIDDLE or LAST (without
 //! immediate data or invalidation) that carries the expected PSN and
-//! continues the message the QP is receiving, with a payload length the
-//! slow path would accept, on a QP with no reply, sequence NAK or status
-//! change pending. `resp_machine::run` executes it straight (copy, PSN and
+//! continues the message the QP is receiving, or a plain SEND ONLY that
+//! carries it between two messages, with a payload length the slow path
+//! would accept, on a QP with no reply, sequence NAK or status change
+//! pending. `resp_machine::run` executes it straight (copy, PSN and
 //! message state, completion, acknowledgement); every per-packet check
-//! that depends on memory (the WRITE's key lookup and range, the receive
-//! WQE's remaining space, the copy itself) is still made there, through
+//! that depends on memory (the WRITE's key lookup and range, the SEND
+//! ONLY's receive WQE, the WQE's remaining space, the copy itself) is
+//! still made there, through
 //! the same steps as the slow path, and a failure goes on in the state
 //! machine exactly where the slow path would be.
 //!
@@ -33,6 +35,9 @@ pub(crate) enum Fast {
     /// RDMA WRITE MIDDLE or LAST: the payload goes at the message's
     /// current address.
     Write,
+    /// SEND ONLY between messages: takes a receive WQE, fills and
+    /// completes it.
+    SendOnly,
 }
 
 /// The engine's facts the prediction needs besides the responder state.
@@ -69,17 +74,26 @@ pub(crate) fn predict(st: &State, qp: &RespQp, p: &Request, ctx: Ctx) -> Option<
     {
         return None;
     }
-    let kind = match (st.opcode?, p.opcode) {
-        (RcSendFirst | RcSendMiddle, RcSendMiddle | RcSendLast) if ctx.wqe_held => Fast::Send,
-        (RcWriteFirst | RcWriteMiddle, RcWriteMiddle | RcWriteLast)
+    let kind = match (st.opcode, p.opcode) {
+        (Some(RcSendFirst | RcSendMiddle), RcSendMiddle | RcSendLast) if ctx.wqe_held => Fast::Send,
+        (Some(RcWriteFirst | RcWriteMiddle), RcWriteMiddle | RcWriteLast)
             if qp.access & access::REMOTE_WRITE != 0 =>
         {
             Fast::Write
         }
+        // No message under way: a SEND ONLY starts and ends one.
+        (prev, RcSendOnly)
+            if !matches!(
+                prev,
+                Some(RcSendFirst | RcSendMiddle | RcWriteFirst | RcWriteMiddle)
+            ) =>
+        {
+            Fast::SendOnly
+        }
         _ => return None,
     };
-    // MIDDLE exactly the MTU, LAST 1..=MTU; a WRITE also within what its
-    // RETH left.
+    // MIDDLE exactly the MTU, LAST 1..=MTU, ONLY at most the MTU; a WRITE
+    // also within what its RETH left.
     check_length(qp, p).ok()?;
     if kind == Fast::Write {
         check_rdma_len(st, qp, p).ok()?;

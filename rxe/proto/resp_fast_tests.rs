@@ -85,6 +85,24 @@ fn predicts_in_order_middle_and_last() {
         predict(&st, &qp, &rq(Opcode::RcSendMiddle, 0xff_ffff, MTU), HELD),
         Some(Fast::Send)
     );
+    // A SEND ONLY between messages, whatever came before.
+    for prev in [
+        None,
+        Some(Opcode::RcSendLast),
+        Some(Opcode::RcWriteOnly),
+        Some(Opcode::RcReadRequest),
+        Some(Opcode::RcSendOnlyImm),
+    ] {
+        let mut st = State::new(11, 4);
+        st.opcode = prev;
+        for len in [0, 1, MTU] {
+            assert_eq!(
+                predict(&st, &qp, &rq(Opcode::RcSendOnly, 11, len), Ctx::default()),
+                Some(Fast::SendOnly),
+                "after {prev:?}"
+            );
+        }
+    }
     // A write of 3 MTUs and 100 bytes, the first MTU done.
     let st = after_first(Opcode::RcWriteFirst, 3 * MTU + 100);
     let no_wqe = Ctx::default();
@@ -129,7 +147,31 @@ fn refuses_every_deviation() {
         ("FIRST again", |_, _, p, _| {
             *p = rq(Opcode::RcSendFirst, 11, MTU)
         }),
-        ("ONLY", |_, _, p, _| *p = rq(Opcode::RcSendOnly, 11, 8)),
+        ("ONLY inside a send", |_, _, p, _| {
+            *p = rq(Opcode::RcSendOnly, 11, 8)
+        }),
+        ("ONLY inside a write", |s, _, p, _| {
+            s.opcode = Some(Opcode::RcWriteMiddle);
+            *p = rq(Opcode::RcSendOnly, 11, 8);
+        }),
+        ("too long ONLY", |s, _, p, _| {
+            s.opcode = None;
+            *p = rq(Opcode::RcSendOnly, 11, MTU + 1);
+        }),
+        ("ONLY with immediate", |s, _, p, _| {
+            s.opcode = None;
+            *p = rq(Opcode::RcSendOnlyImm, 11, 8);
+            p.imm = Some(1);
+        }),
+        ("ONLY out of sequence", |s, _, p, _| {
+            s.opcode = None;
+            *p = rq(Opcode::RcSendOnly, 12, 8);
+        }),
+        ("ONLY on a UC QP", |s, q, p, _| {
+            s.opcode = None;
+            q.qp_type = qp::Type::Uc;
+            *p = rq(Opcode::UcSendOnly, 11, 8);
+        }),
         ("send in a write", |s, _, _, _| {
             s.opcode = Some(Opcode::RcWriteFirst)
         }),
@@ -388,8 +430,8 @@ fn check_same_srq(steps: &[Step], coalesce: bool, rq: &[usize], srq: bool) -> u3
     fast.predicted
 }
 
-/// Random in-order messages: every MIDDLE and LAST is predicted, and the
-/// results equal the state machine's.
+/// Random in-order messages: every MIDDLE, LAST and SEND ONLY is
+/// predicted, and the results equal the state machine's.
 #[test]
 fn in_order_messages_match_the_state_machine() {
     for seed in 0..300u64 {
@@ -415,7 +457,8 @@ fn in_order_messages_match_the_state_machine() {
                 va = BASE;
             }
             let pkts = message(write, len, psn, va, ack_every, m as u8);
-            continuing += pkts.len() as u32 - 1;
+            // Every packet but a FIRST, and a WRITE ONLY, is predicted.
+            continuing += pkts.len() as u32 - u32::from(write || pkts.len() > 1);
             psn = psn_add(psn, pkts.len() as u32);
             va += u64::from(len);
             for p in pkts {

@@ -12,7 +12,8 @@
 //!   handles the head request until it is done, or sends one packet of a
 //!   read reply; the engine calls it again while `progress`, and moves the
 //!   QP to ERR on `qp_error`. A request [`resp_fast::predict`] takes (the
-//!   in-order MIDDLE or LAST of a SEND or WRITE under way) skips the
+//!   in-order MIDDLE or LAST of a SEND or WRITE under way, or a SEND ONLY
+//!   between messages) skips the
 //!   checks that cannot fail for it and runs the execute, complete and
 //!   acknowledge steps straight; any failure there goes on in the state
 //!   machine as it would have
@@ -165,6 +166,11 @@ impl<I: Io> Run<'_, I> {
             resp_fast::Fast::Send => self.execute(p),
             resp_fast::Fast::Write => match self.check_rkey(p) {
                 St::Execute => self.execute(p),
+                s => s,
+            },
+            // The lengths were checked by the prediction.
+            resp_fast::Fast::SendOnly => match self.check_resource(p) {
+                St::ChkLength => self.execute(p),
                 s => s,
             },
         };
