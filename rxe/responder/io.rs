@@ -170,6 +170,11 @@ impl resp_machine::Io for Io<'_> {
         !self.sh.resp_pkts.lock().is_empty()
     }
 
+    #[inline]
+    fn status_moved(&mut self) -> bool {
+        self.sh.status_gen() != self.gen
+    }
+
     fn qp_in_error(&mut self) -> bool {
         // The step started in a live state other than ERR: only a change
         // since can have moved it there.
