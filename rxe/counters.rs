@@ -188,12 +188,13 @@ pub(crate) fn inc(dev: &Device, c: Counter) {
 
 /// Counts a received packet dropped for `why` (an `rcvd_drop_*` counter)
 /// and reports it in the `pkt_drop` trace event with its BTH (`None`: the
-/// headers were not parsed).
+/// headers were not parsed, reported as QPN 0, opcode 0xff (none the
+/// driver takes), PSN 0).
 pub(crate) fn dropped(dev: &Device, why: Counter, bth: Option<&Bth>) {
     inc(dev, why);
     if trace::pkt_drop_on() {
         if let Some(reason) = why.drop_reason() {
-            let (qpn, opcode, psn) = bth.map_or((0, 0, 0), |b| (b.qpn, b.opcode, b.psn));
+            let (qpn, opcode, psn) = bth.map_or((0, 0xff, 0), |b| (b.qpn, b.opcode, b.psn));
             trace::pkt_drop(reason, qpn, opcode, psn);
         }
     }

@@ -177,7 +177,7 @@ event!(
 
 event!(
     /// A received packet dropped for `reason`; `qpn`, `opcode` and `psn`
-    /// are its BTH's, 0 when the headers were not parsed.
+    /// are its BTH's (see `counters::dropped` for a packet not parsed).
     pkt_drop, pkt_drop_on, __tracepoint_pkt_drop, rxe_rs_trace_pkt_drop,
     (reason: DropReason, qpn: u32, opcode: u8, psn: u32) => (reason.raw(), qpn, opcode, psn)
 );

@@ -143,7 +143,7 @@ TRACE_EVENT(qp_state,
 		__entry->cause = cause;
 		__entry->status = status;
 	),
-	TP_printk("qpn=%u %s->%s cause=%s status=%s", __entry->qpn,
+	TP_printk("qpn=%u old=%s new=%s cause=%s status=%s", __entry->qpn,
 		  rxe_rs_show_qp_state(__entry->old_state),
 		  rxe_rs_show_qp_state(__entry->new_state),
 		  rxe_rs_show_cause(__entry->cause),
@@ -210,7 +210,7 @@ DECLARE_EVENT_CLASS(rxe_rs_nak,
 		__entry->psn = psn;
 		__entry->syndrome = syndrome;
 	),
-	TP_printk("qpn=%u psn=%u syndrome=0x%02x %s", __entry->qpn,
+	TP_printk("qpn=%u psn=%u syndrome=0x%02x nak=%s", __entry->qpn,
 		  __entry->psn, __entry->syndrome,
 		  rxe_rs_show_syndrome(__entry->syndrome))
 );
@@ -240,14 +240,17 @@ TRACE_EVENT(cqe_error,
 		__entry->status = status;
 		__entry->recv = recv;
 	),
-	TP_printk("qpn=%u %s wr_id=0x%llx status=%s vendor_err=%u",
+	TP_printk("qpn=%u queue=%s wr_id=0x%llx status=%s vendor_err=%u",
 		  __entry->qpn, __entry->recv ? "recv" : "send",
 		  (unsigned long long)__entry->wr_id,
 		  rxe_rs_show_wc_status(__entry->status),
 		  __entry->vendor_err)
 );
 
-/* qpn, opcode, psn: the BTH's, 0 when the headers were not parsed. */
+/*
+ * qpn, opcode, psn: the BTH's; 0, 0xff and 0 when the headers were not
+ * parsed (bad_hdr, nomem).
+ */
 TRACE_EVENT(pkt_drop,
 	TP_PROTO(u8 reason, u32 qpn, u8 opcode, u32 psn),
 	TP_ARGS(reason, qpn, opcode, psn),
