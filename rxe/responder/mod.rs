@@ -24,7 +24,7 @@ use crate::rxe::kernel::alloc;
 use crate::rxe::kernel::event::QpEvent;
 use crate::rxe::kernel::route::RouteScope;
 use crate::rxe::kernel::task::{Progress, TaskOwner};
-use crate::rxe::kernel::trace::StateCause;
+use crate::rxe::kernel::trace::{self, StateCause};
 use crate::rxe::mr::PendingFault;
 use crate::rxe::net::{self, TxFlow};
 use crate::rxe::proto::odp_logic::{Next, Retry};
@@ -285,6 +285,7 @@ impl Shared {
             };
             if notify {
                 let cqe = Cqe::new(wr_id, WcStatus::WrFlushErr, self.qpn);
+                trace::completion(&cqe, true);
                 let Some(h) = self.link.handle() else {
                     notify = false;
                     continue;
