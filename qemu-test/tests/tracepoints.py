@@ -72,12 +72,13 @@ BAD_ICRC_PSN = 0x123
 # --- tracefs -------------------------------------------------------------
 def tracing_available():
     """None when the rxe_rs events can be used, else why not."""
+    if not os.path.isdir(TRACEFS):
+        return f"the kernel has no tracing (no {TRACEFS}: CONFIG_TRACING off)"
     if not os.path.isdir(f"{TRACEFS}/events"):
-        os.makedirs(TRACEFS, exist_ok=True)
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS],
                        capture_output=True)
     if not os.path.isdir(f"{TRACEFS}/events"):
-        return "the kernel has no tracing (no tracefs: CONFIG_TRACING off)"
+        return f"tracefs does not mount on {TRACEFS}"
     if not os.path.isdir(EVENTS):
         return f"no {EVENTS} (the module was built without CONFIG_TRACEPOINTS)"
     return None
