@@ -54,6 +54,7 @@ use crate::rxe::kernel::netdev::NetDevice;
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::route::{self, Dst, RouteCache, RouteScope};
 use crate::rxe::kernel::skb::{TxSkb, Xmit, GSO_BATCH_MAX, PROTO_IPV4, PROTO_IPV6};
+use crate::rxe::kernel::trace;
 use crate::rxe::kernel::udp::{SkbOwner, TxSocket};
 use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
 use crate::rxe::proto::icrc::{self, IpHdr};
@@ -265,6 +266,16 @@ impl TxPacket<'_> {
     /// computed by [`send`]).
     pub(crate) fn set_ack_req(&mut self, on: bool) -> Result {
         headers::set_ack_req(self.skb.data_mut(), on).map_err(|_| EINVAL)
+    }
+
+    /// The `pkt_send` trace event, from the BTH written before.
+    #[cold]
+    fn trace_send(&mut self) {
+        // Read only (`TxSkb` gives the packet's bytes as one slice).
+        if let Some(bth) = Bth::parse(self.skb.data_mut()) {
+            // At most 64 KiB (`alloc_packet`).
+            trace::pkt_send(bth.qpn, bth.opcode, bth.psn, self.payload_len as u32);
+        }
     }
 
     /// Writes extension header `H` where the opcode puts it; `EINVAL` if the
@@ -611,6 +622,9 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
     /// without a route, or the IP layer's errno for a packet sent alone.
     pub(crate) fn send(&mut self, tx: TxPacket<'a>) -> Result {
         let mut p = tx;
+        if trace::pkt_send_on() {
+            p.trace_send();
+        }
         if ready(&mut p, self.flow)? {
             return deliver_local(p, self.flow);
         }

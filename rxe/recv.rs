@@ -23,6 +23,7 @@ use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::Skb;
+use crate::rxe::kernel::trace;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Deth, ExtHeader, BTH_LEN, MULTICAST_QPN};
@@ -205,7 +206,19 @@ impl RxPacket {
 
     /// Counts the packet as dropped for `why` (the caller drops it).
     fn drop_count(&self, why: Counter) {
-        counters::inc(&self.dev, why);
+        counters::dropped(&self.dev, why, Some(&self.info.bth));
+    }
+
+    /// Counts the packet as received (`rcvd_pkts`, `rcvd_bytes`, the
+    /// `pkt_recv` trace event).
+    #[inline(always)]
+    fn count_received(&self) {
+        counters::packet(&self.dev, false, to_usize(self.ip_len));
+        if trace::pkt_recv_on() {
+            // At most 64 KiB: it came in one UDP datagram.
+            let len = self.info.payload_len as u32;
+            trace::pkt_recv(self.qpn(), self.info.bth.opcode, self.psn(), len);
+        }
     }
 }
 
@@ -222,7 +235,7 @@ pub(crate) fn receive_udp(mut skb: Skb) {
         return;
     };
     if skb.linearize().is_err() {
-        counters::inc(&dev, Counter::RcvdNoMem);
+        counters::dropped(&dev, Counter::RcvdNoMem, None);
         return;
     }
     // The destination must be one of our GIDs on the device it came in on.
@@ -256,7 +269,7 @@ impl RxPacket {
     fn new(dev: DeviceRef, skb: Skb, loopback: bool) -> Option<RxPacket> {
         let pkt = Self::parse(dev, skb, loopback);
         if let Err(dev) = &pkt {
-            counters::inc(dev, Counter::RcvdBadHdr);
+            counters::dropped(dev, Counter::RcvdBadHdr, None);
         }
         pkt.ok()
     }
@@ -388,7 +401,7 @@ fn dispatch(pkt: RxPacket) {
             pkt.drop_count(Counter::RcvdBadIcrc);
             return;
         }
-        counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
+        pkt.count_received();
         #[cfg(rxe_nettest)]
         if crate::rxe::nettest::echo(&pkt) {
             return;
@@ -419,7 +432,7 @@ fn dispatch(pkt: RxPacket) {
         pkt.drop_count(Counter::RcvdBadIcrc);
         return;
     }
-    counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
+    pkt.count_received();
     qp.receive(pkt);
 }
 

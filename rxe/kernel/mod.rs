@@ -40,6 +40,7 @@ pub(crate) mod route;
 pub(crate) mod skb;
 pub(crate) mod task;
 pub(crate) mod timer;
+pub(crate) mod trace;
 pub(crate) mod udata;
 pub(crate) mod udp;
 pub(crate) mod umem;

@@ -54,11 +54,11 @@ impl Shared {
         let (queued, alone) = {
             let mut f = fifo.lock();
             let alone = f.is_empty();
-            (f.push(pkt).is_ok(), alone)
+            (f.push(pkt), alone)
         };
         // A full queue drops the packet: the peer retransmits.
-        if !queued {
-            counters::inc(&self.dev, Counter::RcvdQueueFull);
+        if let Err(pkt) = queued {
+            counters::dropped(&self.dev, Counter::RcvdQueueFull, Some(&pkt.info().bth));
             return;
         }
         if to_comp {

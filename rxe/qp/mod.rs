@@ -142,6 +142,7 @@ use crate::rxe::kernel::lock::{
 use crate::rxe::kernel::route::RouteScope;
 use crate::rxe::kernel::task::{impl_has_task, new_task, Task};
 use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
+use crate::rxe::kernel::trace::{self, StateCause};
 use crate::rxe::kernel::udata::Udata;
 use crate::rxe::mcast::Mgid;
 use crate::rxe::net::TxFlow;
@@ -384,6 +385,23 @@ impl Shared {
         if !matches!(status, WcStatus::Success | WcStatus::WrFlushErr) {
             self.last_err.store(status.as_raw(), Ordering::Relaxed);
         }
+    }
+
+    /// The `qp_state` trace event: the QP moved from `old` to `new` for
+    /// `cause`. A move to ERR after an error completion names its status
+    /// (the last one noted); the others name `Success`.
+    pub(crate) fn trace_state(&self, old: State, new: State, cause: StateCause) {
+        if !trace::qp_state_on() {
+            return;
+        }
+        let status = match cause {
+            StateCause::Completion | StateCause::Receive => {
+                WcStatus::try_from(self.last_err.load(Ordering::Relaxed))
+                    .unwrap_or(WcStatus::Success)
+            }
+            StateCause::Modify | StateCause::SendFailed => WcStatus::Success,
+        };
+        trace::qp_state(self.qpn, old, new, cause, status);
     }
 
     /// Drops the routes the requester and the responder cached within
@@ -717,8 +735,9 @@ impl Qp {
     pub(crate) fn modify(&self, mask: AttrMask, attr: &ModifyAttr) -> Result {
         let sh = &self.shared;
         qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
-        let (new_state, attrs) = {
+        let (old_state, new_state, attrs) = {
             let mut st = sh.status_mut();
+            let old_state = st.attrs.state;
             let new_state = st
                 .attrs
                 .modify(mask, attr, sh.qp_type)
@@ -729,8 +748,11 @@ impl Qp {
             {
                 st.src_port = av::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
             }
-            (new_state, st.attrs)
+            (old_state, new_state, st.attrs)
         };
+        if let Some(new) = new_state {
+            sh.trace_state(old_state, new, StateCause::Modify);
+        }
         requester::modified(sh, mask);
         sh.resp_modified(mask, &attrs);
         match new_state {

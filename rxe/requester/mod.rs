@@ -26,6 +26,7 @@ use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::Progress as TaskProgress;
 use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
+use crate::rxe::kernel::trace::StateCause;
 use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
@@ -143,14 +144,18 @@ fn snapshot(qp: &Shared) -> Option<Snap> {
     })
 }
 
-/// Moves the QP to ERR (`rxe_qp_error()`) and lets the engines flush.
-pub(crate) fn qp_error(qp: &Arc<Shared>) {
-    {
+/// Moves the QP to ERR (`rxe_qp_error()`) for `cause` and lets the
+/// engines flush.
+pub(crate) fn qp_error(qp: &Arc<Shared>, cause: StateCause) {
+    let old = {
         let mut s = qp.status_mut();
         if !s.valid {
             return;
         }
-        s.attrs.state = qp::State::Err;
+        core::mem::replace(&mut s.attrs.state, qp::State::Err)
+    };
+    if old != qp::State::Err {
+        qp.trace_state(old, qp::State::Err, cause);
     }
     qp.on_error();
 }
@@ -623,7 +628,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         Outcome::Sent { .. } => TaskProgress::More,
         Outcome::Failed => {
             qp.kick_completer();
-            qp_error(qp);
+            qp_error(qp, StateCause::SendFailed);
             TaskProgress::Done
         }
         Outcome::Fault(pending) => {

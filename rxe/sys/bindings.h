@@ -36,3 +36,4 @@
 #include <uapi/rdma/ib_user_verbs.h>
 
 #include "helpers.h"
+#include "rxe_rs_trace.h"
