@@ -22,7 +22,7 @@ use kernel::sync::Arc;
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kernel::route;
-use crate::rxe::kernel::skb::Skb;
+use crate::rxe::kernel::skb::{DropReason, Skb};
 use crate::rxe::kernel::trace;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
@@ -209,6 +209,20 @@ impl RxPacket {
         counters::dropped(&self.dev, why, Some(&self.info.bth));
     }
 
+    /// Counts the packet as dropped for `why` and frees it with the
+    /// kernel's drop reason closest to `why`.
+    pub(crate) fn drop_for(self, why: Counter) {
+        self.drop_count(why);
+        let reason = match why {
+            Counter::RcvdNoQp => DropReason::NoSocket,
+            Counter::RcvdNotOurs => DropReason::OtherHost,
+            Counter::RcvdQueueFull => DropReason::ReceiveBuffer,
+            Counter::RcvdNoMem => DropReason::NoMem,
+            _ => DropReason::NotSpecified,
+        };
+        self.skb.drop_for(reason);
+    }
+
     /// Counts the packet as received (`rcvd_pkts`, `rcvd_bytes`, the
     /// `pkt_recv` trace event).
     #[inline(always)]
@@ -236,6 +250,7 @@ pub(crate) fn receive_udp(mut skb: Skb) {
     };
     if skb.linearize().is_err() {
         counters::dropped(&dev, Counter::RcvdNoMem, None);
+        skb.drop_for(DropReason::NoMem);
         return;
     }
     // The destination must be one of our GIDs on the device it came in on.
@@ -244,7 +259,7 @@ pub(crate) fn receive_udp(mut skb: Skb) {
     };
     if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none()
     {
-        pkt.drop_count(Counter::RcvdNotOurs);
+        pkt.drop_for(Counter::RcvdNotOurs);
         return;
     }
     drop(ndev);
@@ -393,12 +408,12 @@ fn qp_takes(pkt: &RxPacket, qp: &qp::Shared, mcast: bool) -> bool {
 fn dispatch(pkt: RxPacket) {
     let qpn = pkt.qpn();
     if qpn == 0 {
-        pkt.drop_count(Counter::RcvdNoQp);
+        pkt.drop_for(Counter::RcvdNoQp);
         return;
     }
     if qpn == MULTICAST_QPN {
         if !pkt.icrc_ok() {
-            pkt.drop_count(Counter::RcvdBadIcrc);
+            pkt.drop_for(Counter::RcvdBadIcrc);
             return;
         }
         pkt.count_received();
@@ -414,7 +429,7 @@ fn dispatch(pkt: RxPacket) {
         match state.gsi_qp_index() {
             Some(i) => i,
             None => {
-                pkt.drop_count(Counter::RcvdNoQp);
+                pkt.drop_for(Counter::RcvdNoQp);
                 return;
             }
         }
@@ -422,14 +437,14 @@ fn dispatch(pkt: RxPacket) {
         qpn
     };
     let Some(qp) = state.qps.get(index) else {
-        pkt.drop_count(Counter::RcvdNoQp);
+        pkt.drop_for(Counter::RcvdNoQp);
         return;
     };
     if !qp_takes(&pkt, &qp, false) {
         return;
     }
     if !pkt.icrc_ok() {
-        pkt.drop_count(Counter::RcvdBadIcrc);
+        pkt.drop_for(Counter::RcvdBadIcrc);
         return;
     }
     pkt.count_received();

@@ -179,6 +179,48 @@ impl Skb {
     }
 }
 
+/// Why the driver drops a received packet, in the kernel's own terms
+/// (`enum skb_drop_reason`), for drop monitors (`perf trace -e
+/// skb:kfree_skb`, dropwatch). The driver's own reasons are finer: its
+/// `rcvd_drop_*` counters and the `rxe_rs:pkt_drop` event.
+#[derive(Clone, Copy)]
+pub(crate) enum DropReason {
+    /// No kernel reason fits (a bad ICRC, a QP in the wrong state, ...).
+    NotSpecified,
+    /// Out of memory.
+    NoMem,
+    /// Addressed to another host.
+    OtherHost,
+    /// No QP of that number: RoCE's "no socket".
+    NoSocket,
+    /// The QP's packet queue is full: RoCE's full receive buffer.
+    ReceiveBuffer,
+}
+
+impl DropReason {
+    fn raw(self) -> b::skb_drop_reason {
+        match self {
+            Self::NotSpecified => b::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED,
+            Self::NoMem => b::skb_drop_reason_SKB_DROP_REASON_NOMEM,
+            Self::OtherHost => b::skb_drop_reason_SKB_DROP_REASON_OTHERHOST,
+            Self::NoSocket => b::skb_drop_reason_SKB_DROP_REASON_NO_SOCKET,
+            Self::ReceiveBuffer => b::skb_drop_reason_SKB_DROP_REASON_SOCKET_RCVBUFF,
+        }
+    }
+}
+
+impl Skb {
+    /// Frees the skb as dropped for `reason` (dropping it says "not
+    /// specified").
+    pub(crate) fn drop_for(self, reason: DropReason) {
+        let ptr = self.0.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: We owned the only reference (type invariant), and
+        // `forget` keeps `drop` from giving it back a second time.
+        unsafe { b::sk_skb_reason_drop(core::ptr::null_mut(), ptr, reason.raw()) };
+    }
+}
+
 impl Drop for Skb {
     fn drop(&mut self) {
         // SAFETY: We own the only reference (type invariant).

@@ -58,7 +58,7 @@ impl Shared {
         };
         // A full queue drops the packet: the peer retransmits.
         if let Err(pkt) = queued {
-            counters::dropped(&self.dev, Counter::RcvdQueueFull, Some(&pkt.info().bth));
+            pkt.drop_for(Counter::RcvdQueueFull);
             return;
         }
         if to_comp {
