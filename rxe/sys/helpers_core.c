@@ -67,7 +67,8 @@ bool rxe_rs_crc32_is_arch(void)
 bool rxe_rs_cpu_has_clmul(void)
 {
 #ifdef CONFIG_X86_64
-	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2);
+	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2) &&
+	       boot_cpu_has(X86_FEATURE_SSSE3);
 #else
 	return false;
 #endif
