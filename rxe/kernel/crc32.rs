@@ -180,12 +180,20 @@ impl Crc32 for Icrc {
             if let Some(c) = unsafe { fold(crc, data, mask) } {
                 return c;
             }
-        } else if KERNEL_FOLD.load(Ordering::Relaxed) {
-            return with_clmul(crc, data, mask)
-                .unwrap_or_else(|| masked_with(crc, data, mask, kernel_crc32));
         }
-        crc32_masked(crc, data, mask)
+        unfolded(crc, data, mask)
     }
+}
+
+/// [`Icrc::update_masked`] outside a section of [`with`], or under 16
+/// bytes: kept out of line, so that the fold's callers stay small.
+#[inline(never)]
+fn unfolded(crc: u32, data: &[u8], mask: &Mask) -> u32 {
+    if KERNEL_FOLD.load(Ordering::Relaxed) {
+        return with_clmul(crc, data, mask)
+            .unwrap_or_else(|| masked_with(crc, data, mask, kernel_crc32));
+    }
+    crc32_masked(crc, data, mask)
 }
 
 /// Runs `f` with the CRC for one packet's ICRC: the fold with the vector

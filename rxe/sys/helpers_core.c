@@ -96,7 +96,8 @@ bool rxe_rs_simd_begin(void)
 #ifdef CONFIG_X86_64
 	if (!irq_fpu_usable())
 		return false;
-	kernel_fpu_begin();
+	/* Integer vector instructions only: neither MXCSR nor x87 state. */
+	kernel_fpu_begin_mask(0);
 	return true;
 #else
 	return false;
