@@ -90,7 +90,9 @@ pub(crate) fn select() {
         KERNEL_FOLD.store(true, Ordering::Relaxed);
         pr_info!("ICRC: CRC-32 by PCLMULQDQ folding, the kernel's for unmasked buffers\n");
     } else {
-        pr_info!("ICRC: CRC-32 by PCLMULQDQ folding\n");
+        // SAFETY: FFI call without arguments, usable in any context.
+        let wide = unsafe { b::rxe_rs_cpu_has_vpclmul() };
+        pr_info!("ICRC: CRC-32 by PCLMULQDQ folding (VPCLMULQDQ: {})\n", wide);
     }
 }
 
@@ -166,10 +168,14 @@ pub(crate) struct Icrc {
 impl Crc32 for Icrc {
     #[inline]
     fn update(&mut self, crc: u32, data: &[u8]) -> u32 {
-        if !self.simd && KERNEL_FOLD.load(Ordering::Relaxed) {
-            return kernel_crc32(crc, data);
+        if self.simd {
+            // SAFETY: by the type invariant, the CPU has the fold's
+            // instructions (`CLMUL`) and the vector unit is held.
+            if let Some(c) = unsafe { fold(crc, data, &Mask::NONE) } {
+                return c;
+            }
         }
-        self.update_masked(crc, data, &Mask::NONE)
+        plain(crc, data)
     }
 
     #[inline]
@@ -183,6 +189,16 @@ impl Crc32 for Icrc {
         }
         unfolded(crc, data, mask)
     }
+}
+
+/// [`Icrc::update`] outside a section of [`with`], or under 16 bytes (a
+/// pad).
+#[inline(never)]
+fn plain(crc: u32, data: &[u8]) -> u32 {
+    if KERNEL_FOLD.load(Ordering::Relaxed) {
+        return kernel_crc32(crc, data);
+    }
+    software(crc, data)
 }
 
 /// [`Icrc::update_masked`] outside a section of [`with`], or under 16

@@ -127,19 +127,21 @@ impl<'a> Frame<'a> {
         Ok((ip, udp, pkt))
     }
 
-    /// The mask for one CRC call over the whole buffer, when the IP header
-    /// is the one [`header_mask`] describes (no IPv4 options, no IPv6
-    /// extension headers) and the BTH is in the buffer.
-    fn mask(&self) -> Option<&'static Mask> {
-        if self.buf.len() < self.udp_at + UDP_LEN + BTH_LEN {
-            return None;
-        }
-        if self.v6 {
-            (self.udp_at == IPV6_LEN).then_some(&IPV6_MASK)
+    /// The mask for one CRC call over the whole buffer, and the BTH's
+    /// offset, when the IP header is the one [`header_mask`] describes (no
+    /// IPv4 options, no IPv6 extension headers) and the BTH is in the
+    /// buffer.
+    #[inline(always)]
+    fn masked(&self) -> Option<(&'static Mask, usize)> {
+        let (mask, ip_len) = if self.v6 {
+            (&IPV6_MASK, IPV6_LEN)
+        } else if self.buf.first()? & 0x0f == 5 {
+            (&IPV4_MASK, IPV4_MIN_LEN)
         } else {
-            let ihl = self.buf.first().map(|b| b & 0x0f);
-            (self.udp_at == IPV4_MIN_LEN && ihl == Some(5)).then_some(&IPV4_MASK)
-        }
+            return None;
+        };
+        let bth_at = ip_len + UDP_LEN;
+        (self.udp_at == ip_len && self.buf.len() >= bth_at + BTH_LEN).then_some((mask, bth_at))
     }
 }
 
@@ -267,11 +269,15 @@ fn pseudo_header(
 fn rxe_rescanned_header(pkt: &[u8]) -> Option<usize> {
     // Compared as bytes: it runs on every packet, and the full opcode
     // decode is a call.
-    let b = *pkt.first()?;
+    pkt.first().and_then(rescanned).map(Opcode::header_len)
+}
+
+/// The opcode `b`, if rdma_rxe covers its headers twice.
+#[inline(always)]
+fn rescanned(&b: &u8) -> Option<Opcode> {
     [Opcode::RcFlush, Opcode::RdAck, Opcode::RdAtomicAck]
         .into_iter()
         .find(|op| op.bits() == b)
-        .map(Opcode::header_len)
 }
 
 /// ICRC of `pkt` (BTH through the 4-byte ICRC slot, whose content is ignored).
@@ -310,16 +316,13 @@ fn compute_frame_framed<C: Crc32>(
     f: Frame<'_>,
     rescan: bool,
 ) -> Result<u32, IcrcError> {
-    if let Some(mask) = f.mask() {
-        let bth_at = f.udp_at + UDP_LEN;
-        let covered_once = !rescan || f.buf.get(bth_at..).and_then(rxe_rescanned_header).is_none();
-        let body = f
-            .buf
-            .len()
-            .checked_sub(ICRC_LEN)
-            .filter(|&end| end >= bth_at + BTH_LEN)
-            .and_then(|end| f.buf.get(..end));
-        if let (true, Some(body)) = (covered_once, body) {
+    if let Some((mask, bth_at)) = f.masked() {
+        let covered_once = !rescan || f.buf.get(bth_at).and_then(rescanned).is_none();
+        // `masked` checked that the buffer holds the BTH.
+        let body = f.buf.len().saturating_sub(ICRC_LEN);
+        if let (true, true, Some(body)) =
+            (covered_once, body >= bth_at + BTH_LEN, f.buf.get(..body))
+        {
             return Ok(!crc.update_masked(SEED, body, mask));
         }
     }
@@ -378,8 +381,8 @@ pub(crate) fn icrc_ok_frame<C: Crc32>(crc: &mut C, f: Frame<'_>) -> bool {
 /// header.
 pub(crate) fn begin_frame<C: Crc32>(crc: &mut C, f: Frame<'_>) -> Result<Running, IcrcError> {
     let (ip, udp, hdr) = f.parts()?;
-    match f.mask() {
-        Some(mask) => {
+    match f.masked() {
+        Some((mask, _)) => {
             if rxe_rescanned_header(hdr).is_some() {
                 return Err(IcrcError::TooShort);
             }

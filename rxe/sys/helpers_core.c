@@ -74,6 +74,17 @@ bool rxe_rs_cpu_has_clmul(void)
 #endif
 }
 
+/* 256-bit carry-less multiplies (VPCLMULQDQ with AVX2), usable by the kernel. */
+bool rxe_rs_cpu_has_vpclmul(void)
+{
+#ifdef CONFIG_X86_64
+	return boot_cpu_has(X86_FEATURE_VPCLMULQDQ) && boot_cpu_has(X86_FEATURE_AVX2) &&
+	       cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL);
+#else
+	return false;
+#endif
+}
+
 bool rxe_rs_cpu_is_tcg(void)
 {
 #ifdef CONFIG_X86_64
