@@ -27,7 +27,10 @@
 //! XORed into the block found there. From 64 bytes on, four blocks in
 //! flight fold 64 bytes per step (`D` = 512) and are then folded into one
 //! (`D` = 128); shorter buffers start with one block. Further whole blocks
-//! are folded in one at a time.
+//! are folded in one at a time. Where the CPU has VPCLMULQDQ, buffers from
+//! 256 bytes on keep eight blocks in flight in four 256-bit registers
+//! (`D` = 1024, two blocks per instruction), merged with `D` = 256, then
+//! 128.
 //!
 //! A tail of `r` < 16 bytes: the message ends with the running block `A`
 //! and the tail `T`, that is with `A[..r]` and then the 16 bytes
@@ -153,6 +156,11 @@ struct Consts {
     keep: [u8; 32],
     /// See [`shift`]. Offset 112.
     shift: [u8; 48],
+    /// Eight blocks ahead (1024 bits), for the 256-bit loop. Offset 160.
+    fold8: [u64; 2],
+    /// Two blocks ahead (256 bits), to merge its four registers. Offset
+    /// 176.
+    fold2: [u64; 2],
 }
 
 static K: Consts = Consts {
@@ -163,6 +171,8 @@ static K: Consts = Consts {
     low32: [0xffff_ffff, 0],
     keep: keep(),
     shift: shift(),
+    fold8: fold_by(1024),
+    fold2: fold_by(256),
 };
 
 // The offsets written into the assembly below.
@@ -174,6 +184,8 @@ const _: () = {
     assert!(core::mem::offset_of!(Consts, low32) == 64);
     assert!(core::mem::offset_of!(Consts, keep) == 80);
     assert!(core::mem::offset_of!(Consts, shift) == 112);
+    assert!(core::mem::offset_of!(Consts, fold8) == 160);
+    assert!(core::mem::offset_of!(Consts, fold2) == 176);
 };
 
 /// The CRC kernel. The same instructions for the host and the kernel; the
@@ -187,12 +199,74 @@ const _: () = {
 /// `crc`. Registers: xmm0-3 the four lanes (xmm3 the single one), xmm7 the
 /// folding constant, xmm4-6 scratch.
 macro_rules! crc_asm {
-    ($p:ident, $n:ident, $crc:ident, $m:ident, $mw:ident $(, $clob:tt)*) => {
+    ($p:ident, $n:ident, $crc:ident, $m:ident, $mw:ident, $wide:ident $(, $clob:tt)*) => {
         core::arch::asm!(
             "movd xmm6, {crc:e}",
             "cmp {n}, 64",
             "jb 6f",
+            "cmp {n}, 256",
+            "jb 31f",
+            "test {w:e}, {w:e}",
+            "jz 31f",
+            // From 256 bytes, with VPCLMULQDQ: eight blocks in flight in
+            // four 256-bit registers, the mask on the first two.
+            "vmovd xmm6, {crc:e}",
+            "vmovdqu ymm0, [{p}]",
+            "vpor ymm0, ymm0, ymmword ptr [{m}]",
+            "vpxor ymm0, ymm0, ymm6",
+            "vmovdqu ymm1, [{p} + 32]",
+            "vpor ymm1, ymm1, ymmword ptr [{m} + 32]",
+            "vmovdqu ymm2, [{p} + 64]",
+            "vmovdqu ymm3, [{p} + 96]",
+            "add {p}, 128",
+            "sub {n}, 128",
+            "vbroadcasti128 ymm7, xmmword ptr [{k} + 160]",
+            "32:",
+            "vpclmulqdq ymm4, ymm0, ymm7, 0x00",
+            "vpclmulqdq ymm0, ymm0, ymm7, 0x11",
+            "vpxor ymm0, ymm0, ymmword ptr [{p}]",
+            "vpxor ymm0, ymm0, ymm4",
+            "vpclmulqdq ymm4, ymm1, ymm7, 0x00",
+            "vpclmulqdq ymm1, ymm1, ymm7, 0x11",
+            "vpxor ymm1, ymm1, ymmword ptr [{p} + 32]",
+            "vpxor ymm1, ymm1, ymm4",
+            "vpclmulqdq ymm4, ymm2, ymm7, 0x00",
+            "vpclmulqdq ymm2, ymm2, ymm7, 0x11",
+            "vpxor ymm2, ymm2, ymmword ptr [{p} + 64]",
+            "vpxor ymm2, ymm2, ymm4",
+            "vpclmulqdq ymm4, ymm3, ymm7, 0x00",
+            "vpclmulqdq ymm3, ymm3, ymm7, 0x11",
+            "vpxor ymm3, ymm3, ymmword ptr [{p} + 96]",
+            "vpxor ymm3, ymm3, ymm4",
+            "add {p}, 128",
+            "sub {n}, 128",
+            "cmp {n}, 128",
+            "jae 32b",
+            // The four registers into ymm3, then its two blocks into xmm3.
+            "vbroadcasti128 ymm7, xmmword ptr [{k} + 176]",
+            "vpclmulqdq ymm4, ymm0, ymm7, 0x00",
+            "vpclmulqdq ymm0, ymm0, ymm7, 0x11",
+            "vpxor ymm1, ymm1, ymm4",
+            "vpxor ymm1, ymm1, ymm0",
+            "vpclmulqdq ymm4, ymm1, ymm7, 0x00",
+            "vpclmulqdq ymm1, ymm1, ymm7, 0x11",
+            "vpxor ymm2, ymm2, ymm4",
+            "vpxor ymm2, ymm2, ymm1",
+            "vpclmulqdq ymm4, ymm2, ymm7, 0x00",
+            "vpclmulqdq ymm2, ymm2, ymm7, 0x11",
+            "vpxor ymm3, ymm3, ymm4",
+            "vpxor ymm3, ymm3, ymm2",
+            "vextracti128 xmm5, ymm3, 1",
+            "vmovdqa xmm7, xmmword ptr [{k} + 16]",
+            "vpclmulqdq xmm4, xmm3, xmm7, 0x00",
+            "vpclmulqdq xmm3, xmm3, xmm7, 0x11",
+            "vpxor xmm3, xmm3, xmm4",
+            "vpxor xmm3, xmm3, xmm5",
+            // The SSE code below, with xmm7 the one-block constant.
+            "vzeroupper",
+            "jmp 5f",
             // Four lanes, the mask on each.
+            "31:",
             "movdqu xmm0, [{p}]",
             "por xmm0, xmmword ptr [{m}]",
             "pxor xmm0, xmm6",
@@ -337,6 +411,7 @@ macro_rules! crc_asm {
             m = inout(reg) $m => _,
             crc = inout(reg) $crc,
             mw = in(reg) $mw,
+            w = in(reg) u32::from($wide),
             k = in(reg) &K,
             $(out($clob) _,)*
             options(nostack, readonly),
@@ -349,15 +424,17 @@ pub(crate) const MIN_LEN: usize = 16;
 
 /// CRC-32 of `data` from state `crc` (the contract of the kernel's
 /// `crc32_le`) with `mask` ORed into its first [`MASK_LEN`] bytes; `None`
-/// for buffers shorter than [`MIN_LEN`].
+/// for buffers shorter than [`MIN_LEN`]. With `wide`, buffers from 256
+/// bytes on are folded 256 bits per instruction (VPCLMULQDQ).
 ///
 /// # Safety
 ///
-/// The CPU must have PCLMULQDQ and SSSE3, and the caller must own the
-/// vector registers: in the kernel, between `kernel_fpu_begin` and
+/// The CPU must have PCLMULQDQ and SSSE3, with `wide` also VPCLMULQDQ and
+/// AVX2 with the YMM state enabled, and the caller must own the vector
+/// registers: in the kernel, between `kernel_fpu_begin` and
 /// `kernel_fpu_end`.
 #[inline]
-pub(crate) unsafe fn crc32(crc: u32, data: &[u8], mask: &Mask) -> Option<u32> {
+pub(crate) unsafe fn crc32(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
     let len = data.len();
     if len < MIN_LEN {
         return None;
@@ -373,16 +450,20 @@ pub(crate) unsafe fn crc32(crc: u32, data: &[u8], mask: &Mask) -> Option<u32> {
     // those under `len`) and 16 bytes at `mw` (at most `m + 64`: inside the
     // 80 bytes), and the constants `K`, 16-byte aligned, with the table
     // reads at `n` < 16 bytes into `keep` (32 bytes) and `shift` (48).
-    // The CPU features and the vector state are the caller's promise (see
-    // `# Safety`). On the host the vector registers it uses are declared
-    // clobbered; the kernel's compiler never allocates them.
+    // The 256-bit loop reads 128 bytes at a time while 128 are left, and
+    // the mask's first 64 bytes. The CPU features and the vector state are
+    // the caller's promise (see `# Safety`). On the host the vector
+    // registers it uses are declared clobbered (their upper halves, which
+    // code built without AVX never uses, are zeroed by `vzeroupper`); the
+    // kernel's compiler never allocates them.
     unsafe {
         #[cfg(target_feature = "sse2")]
         crc_asm!(
-            p, len, crc, m, mw, "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7"
+            p, len, crc, m, mw, wide, "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+            "xmm7"
         );
         #[cfg(not(target_feature = "sse2"))]
-        crc_asm!(p, len, crc, m, mw);
+        crc_asm!(p, len, crc, m, mw, wide);
     }
     Some(crc)
 }

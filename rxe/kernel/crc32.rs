@@ -33,6 +33,10 @@ use crate::rxe::sys as b;
 /// Whether the fold is used: set once by [`select`].
 static CLMUL: AtomicBool = AtomicBool::new(false);
 
+/// Whether the fold takes 256 bits per instruction (VPCLMULQDQ) on
+/// buffers from 256 bytes on: set once by [`select`], before [`CLMUL`].
+static WIDE: AtomicBool = AtomicBool::new(false);
+
 /// Whether unmasked buffers go to the kernel's `crc32_le`, the
 /// architecture's fold for every length (7.x with `CONFIG_CRC32_ARCH`):
 /// set once by [`select`].
@@ -72,14 +76,25 @@ pub(crate) fn select() {
     }
     let mask = Mask::new(head);
     // Lengths around the paths of the fold: one block with a tail, the
-    // masked single blocks, four lanes with every tail.
-    let agrees = [16usize, 44, 63, 64, 100, 1000].iter().all(|&n| {
-        let data = pattern.get(..n).unwrap_or(&[]);
-        with_clmul(0x1234_5678, data, &mask) == Some(crc32_masked(0x1234_5678, data, &mask))
-    });
-    if !agrees {
+    // masked single blocks, four lanes with every tail, the 256-bit loop.
+    let agrees = |wide| {
+        [16usize, 44, 63, 64, 100, 255, 256, 1000].iter().all(|&n| {
+            let data = pattern.get(..n).unwrap_or(&[]);
+            with_clmul(0x1234_5678, data, &mask, wide)
+                == Some(crc32_masked(0x1234_5678, data, &mask))
+        })
+    };
+    if !agrees(false) {
         pr_err!("ICRC: PCLMULQDQ fold disagrees with the software CRC; using software\n");
         return;
+    }
+    // SAFETY: FFI call without arguments, usable in any context.
+    if unsafe { b::rxe_rs_cpu_has_vpclmul() } {
+        if agrees(true) {
+            WIDE.store(true, Ordering::Relaxed);
+        } else {
+            pr_err!("ICRC: VPCLMULQDQ fold disagrees with the software CRC; not used\n");
+        }
     }
     CLMUL.store(true, Ordering::Relaxed);
     // SAFETY: FFI call without arguments, usable in any context.
@@ -90,9 +105,14 @@ pub(crate) fn select() {
         KERNEL_FOLD.store(true, Ordering::Relaxed);
         pr_info!("ICRC: CRC-32 by PCLMULQDQ folding, the kernel's for unmasked buffers\n");
     } else {
-        // SAFETY: FFI call without arguments, usable in any context.
-        let wide = unsafe { b::rxe_rs_cpu_has_vpclmul() };
-        pr_info!("ICRC: CRC-32 by PCLMULQDQ folding (VPCLMULQDQ: {})\n", wide);
+        pr_info!(
+            "ICRC: CRC-32 by PCLMULQDQ folding{}\n",
+            if WIDE.load(Ordering::Relaxed) {
+                ", 256-bit (VPCLMULQDQ)"
+            } else {
+                ""
+            }
+        );
     }
 }
 
@@ -100,7 +120,7 @@ pub(crate) fn select() {
 /// may not be used (an interrupt that preempted kernel code using it) or
 /// `data` is under 16 bytes.
 #[cfg(target_arch = "x86_64")]
-fn with_clmul(crc: u32, data: &[u8], mask: &Mask) -> Option<u32> {
+fn with_clmul(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
     if data.len() < super::clmul::MIN_LEN {
         return None;
     }
@@ -110,17 +130,18 @@ fn with_clmul(crc: u32, data: &[u8], mask: &Mask) -> Option<u32> {
         return None;
     }
     // SAFETY: the CPU has PCLMULQDQ and SSSE3: `select` checks them before
-    // its own call and before setting `CLMUL`, which every other caller
-    // tests first. The vector unit is ours since `rxe_rs_simd_begin`
-    // returned true.
-    let crc = unsafe { super::clmul::crc32(crc, data, mask) };
+    // its own calls and before setting `CLMUL`, which every other caller
+    // tests first; likewise VPCLMULQDQ and the YMM state before a call
+    // with `wide` (its own, or with `WIDE`). The vector unit is ours since
+    // `rxe_rs_simd_begin` returned true.
+    let crc = unsafe { super::clmul::crc32(crc, data, mask, wide) };
     // SAFETY: pairs with the successful `rxe_rs_simd_begin` above.
     unsafe { b::rxe_rs_simd_end() };
     crc
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn with_clmul(_crc: u32, _data: &[u8], _mask: &Mask) -> Option<u32> {
+fn with_clmul(_crc: u32, _data: &[u8], _mask: &Mask, _wide: bool) -> Option<u32> {
     None
 }
 
@@ -132,9 +153,11 @@ fn with_clmul(_crc: u32, _data: &[u8], _mask: &Mask) -> Option<u32> {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn fold(crc: u32, data: &[u8], mask: &Mask) -> Option<u32> {
+    let wide = WIDE.load(Ordering::Relaxed);
     // SAFETY: the caller's promise is `clmul::crc32`'s (`select` sets
-    // `CLMUL` only where the CPU has PCLMULQDQ and SSSE3).
-    unsafe { super::clmul::crc32(crc, data, mask) }
+    // `CLMUL` only where the CPU has PCLMULQDQ and SSSE3, and `WIDE` only
+    // where it has VPCLMULQDQ and the YMM state).
+    unsafe { super::clmul::crc32(crc, data, mask, wide) }
 }
 
 /// # Safety
@@ -206,7 +229,7 @@ fn plain(crc: u32, data: &[u8]) -> u32 {
 #[inline(never)]
 fn unfolded(crc: u32, data: &[u8], mask: &Mask) -> u32 {
     if KERNEL_FOLD.load(Ordering::Relaxed) {
-        return with_clmul(crc, data, mask)
+        return with_clmul(crc, data, mask, WIDE.load(Ordering::Relaxed))
             .unwrap_or_else(|| masked_with(crc, data, mask, kernel_crc32));
     }
     crc32_masked(crc, data, mask)

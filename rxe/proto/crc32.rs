@@ -420,13 +420,29 @@ pub(crate) mod tests {
             std::println!("no PCLMULQDQ or SSSE3 on this CPU: skipped");
             return;
         }
-        // SAFETY: the features were just detected; the host owns its vector
-        // registers.
-        let clmul = |crc, d: &[u8], m: &Mask| unsafe { crate::clmul::crc32(crc, d, m) };
+        let wide =
+            std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx2");
+        if !wide {
+            std::println!("no VPCLMULQDQ on this CPU: the 256-bit loop is not tested");
+        }
+        for w in [false, true] {
+            if w && !wide {
+                continue;
+            }
+            // SAFETY: the features were just detected; the host owns its
+            // vector registers.
+            clmul_against_bitwise(|crc, d: &[u8], m: &Mask| unsafe {
+                crate::clmul::crc32(crc, d, m, w)
+            });
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn clmul_against_bitwise(clmul: impl Fn(u32, &[u8], &Mask) -> Option<u32>) {
         let mut rng = crate::proto::test_rng::Rng::new(0x2545_f491_4f6c_dd1d);
         let data: Vec<u8> = (0..9300).map(|_| rng.next() as u8).collect();
         for start in 0..16 {
-            for len in 0..300 {
+            for len in 0..600 {
                 let seed = rng.u32();
                 let s = &data[start..start + len];
                 let want = (len >= crate::clmul::MIN_LEN).then(|| bitwise(seed, s));

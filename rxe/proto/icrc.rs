@@ -505,11 +505,17 @@ mod tests {
         }
 
         fn update_masked(&mut self, crc: u32, data: &[u8], mask: &Mask) -> u32 {
-            // SAFETY: the caller checked the CPU (`fold_available`); the host
-            // owns its vector registers.
-            unsafe { crate::clmul::crc32(crc, data, mask) }
+            // SAFETY: the caller checked the CPU (`fold_available`), and the
+            // 256-bit loop runs where the CPU has it; the host owns its
+            // vector registers.
+            unsafe { crate::clmul::crc32(crc, data, mask, wide_available()) }
                 .unwrap_or_else(|| super::super::crc32::crc32_masked(crc, data, mask))
         }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn wide_available() -> bool {
+        std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx2")
     }
 
     #[cfg(target_arch = "x86_64")]
