@@ -21,18 +21,19 @@ use kernel::sync::Arc;
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
+use crate::rxe::kernel::crc32;
 use crate::rxe::kernel::route;
 use crate::rxe::kernel::skb::{DropReason, Skb};
 use crate::rxe::kernel::trace;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Deth, ExtHeader, BTH_LEN, MULTICAST_QPN};
-use crate::rxe::proto::icrc::{self, IpHdr};
+use crate::rxe::proto::icrc::{self, Frame};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::packet::{self, PacketInfo};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
-use crate::rxe::{mcast, net, qp};
+use crate::rxe::{mcast, qp};
 
 /// A received RoCEv2 packet that passed the header and ICRC checks.
 ///
@@ -361,27 +362,29 @@ impl RxPacket {
     /// the transport packet.
     #[inline(always)]
     fn icrc_ok(&self) -> bool {
-        let iph = self.skb.network_header_bytes();
-        let Some(info) = ip::parse_ip(iph) else {
+        let nh = self.skb.network_header_bytes();
+        let Some(info) = ip::parse_ip(nh) else {
             return false;
         };
-        let (Some(iph), Some(rest)) = (iph.get(..info.hdr_len), iph.get(info.hdr_len..)) else {
-            return false;
-        };
+        let pkt = self.bytes();
         // The UDP header sits right before the BTH, wherever IPv6
         // extension headers put it.
-        let Some(udp) = rest
+        let Some(udp_at) = nh
             .len()
             .checked_sub(self.skb.data().len() + ip::UDP_HLEN)
-            .and_then(|at| rest.get(at..at + ip::UDP_HLEN))
+            .filter(|&at| at >= info.hdr_len)
         else {
             return false;
         };
-        let iph = match info.src.network_type() {
-            NetworkType::Ipv4 => IpHdr::V4(iph),
-            NetworkType::Ipv6 => IpHdr::V6(iph),
+        let Some(buf) = nh.get(..udp_at + ip::UDP_HLEN + pkt.len()) else {
+            return false;
         };
-        icrc::icrc_ok(&mut net::crc32, iph, udp, self.bytes())
+        let frame = Frame {
+            buf,
+            v6: info.src.network_type() == NetworkType::Ipv6,
+            udp_at,
+        };
+        crc32::with(|crc| icrc::icrc_ok_frame(crc, frame))
     }
 }
 

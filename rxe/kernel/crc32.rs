@@ -2,9 +2,13 @@
 
 //! The ICRC's CRC-32 with the fastest method the CPU offers: the
 //! carry-less-multiply fold ([`super::clmul`], x86-64 PCLMULQDQ) for
-//! buffers of 64 bytes and more when the vector unit may be used here, the
+//! buffers of 16 bytes and more when the vector unit may be used here, the
 //! software CRC of `proto::crc32` (a sparse multiple of the polynomial, and
 //! tables for short buffers) otherwise.
+//!
+//! [`with`] claims the vector unit once for all the CRC calls of a packet
+//! (`kernel_fpu_begin` saves the task's vector state and costs more than
+//! the fold of a short packet), and hands them an [`Icrc`].
 //!
 //! An emulated CPU is not a fast one: QEMU's TCG (before 8.2) computes
 //! each carry-less multiply bit by bit and saves the vector state in a
@@ -13,26 +17,29 @@
 //!
 //! 6.12's `crc32_le` is table-driven (the crypto API's `crc32-pclmul`
 //! needs a module and a transform object); from 6.14 `crc32_le` itself uses
-//! the fold on x86 (`CONFIG_CRC32_ARCH`), for short buffers too, and where
-//! the module would fold it calls that instead.
+//! the fold on x86 (`CONFIG_CRC32_ARCH`), for short buffers too, and the
+//! module calls it for unmasked buffers (it claims the vector unit per
+//! call, so [`with`] does not hold it then).
 
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::prelude::*;
 
-use crate::rxe::proto::crc32::crc32_le as software;
+use crate::rxe::proto::crc32::{crc32_le as software, crc32_masked, masked_with, Mask};
+use crate::rxe::proto::icrc::Crc32;
 use crate::rxe::sys as b;
 
-/// Below this the software CRC is as fast as the fold (which needs four
-/// blocks).
-const FOLD_MIN: usize = 64;
-
-/// Whether [`crc32`] folds with PCLMULQDQ: set once by [`select`].
+/// Whether the fold is used: set once by [`select`].
 static CLMUL: AtomicBool = AtomicBool::new(false);
 
-/// Whether [`crc32`] calls the kernel's `crc32_le`, the architecture's fold
-/// for every length (7.x with `CONFIG_CRC32_ARCH`), where it would fold
-/// itself: set once by [`select`].
+/// Whether the fold takes 256 bits per instruction (VPCLMULQDQ) on
+/// buffers from 256 bytes on: set once by [`select`], before [`CLMUL`].
+static WIDE: AtomicBool = AtomicBool::new(false);
+
+/// Whether unmasked buffers go to the kernel's `crc32_le`, the
+/// architecture's fold for every length (7.x with `CONFIG_CRC32_ARCH`):
+/// set once by [`select`].
 static KERNEL_FOLD: AtomicBool = AtomicBool::new(false);
 
 /// Chooses the method at module load: the fold when the CPU has it and it
@@ -62,49 +69,102 @@ pub(crate) fn select() {
         x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         *byte = (x >> 24) as u8;
     }
-    match with_clmul(0x1234_5678, &pattern) {
-        Some(c) if c == software(0x1234_5678, &pattern) => {
-            CLMUL.store(true, Ordering::Relaxed);
-            // SAFETY: FFI call without arguments, usable in any context.
-            if unsafe { b::rxe_rs_crc32_is_arch() }
-                && kernel_crc32(0x1234_5678, &pattern) == c
-                && kernel_crc32(0x1234_5678, &pattern[..20])
-                    == software(0x1234_5678, &pattern[..20])
-            {
-                KERNEL_FOLD.store(true, Ordering::Relaxed);
-                pr_info!("ICRC: CRC-32 by the kernel's PCLMULQDQ folding\n");
+    let mut head = [0u8; 64];
+    for (i, m) in head.iter_mut().enumerate() {
+        // Every third byte all ones, the others one bit.
+        *m = if i % 3 == 0 { 0xff } else { 1 << (i % 8) };
+    }
+    let mask = Mask::new(head);
+    // Lengths around the paths of the fold: one block with a tail, the
+    // masked single blocks, four lanes with every tail, the 256-bit loop.
+    let agrees = |wide| {
+        [16usize, 44, 63, 64, 100, 255, 256, 1000].iter().all(|&n| {
+            let data = pattern.get(..n).unwrap_or(&[]);
+            with_clmul(0x1234_5678, data, &mask, wide)
+                == Some(crc32_masked(0x1234_5678, data, &mask))
+        })
+    };
+    if !agrees(false) {
+        pr_err!("ICRC: PCLMULQDQ fold disagrees with the software CRC; using software\n");
+        return;
+    }
+    // SAFETY: FFI call without arguments, usable in any context.
+    if unsafe { b::rxe_rs_cpu_has_vpclmul() } {
+        if agrees(true) {
+            WIDE.store(true, Ordering::Relaxed);
+        } else {
+            pr_err!("ICRC: VPCLMULQDQ fold disagrees with the software CRC; not used\n");
+        }
+    }
+    CLMUL.store(true, Ordering::Relaxed);
+    // SAFETY: FFI call without arguments, usable in any context.
+    if unsafe { b::rxe_rs_crc32_is_arch() }
+        && kernel_crc32(0x1234_5678, &pattern) == software(0x1234_5678, &pattern)
+        && kernel_crc32(0x1234_5678, &pattern[..20]) == software(0x1234_5678, &pattern[..20])
+    {
+        KERNEL_FOLD.store(true, Ordering::Relaxed);
+        pr_info!("ICRC: CRC-32 by PCLMULQDQ folding, the kernel's for unmasked buffers\n");
+    } else {
+        pr_info!(
+            "ICRC: CRC-32 by PCLMULQDQ folding{}\n",
+            if WIDE.load(Ordering::Relaxed) {
+                ", 256-bit (VPCLMULQDQ)"
             } else {
-                pr_info!("ICRC: CRC-32 by PCLMULQDQ folding\n");
+                ""
             }
-        }
-        Some(_) => {
-            pr_err!("ICRC: PCLMULQDQ fold disagrees with the software CRC; using software\n")
-        }
-        None => pr_info!("ICRC: CRC-32 in software (vector unit unavailable)\n"),
+        );
     }
 }
 
-/// The fold, or `None` where the vector unit may not be used (an interrupt
-/// that preempted kernel code using it).
+/// The fold in a vector-unit section of its own, or `None` where the unit
+/// may not be used (an interrupt that preempted kernel code using it) or
+/// `data` is under 16 bytes.
 #[cfg(target_arch = "x86_64")]
-fn with_clmul(crc: u32, data: &[u8]) -> Option<u32> {
+fn with_clmul(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
+    if data.len() < super::clmul::MIN_LEN {
+        return None;
+    }
     // SAFETY: FFI call without arguments; when it returns true the vector
     // registers are ours until `rxe_rs_simd_end`.
     if !unsafe { b::rxe_rs_simd_begin() } {
         return None;
     }
-    // SAFETY: the CPU has PCLMULQDQ and SSE2: `select` checks them before
-    // its own call and before setting `CLMUL`, which every other caller
-    // tests first. The vector unit is ours since `rxe_rs_simd_begin`
-    // returned true.
-    let crc = unsafe { super::clmul::crc32(crc, data, software) };
+    // SAFETY: the CPU has PCLMULQDQ and SSSE3: `select` checks them before
+    // its own calls and before setting `CLMUL`, which every other caller
+    // tests first; likewise VPCLMULQDQ and the YMM state before a call
+    // with `wide` (its own, or with `WIDE`). The vector unit is ours since
+    // `rxe_rs_simd_begin` returned true.
+    let crc = unsafe { super::clmul::crc32(crc, data, mask, wide) };
     // SAFETY: pairs with the successful `rxe_rs_simd_begin` above.
     unsafe { b::rxe_rs_simd_end() };
-    Some(crc)
+    crc
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn with_clmul(_crc: u32, _data: &[u8]) -> Option<u32> {
+fn with_clmul(_crc: u32, _data: &[u8], _mask: &Mask, _wide: bool) -> Option<u32> {
+    None
+}
+
+/// The fold, `None` under 16 bytes.
+///
+/// # Safety
+///
+/// As for `clmul::crc32`: [`CLMUL`] is set and the vector unit is held.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn fold(crc: u32, data: &[u8], mask: &Mask) -> Option<u32> {
+    let wide = WIDE.load(Ordering::Relaxed);
+    // SAFETY: the caller's promise is `clmul::crc32`'s (`select` sets
+    // `CLMUL` only where the CPU has PCLMULQDQ and SSSE3, and `WIDE` only
+    // where it has VPCLMULQDQ and the YMM state).
+    unsafe { super::clmul::crc32(crc, data, mask, wide) }
+}
+
+/// # Safety
+///
+/// None needed: there is no fold here.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn fold(_crc: u32, _data: &[u8], _mask: &Mask) -> Option<u32> {
     None
 }
 
@@ -115,17 +175,85 @@ fn kernel_crc32(crc: u32, data: &[u8]) -> u32 {
     unsafe { b::crc32_le(crc, data.as_ptr().cast(), data.len()) }
 }
 
-/// Continues CRC `crc` over `data` (the contract of the kernel's
-/// `crc32_le`: no inversion on entry or exit).
-#[inline]
-pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
+/// The CRC of one packet's ICRC, made by [`with`].
+///
+/// # Invariants
+///
+/// When `simd` is true, the fold may be used ([`CLMUL`]) and the vector
+/// unit is held, for as long as the value lives: it lives in [`with`]'s
+/// call, inside its section, and cannot be made elsewhere.
+pub(crate) struct Icrc {
+    simd: bool,
+    /// Not `Send`: the section belongs to this CPU.
+    _cpu: PhantomData<*mut ()>,
+}
+
+impl Crc32 for Icrc {
+    #[inline]
+    fn update(&mut self, crc: u32, data: &[u8]) -> u32 {
+        if self.simd {
+            // SAFETY: by the type invariant, the CPU has the fold's
+            // instructions (`CLMUL`) and the vector unit is held.
+            if let Some(c) = unsafe { fold(crc, data, &Mask::NONE) } {
+                return c;
+            }
+        }
+        plain(crc, data)
+    }
+
+    #[inline]
+    fn update_masked(&mut self, crc: u32, data: &[u8], mask: &Mask) -> u32 {
+        if self.simd {
+            // SAFETY: by the type invariant, the CPU has the fold's
+            // instructions (`CLMUL`) and the vector unit is held.
+            if let Some(c) = unsafe { fold(crc, data, mask) } {
+                return c;
+            }
+        }
+        unfolded(crc, data, mask)
+    }
+}
+
+/// [`Icrc::update`] outside a section of [`with`], or under 16 bytes (a
+/// pad).
+#[inline(never)]
+fn plain(crc: u32, data: &[u8]) -> u32 {
     if KERNEL_FOLD.load(Ordering::Relaxed) {
         return kernel_crc32(crc, data);
     }
-    if CLMUL.load(Ordering::Relaxed) && data.len() >= FOLD_MIN {
-        if let Some(crc) = with_clmul(crc, data) {
-            return crc;
-        }
-    }
     software(crc, data)
+}
+
+/// [`Icrc::update_masked`] outside a section of [`with`], or under 16
+/// bytes: kept out of line, so that the fold's callers stay small.
+#[inline(never)]
+fn unfolded(crc: u32, data: &[u8], mask: &Mask) -> u32 {
+    if KERNEL_FOLD.load(Ordering::Relaxed) {
+        return with_clmul(crc, data, mask, WIDE.load(Ordering::Relaxed))
+            .unwrap_or_else(|| masked_with(crc, data, mask, kernel_crc32));
+    }
+    crc32_masked(crc, data, mask)
+}
+
+/// Runs `f` with the CRC for one packet's ICRC: the fold with the vector
+/// unit held over the whole of `f` where it is used, else the software or
+/// the kernel's CRC. `f` must not sleep (the section keeps the CPU).
+#[inline]
+pub(crate) fn with<R>(f: impl FnOnce(&mut Icrc) -> R) -> R {
+    let simd = CLMUL.load(Ordering::Relaxed)
+        && !KERNEL_FOLD.load(Ordering::Relaxed)
+        // SAFETY: FFI call without arguments; when it returns true the
+        // vector registers are ours until `rxe_rs_simd_end`.
+        && unsafe { b::rxe_rs_simd_begin() };
+    // INVARIANT: `simd` only if `CLMUL` is set and the unit is held; it is
+    // held until after `f` returns and the value is gone.
+    let r = f(&mut Icrc {
+        simd,
+        _cpu: PhantomData,
+    });
+    if simd {
+        // SAFETY: pairs with the successful `rxe_rs_simd_begin` above.
+        unsafe { b::rxe_rs_simd_end() };
+    }
+    r
 }

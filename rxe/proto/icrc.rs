@@ -9,10 +9,18 @@
 //! wire least-significant byte first, exactly like an Ethernet FCS; a packet
 //! captured from a ConnectX-4 Lx is among the tests.
 //!
-//! The CRC primitive is pluggable; the driver and the host tests use
-//! [`crc32_le`] (`super::crc32`). It takes and returns the running value
-//! without any inversion, like the kernel's `crc32_le`.
+//! The CRC primitive is pluggable; the host tests use [`crc32_le`]
+//! (`super::crc32`), the driver the fastest the CPU offers. It takes and
+//! returns the running value without any inversion, like the kernel's
+//! `crc32_le`.
+//!
+//! A datagram whose IP header (IPv4 without options, or IPv6 without
+//! extension headers), UDP header and transport packet lie in one buffer
+//! ([`Frame`]) takes one masked CRC call from the IP header on: the masked
+//! fields are ORed in by a constant [`Mask`] as the bytes are read, instead
+//! of being copied into a masked pseudo-header first.
 
+use super::crc32::{masked_with, Mask, MASK_LEN};
 use super::headers::{BTH_LEN, ICRC_LEN};
 use super::opcode::Opcode;
 
@@ -20,6 +28,12 @@ use super::opcode::Opcode;
 /// i.e. the contract of the kernel's `crc32_le(crc, p, len)`.
 pub(crate) trait Crc32 {
     fn update(&mut self, crc: u32, data: &[u8]) -> u32;
+
+    /// [`Crc32::update`] over `data` with `mask` ORed into its first
+    /// [`MASK_LEN`] bytes.
+    fn update_masked(&mut self, crc: u32, data: &[u8], mask: &Mask) -> u32 {
+        masked_with(crc, data, mask, |c, d| self.update(c, d))
+    }
 }
 
 impl<F: FnMut(u32, &[u8]) -> u32> Crc32 for F {
@@ -50,6 +64,86 @@ const IPV6_LEN: usize = 40;
 const UDP_LEN: usize = 8;
 /// Largest masked prefix: IPv4 with options, UDP, BTH.
 const PSEUDO_MAX: usize = IPV4_MAX_LEN + UDP_LEN + BTH_LEN;
+
+/// The variant fields of IP, UDP and BTH headers in one buffer from the IP
+/// header on, as a [`Mask`] (see [`pseudo_header`] for which they are).
+const fn header_mask(v6: bool) -> Mask {
+    let mut m = [0u8; MASK_LEN];
+    let udp_at = if v6 {
+        // Traffic class (the low nibble of byte 0, the high one of byte 1),
+        // flow label, hop limit.
+        m[0] = 0x0f;
+        m[1] = 0xff;
+        m[2] = 0xff;
+        m[3] = 0xff;
+        m[7] = 0xff;
+        IPV6_LEN
+    } else {
+        // TOS, TTL, checksum.
+        m[1] = 0xff;
+        m[8] = 0xff;
+        m[10] = 0xff;
+        m[11] = 0xff;
+        IPV4_MIN_LEN
+    };
+    m[udp_at + 6] = 0xff;
+    m[udp_at + 7] = 0xff;
+    m[udp_at + UDP_LEN + 4] = 0xff;
+    Mask::new(m)
+}
+
+static IPV4_MASK: Mask = header_mask(false);
+static IPV6_MASK: Mask = header_mask(true);
+
+/// A RoCEv2 datagram in one buffer from its IP header on: the IP header
+/// (IPv6: with its extension headers), the UDP header at `udp_at`, then
+/// the transport packet, through its ICRC (or, for [`begin_frame`],
+/// through its last header).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) v6: bool,
+    pub(crate) udp_at: usize,
+}
+
+impl<'a> Frame<'a> {
+    /// The IP header, UDP header and transport packet.
+    fn parts(&self) -> Result<(IpHdr<'a>, &'a [u8], &'a [u8]), IcrcError> {
+        let ip = self.buf.get(..self.udp_at).ok_or(IcrcError::BadIpHeader)?;
+        let udp = self
+            .buf
+            .get(self.udp_at..)
+            .and_then(|b| b.get(..UDP_LEN))
+            .ok_or(IcrcError::BadUdpHeader)?;
+        let pkt = self
+            .buf
+            .get(self.udp_at + UDP_LEN..)
+            .ok_or(IcrcError::TooShort)?;
+        let ip = if self.v6 {
+            IpHdr::V6(ip)
+        } else {
+            IpHdr::V4(ip)
+        };
+        Ok((ip, udp, pkt))
+    }
+
+    /// The mask for one CRC call over the whole buffer, and the BTH's
+    /// offset, when the IP header is the one [`header_mask`] describes (no
+    /// IPv4 options, no IPv6 extension headers) and the BTH is in the
+    /// buffer.
+    #[inline(always)]
+    fn masked(&self) -> Option<(&'static Mask, usize)> {
+        let (mask, ip_len) = if self.v6 {
+            (&IPV6_MASK, IPV6_LEN)
+        } else if self.buf.first()? & 0x0f == 5 {
+            (&IPV4_MASK, IPV4_MIN_LEN)
+        } else {
+            return None;
+        };
+        let bth_at = ip_len + UDP_LEN;
+        (self.udp_at == ip_len && self.buf.len() >= bth_at + BTH_LEN).then_some((mask, bth_at))
+    }
+}
 
 /// The IP header in front of the UDP header, as it goes on the wire.
 #[derive(Clone, Copy, Debug)]
@@ -175,11 +269,15 @@ fn pseudo_header(
 fn rxe_rescanned_header(pkt: &[u8]) -> Option<usize> {
     // Compared as bytes: it runs on every packet, and the full opcode
     // decode is a call.
-    let b = *pkt.first()?;
+    pkt.first().and_then(rescanned).map(Opcode::header_len)
+}
+
+/// The opcode `b`, if rdma_rxe covers its headers twice.
+#[inline(always)]
+fn rescanned(&b: &u8) -> Option<Opcode> {
     [Opcode::RcFlush, Opcode::RdAck, Opcode::RdAtomicAck]
         .into_iter()
         .find(|op| op.bits() == b)
-        .map(Opcode::header_len)
 }
 
 /// ICRC of `pkt` (BTH through the 4-byte ICRC slot, whose content is ignored).
@@ -211,9 +309,93 @@ fn compute_framed<C: Crc32>(
     Ok(!c)
 }
 
+/// [`compute_framed`] over a [`Frame`]: one masked CRC call where the
+/// headers allow it.
+fn compute_frame_framed<C: Crc32>(
+    crc: &mut C,
+    f: Frame<'_>,
+    rescan: bool,
+) -> Result<u32, IcrcError> {
+    if let Some((mask, bth_at)) = f.masked() {
+        let covered_once = !rescan || f.buf.get(bth_at).and_then(rescanned).is_none();
+        // `masked` checked that the buffer holds the BTH.
+        let body = f.buf.len().saturating_sub(ICRC_LEN);
+        if let (true, true, Some(body)) =
+            (covered_once, body >= bth_at + BTH_LEN, f.buf.get(..body))
+        {
+            return Ok(!crc.update_masked(SEED, body, mask));
+        }
+    }
+    compute_frame_split(crc, f, rescan)
+}
+
+/// [`compute_frame_framed`] through the split form: IP headers the mask
+/// does not describe, the opcodes rdma_rxe covers twice, and errors.
+#[inline(never)]
+fn compute_frame_split<C: Crc32>(
+    crc: &mut C,
+    f: Frame<'_>,
+    rescan: bool,
+) -> Result<u32, IcrcError> {
+    let (ip, udp, pkt) = f.parts()?;
+    compute_framed(crc, ip, udp, pkt, rescan)
+}
+
+/// [`compute`] over a [`Frame`].
+pub(crate) fn compute_frame<C: Crc32>(crc: &mut C, f: Frame<'_>) -> Result<u32, IcrcError> {
+    compute_frame_framed(crc, f, true)
+}
+
+/// [`generate`] over a datagram in one buffer (see [`Frame`]).
+pub(crate) fn generate_frame<C: Crc32>(
+    crc: &mut C,
+    buf: &mut [u8],
+    v6: bool,
+    udp_at: usize,
+) -> Result<(), IcrcError> {
+    let icrc = compute_frame(crc, Frame { buf, v6, udp_at })?;
+    let at = buf.len().checked_sub(ICRC_LEN).ok_or(IcrcError::TooShort)?;
+    let slot = buf
+        .get_mut(at..)
+        .and_then(|s| s.first_chunk_mut::<ICRC_LEN>())
+        .ok_or(IcrcError::TooShort)?;
+    *slot = icrc.to_le_bytes();
+    Ok(())
+}
+
+/// [`icrc_ok`] over a [`Frame`].
+pub(crate) fn icrc_ok_frame<C: Crc32>(crc: &mut C, f: Frame<'_>) -> bool {
+    let Some(wire) = wire_icrc(f.buf) else {
+        return false;
+    };
+    if compute_frame_framed(crc, f, true) == Ok(wire) {
+        return true;
+    }
+    let Ok((_, _, pkt)) = f.parts() else {
+        return false;
+    };
+    rxe_rescanned_header(pkt).is_some() && compute_frame_framed(crc, f, false) == Ok(wire)
+}
+
+/// [`begin`] over a [`Frame`] whose buffer ends with the last transport
+/// header.
+pub(crate) fn begin_frame<C: Crc32>(crc: &mut C, f: Frame<'_>) -> Result<Running, IcrcError> {
+    let (ip, udp, hdr) = f.parts()?;
+    match f.masked() {
+        Some((mask, _)) => {
+            if rxe_rescanned_header(hdr).is_some() {
+                return Err(IcrcError::TooShort);
+            }
+            Ok(Running(crc.update_masked(SEED, f.buf, mask)))
+        }
+        None => begin(crc, ip, udp, hdr),
+    }
+}
+
 /// ICRC of a RoCEv2 packet as rdma_rxe 6.12 computes it. `ip` and `udp` must be
 /// final except for their masked fields; `pkt` runs from the BTH through the
 /// ICRC slot (the UDP payload). The wire bytes are `value.to_le_bytes()`.
+#[allow(dead_code)] // The split form: the host tests and fuzzers.
 pub(crate) fn compute<C: Crc32>(
     crc: &mut C,
     ip: IpHdr<'_>,
@@ -224,6 +406,7 @@ pub(crate) fn compute<C: Crc32>(
 }
 
 /// Fills the last four bytes of `pkt` with its ICRC.
+#[allow(dead_code)] // The split form: the host tests and fuzzers.
 pub(crate) fn generate<C: Crc32>(
     crc: &mut C,
     ip: IpHdr<'_>,
@@ -292,6 +475,7 @@ pub(crate) fn wire_icrc(pkt: &[u8]) -> Option<u32> {
 /// Checks the ICRC of a received packet. For the opcodes rdma_rxe frames
 /// oddly, the spec's single-coverage framing is accepted as well, so peers of
 /// either kind interoperate.
+#[allow(dead_code)] // The split form: the host tests and fuzzers.
 pub(crate) fn icrc_ok<C: Crc32>(crc: &mut C, ip: IpHdr<'_>, udp: &[u8], pkt: &[u8]) -> bool {
     let Some(wire) = wire_icrc(pkt) else {
         return false;
@@ -308,6 +492,90 @@ mod tests {
     use super::*;
 
     use super::super::crc32::tests::bitwise as crc_bitwise;
+
+    /// The driver's method on the host: the PCLMULQDQ fold with its mask
+    /// for buffers of 16 bytes and more, the tables below.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) struct FoldCrc32;
+
+    #[cfg(target_arch = "x86_64")]
+    impl Crc32 for FoldCrc32 {
+        fn update(&mut self, crc: u32, data: &[u8]) -> u32 {
+            self.update_masked(crc, data, &Mask::NONE)
+        }
+
+        fn update_masked(&mut self, crc: u32, data: &[u8], mask: &Mask) -> u32 {
+            // SAFETY: the caller checked the CPU (`fold_available`), and the
+            // 256-bit loop runs where the CPU has it; the host owns its
+            // vector registers.
+            unsafe { crate::clmul::crc32(crc, data, mask, wide_available()) }
+                .unwrap_or_else(|| super::super::crc32::crc32_masked(crc, data, mask))
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn wide_available() -> bool {
+        std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx2")
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn fold_available() -> bool {
+        std::is_x86_feature_detected!("pclmulqdq") && std::is_x86_feature_detected!("ssse3")
+    }
+
+    /// `ip`, `udp` and `pkt` in one buffer.
+    pub(super) fn joined(ip: &[u8], udp: &[u8], pkt: &[u8]) -> std::vec::Vec<u8> {
+        [ip, udp, pkt].concat()
+    }
+
+    /// The [`Frame`] forms agree with the split ones, with the table CRC
+    /// and (where the CPU has it) with the fold, and `begin_frame` with
+    /// the pieces after it equals the whole.
+    pub(super) fn check_frame(ip: IpHdr<'_>, udp: &[u8], pkt: &[u8], hdr_len: Option<usize>) {
+        let (v6, iph) = match ip {
+            IpHdr::V4(h) => (false, h),
+            IpHdr::V6(h) => (true, h),
+        };
+        let buf = joined(iph, udp, pkt);
+        let f = Frame {
+            buf: &buf,
+            v6,
+            udp_at: iph.len(),
+        };
+        let want = compute(&mut TableCrc32, ip, udp, pkt);
+        let ok = icrc_ok(&mut TableCrc32, ip, udp, pkt);
+        assert_eq!(compute_frame(&mut TableCrc32, f).ok(), want.ok());
+        assert_eq!(icrc_ok_frame(&mut TableCrc32, f), ok);
+        #[cfg(target_arch = "x86_64")]
+        if fold_available() {
+            assert_eq!(compute_frame(&mut FoldCrc32, f).ok(), want.ok());
+            assert_eq!(icrc_ok_frame(&mut FoldCrc32, f), ok);
+            assert_eq!(compute(&mut FoldCrc32, ip, udp, pkt).ok(), want.ok());
+        }
+        let (Ok(want), Some(hdr_len)) = (want, hdr_len) else {
+            return;
+        };
+        if rxe_rescanned_header(pkt).is_some() {
+            return;
+        }
+        let body = &pkt[hdr_len..pkt.len() - ICRC_LEN];
+        let hf = Frame {
+            buf: &buf[..iph.len() + UDP_LEN + hdr_len],
+            ..f
+        };
+        let cut = body.len() / 3;
+        let mut r = begin_frame(&mut TableCrc32, hf).unwrap();
+        r.update(&mut TableCrc32, &body[..cut]);
+        r.update(&mut TableCrc32, &body[cut..]);
+        assert_eq!(r.finish(), want);
+        #[cfg(target_arch = "x86_64")]
+        if fold_available() {
+            let mut r = begin_frame(&mut FoldCrc32, hf).unwrap();
+            r.update(&mut FoldCrc32, &body[..cut]);
+            r.update(&mut FoldCrc32, &body[cut..]);
+            assert_eq!(r.finish(), want);
+        }
+    }
 
     fn hex(s: &str) -> std::vec::Vec<u8> {
         let s: std::string::String = s.chars().filter(|c| !c.is_whitespace()).collect();
@@ -352,6 +620,17 @@ mod tests {
         assert_eq!(compute(&mut crc, IpHdr::V4(ip), udp, pkt), Ok(0x2a00_fd82));
         assert!(icrc_ok(&mut crc, IpHdr::V4(ip), udp, pkt));
         assert_eq!(&pkt[pkt.len() - 4..], &[0x82, 0xfd, 0x00, 0x2a]);
+        check_frame(IpHdr::V4(ip), udp, pkt, Some(BTH_LEN + 16));
+        #[cfg(target_arch = "x86_64")]
+        if fold_available() {
+            let f = Frame {
+                buf: &frame,
+                v6: false,
+                udp_at: 20,
+            };
+            assert!(icrc_ok_frame(&mut FoldCrc32, f));
+            assert_eq!(compute_frame(&mut FoldCrc32, f), Ok(0x2a00_fd82));
+        }
     }
 
     // Expected values below come from Python's zlib.crc32 over 8 x 0xff and the
@@ -381,6 +660,12 @@ mod tests {
         let pi = parse(&pkt).unwrap();
         assert_eq!(pi.icrc_offset(), pkt.len() - 4);
         assert_eq!(pi.payload(&pkt), Some(&b"Soft-RoCE KAT"[..]));
+        check_frame(IpHdr::V4(&ip), &udp, &pkt, Some(BTH_LEN));
+        let mut buf = joined(&ip, &udp, &pkt);
+        let at = buf.len() - ICRC_LEN;
+        buf[at..].fill(0);
+        generate_frame(&mut TableCrc32, &mut buf, false, 20).unwrap();
+        assert_eq!(&buf[at..], &[0xf6, 0xbb, 0x63, 0x59]);
     }
 
     /// The piecewise ICRC of a packet split anywhere after its headers
@@ -416,6 +701,29 @@ mod tests {
             compute(&mut crc, IpHdr::V6(&ip), &udp, &pkt),
             Ok(0xf434_60d8)
         );
+        let buf = joined(&ip, &udp, &pkt);
+        let f = Frame {
+            buf: &buf,
+            v6: true,
+            udp_at: 40,
+        };
+        assert_eq!(compute_frame(&mut crc, f), Ok(0xf434_60d8));
+        #[cfg(target_arch = "x86_64")]
+        if fold_available() {
+            assert_eq!(compute_frame(&mut FoldCrc32, f), Ok(0xf434_60d8));
+        }
+        check_frame(IpHdr::V6(&ip), &udp, &pkt, Some(BTH_LEN));
+        // An extension header between the IPv6 and UDP headers is not
+        // covered.
+        let mut ext = ip.clone();
+        ext.extend_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]);
+        let buf = joined(&ext, &udp, &pkt);
+        let f = Frame {
+            buf: &buf,
+            v6: true,
+            udp_at: 48,
+        };
+        assert_eq!(compute_frame(&mut crc, f), Ok(0xf434_60d8));
     }
 
     #[test]
@@ -471,6 +779,14 @@ mod tests {
             ip2[i] ^= mask;
             let got = compute(&mut crc, IpHdr::V6(&ip2), &udp, &pkt).unwrap();
             assert_eq!(got == base6, variant, "ipv6 byte {i} mask {mask:#x}");
+            check_frame(IpHdr::V6(&ip2), &udp, &pkt, Some(BTH_LEN));
+        }
+        // The same fields are masked in a frame, with either CRC.
+        for i in 0..ip.len() + udp.len() + pkt.len() - ICRC_LEN {
+            let mut buf = joined(&ip, &udp, &pkt);
+            buf[i] ^= 0x5a;
+            let (ip2, rest) = buf.split_at(20);
+            check_frame(IpHdr::V4(ip2), &rest[..8], &rest[8..], Some(BTH_LEN));
         }
     }
 
@@ -487,10 +803,22 @@ mod tests {
         );
         generate(&mut crc, IpHdr::V4(&ip), &udp, &mut pkt).unwrap();
         assert!(icrc_ok(&mut crc, IpHdr::V4(&ip), &udp, &pkt));
+        check_frame(IpHdr::V4(&ip), &udp, &pkt, None);
+        let mut buf = joined(&ip, &udp, &pkt);
+        generate_frame(&mut crc, &mut buf, false, 20).unwrap();
+        assert_eq!(&buf[28..], &pkt[..]);
         // A peer that covers the packet once, as the spec does, is accepted too.
         let at = pkt.len() - 4;
         pkt[at..].copy_from_slice(&0xffe1_b4edu32.to_le_bytes());
         assert!(icrc_ok(&mut crc, IpHdr::V4(&ip), &udp, &pkt));
+        check_frame(IpHdr::V4(&ip), &udp, &pkt, None);
+        let buf = joined(&ip, &udp, &pkt);
+        let f = Frame {
+            buf: &buf,
+            v6: false,
+            udp_at: 20,
+        };
+        assert!(icrc_ok_frame(&mut crc, f));
         pkt[at] ^= 1;
         assert!(!icrc_ok(&mut crc, IpHdr::V4(&ip), &udp, &pkt));
     }
@@ -700,6 +1028,8 @@ mod fuzz {
                     generate(&mut crc, ip_hdr, &udp, &mut pkt).unwrap();
                     assert!(icrc_ok(&mut crc, ip_hdr, &udp, &pkt));
                     let pi = parse(&pkt).unwrap();
+                    let hdr_len = pi.icrc_offset() - pi.payload_len - pi.pad;
+                    super::tests::check_frame(ip_hdr, &udp, &pkt, Some(hdr_len));
                     assert_eq!((pi.opcode, pi.payload_len), (op, payload_len));
                     pkt
                 }
@@ -733,7 +1063,9 @@ mod fuzz {
             if parse(&pkt).is_ok() {
                 accepted += 1;
             }
-            // The ICRC code must cope with anything, accepted or not.
+            // The ICRC code must cope with anything, accepted or not, and
+            // the one-buffer forms agree with the split ones.
+            super::tests::check_frame(ip_hdr, &udp, &pkt, None);
             let _ = compute(&mut crc, ip_hdr, &udp, &pkt);
             let _ = icrc_ok(&mut crc, ip_hdr, &udp, &pkt);
             let _ = compute(&mut crc, ip_hdr, &udp[..rng.below(9)], &pkt);
@@ -746,6 +1078,7 @@ mod fuzz {
                 if i != 4 {
                     pkt[i] ^= 1 << rng.below(8);
                     assert!(!icrc_ok(&mut crc, ip_hdr, &udp, &pkt));
+                    super::tests::check_frame(ip_hdr, &udp, &pkt, None);
                 }
             }
         }

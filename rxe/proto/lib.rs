@@ -18,3 +18,10 @@ mod proto;
 #[cfg(all(test, target_arch = "x86_64"))]
 #[path = "../kernel/clmul.rs"]
 mod clmul;
+
+/// The module path the kernel crate gives `proto`, for the files built in
+/// both (`clmul.rs`).
+#[cfg(all(test, target_arch = "x86_64"))]
+mod rxe {
+    pub(crate) use super::proto;
+}

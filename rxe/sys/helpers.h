@@ -40,6 +40,7 @@ bool rxe_rs_netif_running(const struct net_device *ndev);
 int rxe_rs_param_icrc_fold(void);
 bool rxe_rs_crc32_is_arch(void);
 bool rxe_rs_cpu_has_clmul(void);
+bool rxe_rs_cpu_has_vpclmul(void);
 bool rxe_rs_cpu_is_tcg(void);
 bool rxe_rs_simd_begin(void);
 void rxe_rs_simd_end(void);
