@@ -48,20 +48,23 @@ pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
     }
 }
 
-/// The address a packet of `wqe` goes to.
-fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
+/// The address a packet of `wqe` goes to; `cache` keeps the AV of the AH
+/// a UD WQE names.
+fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe, cache: &mut ah::AvCache) -> Option<net::Av> {
     if qp.qp_type.is_datagram() {
         let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
             return None;
         };
-        let av = if ah_num != 0 {
-            ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av()
+        if ah_num != 0 {
+            let sport = snap.sport;
+            let mut av = *cache.get(qp.dev.state(), ah_num, qp.pd, |a| net_av(a, sport))?;
+            av.sport = sport;
+            Some(av)
         } else {
-            ah::embedded_av(&qp.dev, av?)?
-        };
-        Some(net_av(&av, snap.sport))
+            Some(net_av(&ah::embedded_av(&qp.dev, av?)?, snap.sport))
+        }
     } else {
-        snap.av.as_ref().map(|av| net_av(av, snap.sport))
+        snap.av
     }
 }
 
@@ -84,6 +87,7 @@ fn ref_payload(
 /// Builds the packet `p` of `wqe`, `done` bytes into its payload, with the
 /// empty page list `pages` for a payload sent from the MR's pages (what the
 /// skb does not take stays there for the caller to clear).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn build<'a>(
     qp: &'a Shared,
     snap: &Snap,
@@ -92,8 +96,9 @@ pub(super) fn build<'a>(
     done: u32,
     odp_give_up: bool,
     pages: &mut PayloadPages,
+    av_cache: &mut ah::AvCache,
 ) -> Result<net::TxPacket<'a>, BuildError> {
-    let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
+    let av = packet_av(qp, snap, wqe, av_cache).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
     let referenced = match wqe.payload {

@@ -22,6 +22,7 @@ pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::rxe::ah;
 use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kernel::page::PayloadPages;
 use crate::rxe::kernel::task::Progress as TaskProgress;
@@ -35,7 +36,7 @@ use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::req_rules::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
-use crate::rxe::proto::uapi::{self, SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
+use crate::rxe::proto::uapi::{SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Check, Engine, Shared};
 
@@ -94,6 +95,8 @@ pub(crate) struct State {
     /// kept here, the list (272 bytes) is neither initialised nor moved per
     /// packet.
     pages: PayloadPages,
+    /// The AV of the AH the last UD packet went to.
+    av_cache: ah::AvCache,
 }
 
 impl State {
@@ -106,6 +109,7 @@ impl State {
             odp_retry: Retry::new(),
             odp_give_up: false,
             pages: PayloadPages::new(),
+            av_cache: ah::AvCache::new(),
         })
     }
 }
@@ -117,7 +121,8 @@ struct Snap {
     dest_qpn: u32,
     qkey: u32,
     timeout: u8,
-    av: Option<uapi::Av>,
+    /// A connected QP's destination (its primary AV), from `sport`.
+    av: Option<net::Av>,
     sport: u16,
 }
 
@@ -138,7 +143,11 @@ fn snapshot(qp: &Shared) -> Option<Snap> {
         dest_qpn: a.dest_qp_num,
         qkey: a.qkey,
         timeout: a.timeout,
-        av: a.pri_av,
+        av: if qp.qp_type.is_datagram() {
+            None
+        } else {
+            a.pri_av.as_ref().map(|av| build::net_av(av, s.src_port))
+        },
         sport: s.src_port,
     })
 }
@@ -385,6 +394,7 @@ fn run_wqe<'a>(
         odp_retry,
         odp_give_up,
         pages,
+        av_cache,
     } = st;
     // The shadow entry is worked on in place; the WQE is done with once
     // `next` is set.
@@ -456,7 +466,7 @@ fn run_wqe<'a>(
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            let built = build(qp, snap, wqe, &p, done, *odp_give_up, pages);
+            let built = build(qp, snap, wqe, &p, done, *odp_give_up, pages, av_cache);
             // The pieces the skb did not take (a failure, or a packet to
             // our own MAC address, whose payload is copied) give their
             // references back.
