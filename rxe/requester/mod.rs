@@ -17,7 +17,7 @@
 mod build;
 mod sq;
 
-use build::{build, BuildError};
+use build::{build, BuildError, SendCursor};
 pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
 use kernel::{prelude::*, sync::Arc};
@@ -97,6 +97,8 @@ pub(crate) struct State {
     pages: PayloadPages,
     /// The AV of the AH the last UD packet went to.
     av_cache: ah::AvCache,
+    /// Where the packets of the WQE being sent have got to in its SGEs.
+    cursor: SendCursor,
 }
 
 impl State {
@@ -110,6 +112,7 @@ impl State {
             odp_give_up: false,
             pages: PayloadPages::new(),
             av_cache: ah::AvCache::new(),
+            cursor: SendCursor::new(),
         })
     }
 }
@@ -211,6 +214,7 @@ pub(crate) fn reset(qp: &Arc<Shared>) {
     st.sq.touched = 0;
     st.sq.cur.forget();
     st.sq.head.forget();
+    st.cursor.forget();
 }
 
 /// What one requester decision leaves for the task.
@@ -354,24 +358,31 @@ fn run_once<'a>(
             }
             st.sq.touched = st.sq.touched.max(off + 1);
             st.sq.off = off + 1;
+            st.cursor.forget();
             return (Outcome::Failed, None);
         }
     };
-    let mut r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
+    let seq = st.sq.cur.seq();
+    let mut r = run_wqe(qp, snap, st, (off, seq), slot, fresh, &wqe, holding);
     st.sq.cur.put(wqe);
+    if matches!(r.0, Outcome::Failed) {
+        // Pins no MR for a QP going to ERR.
+        st.cursor.forget();
+    }
     if let Outcome::Sent { last, .. } = &mut r.0 {
         *last = !more && st.sq.off > off;
     }
     r
 }
 
-/// The part of [`run_once`] that acts on the parsed WQE `wqe` of `slot`.
+/// The part of [`run_once`] that acts on the parsed WQE `wqe` of `slot`,
+/// `off` entries past the consumer, the WQE copy `seq`.
 #[allow(clippy::too_many_arguments)]
 fn run_wqe<'a>(
     qp: &'a Arc<Shared>,
     snap: &Snap,
     st: &mut State,
-    off: u32,
+    (off, seq): (u32, u64),
     slot: u32,
     fresh: bool,
     wqe: &SendWqe,
@@ -395,6 +406,7 @@ fn run_wqe<'a>(
         odp_give_up,
         pages,
         av_cache,
+        cursor,
     } = st;
     // The shadow entry is worked on in place; the WQE is done with once
     // `next` is set.
@@ -466,7 +478,17 @@ fn run_wqe<'a>(
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            let built = build(qp, snap, wqe, &p, done, *odp_give_up, pages, av_cache);
+            let built = build(
+                qp,
+                snap,
+                wqe,
+                &p,
+                done,
+                *odp_give_up,
+                pages,
+                av_cache,
+                (cursor, seq),
+            );
             // The pieces the skb did not take (a failure, or a packet to
             // our own MAC address, whose payload is copied) give their
             // references back.
