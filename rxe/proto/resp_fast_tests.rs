@@ -8,6 +8,7 @@ use super::*;
 use crate::proto::headers::Reth;
 use crate::proto::mr_logic::Access;
 use crate::proto::opcode::Mask;
+use crate::proto::resp_machine::tests::rq;
 use crate::proto::resp_machine::{run, run_slow, Io, Outcome};
 use crate::proto::test_model::RespModel;
 use crate::proto::test_rng::Rng;
@@ -26,23 +27,6 @@ fn rc_qp() -> RespQp {
         access: access::REMOTE_WRITE | access::REMOTE_READ,
         srq: false,
         min_rnr_timer: 3,
-    }
-}
-
-fn rq(opcode: Opcode, psn: u32, payload: u32) -> Request {
-    Request {
-        opcode,
-        psn,
-        ack_req: opcode.has(Mask::END),
-        se: false,
-        pad: (payload.wrapping_neg() & 3) as u8,
-        payload,
-        reth: None,
-        atmeth: None,
-        feth: None,
-        imm: None,
-        invalidate: None,
-        src_qp: None,
     }
 }
 

@@ -653,4 +653,4 @@ mod reply;
 
 #[cfg(test)]
 #[path = "resp_machine_tests/mod.rs"]
-mod tests;
+pub(crate) mod tests;

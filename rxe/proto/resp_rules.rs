@@ -115,21 +115,22 @@ impl Request {
             .union(Mask::IMMDT)
             .union(Mask::IETH)
             .union(Mask::DETH);
+        let plain = Request {
+            opcode: info.opcode,
+            psn: info.bth.psn,
+            ack_req: info.bth.ack_req,
+            se: info.bth.se,
+            pad: info.bth.pad,
+            payload,
+            reth: None,
+            atmeth: None,
+            feth: None,
+            imm: None,
+            invalidate: None,
+            src_qp: None,
+        };
         if !mask.intersects(EXT) {
-            return Some(Request {
-                opcode: info.opcode,
-                psn: info.bth.psn,
-                ack_req: info.bth.ack_req,
-                se: info.bth.se,
-                pad: info.bth.pad,
-                payload,
-                reth: None,
-                atmeth: None,
-                feth: None,
-                imm: None,
-                invalidate: None,
-                src_qp: None,
-            });
+            return Some(plain);
         }
         fn want<T>(present: bool, v: Option<T>) -> Option<Option<T>> {
             if present {
@@ -139,12 +140,6 @@ impl Request {
             }
         }
         Some(Request {
-            opcode: info.opcode,
-            psn: info.bth.psn,
-            ack_req: info.bth.ack_req,
-            se: info.bth.se,
-            pad: info.bth.pad,
-            payload,
             reth: want(mask.contains(Mask::RETH), info.reth(pkt))?,
             atmeth: want(mask.contains(Mask::ATMETH), info.atmeth(pkt))?,
             feth: want(mask.contains(Mask::FETH), info.feth(pkt))?,
@@ -154,6 +149,7 @@ impl Request {
             )?,
             invalidate: want(mask.contains(Mask::IETH), info.ieth(pkt).map(|i| i.rkey))?,
             src_qp: want(mask.contains(Mask::DETH), info.deth(pkt).map(|d| d.src_qpn))?,
+            ..plain
         })
     }
 
