@@ -11,10 +11,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::route;
-use crate::rxe::kernel::udata::Udata;
-use crate::rxe::kernel::wr::WrAh;
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::route;
+use crate::rxe::kapi::udata::Udata;
+use crate::rxe::kapi::wr::WrAh;
 use crate::rxe::net;
 use crate::rxe::proto::av::{self as pav, AhAttr};
 use crate::rxe::proto::ip::IpAddr;
@@ -62,7 +62,7 @@ pub(crate) struct CreateArgs<'a> {
 fn errno(e: AttrError) -> Error {
     match e {
         AttrError::Invalid => EINVAL,
-        AttrError::NotSupported => crate::rxe::kernel::errno::eopnotsupp(),
+        AttrError::NotSupported => crate::rxe::kapi::errno::eopnotsupp(),
     }
 }
 

@@ -7,7 +7,7 @@ use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::rxe::device::Device;
-use crate::rxe::kernel::trace::{self, DropReason};
+use crate::rxe::kapi::trace::{self, DropReason};
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::Bth;

@@ -21,10 +21,10 @@ use kernel::sync::Arc;
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
-use crate::rxe::kernel::crc32;
-use crate::rxe::kernel::route;
-use crate::rxe::kernel::skb::{DropReason, Skb};
-use crate::rxe::kernel::trace;
+use crate::rxe::kapi::crc32;
+use crate::rxe::kapi::route;
+use crate::rxe::kapi::skb::{DropReason, Skb};
+use crate::rxe::kapi::trace;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Deth, ExtHeader, BTH_LEN, MULTICAST_QPN};

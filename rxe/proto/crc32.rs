@@ -19,7 +19,7 @@
 //!
 //! [`Mask`] describes bytes to be ORed into a buffer's start before its CRC
 //! (the ICRC's variant header fields), for [`crc32_masked`] here and for the
-//! PCLMULQDQ fold (`rxe/kernel/clmul.rs`), which applies it as it loads.
+//! PCLMULQDQ fold (`rxe/kapi/clmul.rs`), which applies it as it loads.
 
 /// Tables `T[k][b]`: the CRC contribution of byte value `b` followed by `k`
 /// zero bytes. `T[0]` is the classic byte-at-a-time table.
@@ -409,7 +409,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// The PCLMULQDQ fold (`rxe/kernel/clmul.rs`) against the bitwise
+    /// The PCLMULQDQ fold (`rxe/kapi/clmul.rs`) against the bitwise
     /// definition: every length to 300 from every offset within a block,
     /// with and without masks, and random lengths, offsets, seeds and
     /// masks to 9 KiB.

@@ -12,8 +12,8 @@ use kernel::sync::Arc;
 
 use super::{Shared, State, Type, SEND_TASK};
 use crate::rxe::counters::{self, Counter};
-use crate::rxe::kernel::event::QpEvent;
-use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::kapi::event::QpEvent;
+use crate::rxe::kapi::task::{Progress, TaskOwner};
 use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::recv::RxPacket;
 use crate::rxe::{completer, requester};

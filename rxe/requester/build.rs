@@ -6,7 +6,7 @@
 use super::Snap;
 use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
-use crate::rxe::kernel::page::PayloadPages;
+use crate::rxe::kapi::page::PayloadPages;
 use crate::rxe::mr::{PdId, PendingFault};
 use crate::rxe::net;
 use crate::rxe::proto::conv::to_usize;

@@ -23,11 +23,11 @@ pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::ah;
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::page::PayloadPages;
-use crate::rxe::kernel::task::Progress as TaskProgress;
-use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
-use crate::rxe::kernel::trace::StateCause;
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::page::PayloadPages;
+use crate::rxe::kapi::task::Progress as TaskProgress;
+use crate::rxe::kapi::timer::{Jiffies, TimerOwner};
+use crate::rxe::kapi::trace::StateCause;
 use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;

@@ -20,11 +20,11 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::Due;
 use crate::rxe::dma::Cursor;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::event::QpEvent;
-use crate::rxe::kernel::route::RouteScope;
-use crate::rxe::kernel::task::{Progress, TaskOwner};
-use crate::rxe::kernel::trace::{self, StateCause};
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::event::QpEvent;
+use crate::rxe::kapi::route::RouteScope;
+use crate::rxe::kapi::task::{Progress, TaskOwner};
+use crate::rxe::kapi::trace::{self, StateCause};
 use crate::rxe::mr::PendingFault;
 use crate::rxe::net::{self, TxFlow};
 use crate::rxe::proto::odp_logic::{Next, Retry};

@@ -176,7 +176,7 @@ void rxe_rs_odp_invalidate_end(struct mmu_interval_notifier *mni, u64 start, u64
 
 /*
  * The trace event emitters (helpers_trace.c); bindings.h brings the
- * events' tracepoints, whose static keys rxe/kernel/trace.rs tests inline.
+ * events' tracepoints, whose static keys rxe/kapi/trace.rs tests inline.
  */
 #ifdef CONFIG_TRACEPOINTS
 void rxe_rs_trace_qp_state(u32 qpn, u8 old_state, u8 new_state, u8 cause,

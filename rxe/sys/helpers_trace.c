@@ -2,7 +2,7 @@
 /*
  * The rxe_rs trace events (rxe_rs_trace.h) and their emitters. The Rust
  * side calls an emitter only after it saw the event's static key on
- * (rxe/kernel/trace.rs), so these are out of the way of the datapath.
+ * (rxe/kapi/trace.rs), so these are out of the way of the datapath.
  * Without CONFIG_TRACEPOINTS this file defines nothing.
  */
 #include <linux/types.h>

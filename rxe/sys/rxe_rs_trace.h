@@ -2,7 +2,7 @@
 /*
  * The rxe_rs trace events (/sys/kernel/tracing/events/rxe_rs/). Defined in
  * C because the 6.12 kernel crate has no tracepoint support; the Rust side
- * (rxe/kernel/trace.rs) tests each event's static key inline and calls the
+ * (rxe/kapi/trace.rs) tests each event's static key inline and calls the
  * emitters of helpers_trace.c only when the event is on.
  *
  * The enums below are outside the multi-read part: bindgen reads them, so

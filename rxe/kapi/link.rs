@@ -5,7 +5,7 @@
 use kernel::{error::from_result, ffi::c_char, prelude::*, str::CStr, types::Opaque};
 
 use super::netdev::NetDevice;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// Creates the links of the type: the driver, which makes an RDMA device on
 /// the network device (process context; 6.12's RDMA netlink holds no RTNL
@@ -18,7 +18,7 @@ pub(crate) trait LinkOwner: 'static {
 /// Dropping it unregisters.
 ///
 /// The ops live in their own allocation: the core links them into a list.
-pub(crate) struct LinkType(KBox<Opaque<b::rdma_link_ops>>);
+pub(crate) struct LinkType(KBox<Opaque<sys::rdma_link_ops>>);
 
 // SAFETY: After registration only the RDMA core touches the ops, under its
 // own lock; this value only hands their address back to unregister.
@@ -33,7 +33,7 @@ unsafe impl Sync for LinkType {}
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn newlink<O: LinkOwner>(
     name: *const c_char,
-    ndev: *mut b::net_device,
+    ndev: *mut sys::net_device,
 ) -> kernel::ffi::c_int {
     from_result(|| {
         // SAFETY: The core passes a NUL-terminated name that lives for the
@@ -49,14 +49,14 @@ unsafe extern "C" fn newlink<O: LinkOwner>(
 impl LinkType {
     /// Registers the "rxe" link type, with `O` creating its links.
     pub(crate) fn register<O: LinkOwner>() -> Result<Self> {
-        let ops = b::rdma_link_ops {
+        let ops = sys::rdma_link_ops {
             type_: c"rxe".to_bytes_with_nul().as_ptr().cast(),
             newlink: Some(newlink::<O>),
             ..Default::default()
         };
         let ops = KBox::new(Opaque::new(ops), GFP_KERNEL)?;
         // SAFETY: The ops stay at this address until `drop` unregisters them.
-        unsafe { b::rdma_link_register(ops.get()) };
+        unsafe { sys::rdma_link_register(ops.get()) };
         Ok(Self(ops))
     }
 }
@@ -66,6 +66,6 @@ impl Drop for LinkType {
         // SAFETY: The ops were registered in `register` (a `LinkType`
         // exists only then) and are unregistered once, here; they are freed
         // only after this call returns.
-        unsafe { b::rdma_link_unregister(self.0.get()) };
+        unsafe { sys::rdma_link_unregister(self.0.get()) };
     }
 }

@@ -61,7 +61,7 @@
 //! # Example
 //!
 //! ```ignore
-//! use crate::rxe::kernel::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
+//! use crate::rxe::kapi::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
 //!
 //! const REQ: u64 = 0;
 //! const COMP: u64 = 1;
@@ -114,8 +114,8 @@ use kernel::{
     workqueue::{HasWork, Queue, Work, WorkItem},
 };
 
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq, StaticLockClass};
-use crate::rxe::sys as b;
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq, StaticLockClass};
+use crate::rxe::sys;
 
 /// Calls of the step function in one go before the task yields its worker
 /// (C: `RXE_MAX_ITERATIONS`).
@@ -191,7 +191,7 @@ struct BhNode {
     /// The kernel list's link; written by `llist_add` only while `queued`
     /// is ours.
     #[pin]
-    link: Opaque<b::llist_node>,
+    link: Opaque<sys::llist_node>,
     /// Set from the push until the run takes the node off: a node is on
     /// at most one list, once.
     queued: AtomicBool,
@@ -215,10 +215,7 @@ unsafe impl Sync for BhNode {}
 /// Creates a [`Task`] initialiser with its own lockdep class for flushes.
 macro_rules! new_task {
     ($name:literal $(,)?) => {
-        $crate::rxe::kernel::task::Task::new(
-            ::kernel::c_str!($name),
-            ::kernel::static_lock_class!(),
-        )
+        $crate::rxe::kapi::task::Task::new(::kernel::c_str!($name), ::kernel::static_lock_class!())
     };
 }
 pub(crate) use new_task;
@@ -227,8 +224,8 @@ pub(crate) use new_task;
 /// needs. The owner also implements [`TaskOwner`] for each ID.
 macro_rules! impl_has_task {
     ($(impl HasTask<$id:tt> for $ty:ty { self.$field:ident })*) => {$(
-        impl $crate::rxe::kernel::task::HasTask<{ $id }> for $ty {
-            fn task(&self) -> &$crate::rxe::kernel::task::Task<Self, { $id }> {
+        impl $crate::rxe::kapi::task::HasTask<{ $id }> for $ty {
+            fn task(&self) -> &$crate::rxe::kapi::task::Task<Self, { $id }> {
                 &self.$field
             }
         }
@@ -239,13 +236,13 @@ macro_rules! impl_has_task {
         unsafe impl ::kernel::workqueue::HasWork<$ty, { $id }> for $ty {
             #[cfg(not(rxe_kernel_7))]
             const OFFSET: usize = ::core::mem::offset_of!($ty, $field)
-                + $crate::rxe::kernel::task::Task::<$ty, { $id }>::WORK_OFFSET;
+                + $crate::rxe::kapi::task::Task::<$ty, { $id }>::WORK_OFFSET;
 
             #[cfg(rxe_kernel_7)]
             #[inline]
             unsafe fn work_container_of(ptr: *mut ::kernel::workqueue::Work<$ty, { $id }>) -> *mut Self {
                 let offset = ::core::mem::offset_of!($ty, $field)
-                    + $crate::rxe::kernel::task::Task::<$ty, { $id }>::WORK_OFFSET;
+                    + $crate::rxe::kapi::task::Task::<$ty, { $id }>::WORK_OFFSET;
                 // SAFETY: The caller promises that `ptr` is the `Work` of a
                 // `$ty`'s task, `offset` bytes into it.
                 unsafe { ptr.byte_sub(offset).cast::<Self>() }
@@ -256,7 +253,7 @@ macro_rules! impl_has_task {
                 // SAFETY: The caller promises that `ptr` points at a valid
                 // `$ty`, so its task field is valid too.
                 unsafe {
-                    $crate::rxe::kernel::task::Task::<$ty, { $id }>::raw_work(::core::ptr::addr_of_mut!(
+                    $crate::rxe::kapi::task::Task::<$ty, { $id }>::raw_work(::core::ptr::addr_of_mut!(
                         (*ptr).$field
                     ))
                 }
@@ -267,7 +264,7 @@ macro_rules! impl_has_task {
             type Pointer = ::kernel::sync::Arc<$ty>;
 
             fn run(this: ::kernel::sync::Arc<$ty>) {
-                $crate::rxe::kernel::task::Task::<$ty, { $id }>::work_fn(this)
+                $crate::rxe::kapi::task::Task::<$ty, { $id }>::work_fn(this)
             }
         }
     )*};
@@ -300,10 +297,10 @@ where
             state <- new_spinlock_irq!(State::Idle, "rxe_task"),
             inline_runs: AtomicU32::new(0),
             bh <- pin_init!(BhNode {
-                link <- Opaque::ffi_init(|slot: *mut b::llist_node| {
+                link <- Opaque::ffi_init(|slot: *mut sys::llist_node| {
                     // SAFETY: `slot` is valid for writes; a null link is an
                     // unlisted node.
-                    unsafe { slot.write(b::llist_node { next: ptr::null_mut() }) }
+                    unsafe { slot.write(sys::llist_node { next: ptr::null_mut() }) }
                 }),
                 queued: AtomicBool::new(false),
                 owner: AtomicPtr::new(ptr::null_mut()),
@@ -377,7 +374,7 @@ where
                 // pinned inside `owner`, whose reference the list now holds,
                 // so the node outlives its time on the list. `BH_READY` says
                 // the per-CPU lists are set up.
-                unsafe { b::rxe_rs_bh_add(self.bh.link.get()) };
+                unsafe { sys::rxe_rs_bh_add(self.bh.link.get()) };
             }
             State::Running => *state = State::Armed,
             State::Queued | State::Armed | State::Disabled | State::Dead => {}
@@ -473,7 +470,7 @@ where
         // budget of steps.
         while self.inline_runs.load(Ordering::Acquire) != 0 {
             // SAFETY: Process context, as `disable` and `shutdown` require.
-            unsafe { b::msleep(1) };
+            unsafe { sys::msleep(1) };
         }
     }
 
@@ -550,7 +547,7 @@ where
 /// with no spinlock held (it may sleep).
 pub(crate) fn cond_resched() {
     // SAFETY: Plain call; callers are in process context without spinlocks.
-    unsafe { b::rxe_rs_cond_resched() };
+    unsafe { sys::rxe_rs_cond_resched() };
 }
 
 /// The softirq work of every CPU: takes the CPU's list (oldest first) and
@@ -560,7 +557,7 @@ pub(crate) fn cond_resched() {
 ///
 /// `first` is null or the first node of a list taken off a CPU's softirq
 /// list: nodes linked by [`Task::schedule_bh`].
-unsafe extern "C" fn bh_work(first: *mut b::llist_node) {
+unsafe extern "C" fn bh_work(first: *mut sys::llist_node) {
     let mut node = first;
     while !node.is_null() {
         let bh = node.cast::<BhNode>();
@@ -594,7 +591,7 @@ impl BhRuns {
         // SAFETY: Called once at module init, before anything can list a
         // task; `bh_work` has the callback's signature and lives as long as
         // the module, which `drop` waits for.
-        unsafe { b::rxe_rs_bh_init(Some(bh_work)) };
+        unsafe { sys::rxe_rs_bh_init(Some(bh_work)) };
         BH_READY.store(true, Ordering::Release);
         Self(())
     }
@@ -606,7 +603,7 @@ impl Drop for BhRuns {
         // SAFETY: The work items were set up in `init`; process context.
         // Nothing lists a task any more (no device is left), so after the
         // flush no softirq work is queued or running.
-        unsafe { b::rxe_rs_bh_exit() };
+        unsafe { sys::rxe_rs_bh_exit() };
     }
 }
 
@@ -657,7 +654,7 @@ pub(crate) struct WorkQueue(());
 impl WorkQueue {
     pub(crate) fn create() -> Result<Self> {
         // SAFETY: Plain allocation call, no preconditions.
-        let raw = unsafe { b::rxe_rs_alloc_wq() };
+        let raw = unsafe { sys::rxe_rs_alloc_wq() };
         if raw.is_null() {
             return Err(ENOMEM);
         }

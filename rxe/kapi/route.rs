@@ -12,14 +12,14 @@ use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::netdev::NetDevice;
 use super::netns::NetId;
 use crate::rxe::proto::ip::IpAddr;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A held reference to a route (`struct dst_entry`).
 ///
 /// # Invariants
 ///
 /// `self.0` is a live `dst_entry` on which we own one reference.
-pub(crate) struct Dst(NonNull<b::dst_entry>);
+pub(crate) struct Dst(NonNull<sys::dst_entry>);
 
 // SAFETY: A held dst reference can be used and released from any context.
 unsafe impl Send for Dst {}
@@ -37,7 +37,9 @@ impl Dst {
                 // SAFETY: `net` is the namespace of `ndev`, which we hold (a
                 // registered netdev keeps its namespace from exiting); the
                 // addresses go by value, in network order as the wire has them.
-                unsafe { b::rxe_rs_route4(net, oif, u32::from_ne_bytes(s), u32::from_ne_bytes(d)) }
+                unsafe {
+                    sys::rxe_rs_route4(net, oif, u32::from_ne_bytes(s), u32::from_ne_bytes(d))
+                }
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let s = in6(s);
@@ -45,7 +47,7 @@ impl Dst {
                 // SAFETY: `net` is the namespace of `ndev`, which we hold (a
                 // registered netdev keeps its namespace from exiting); the
                 // addresses live on our stack for the call.
-                unsafe { b::rxe_rs_route6(net, oif, &s, &d) }
+                unsafe { sys::rxe_rs_route6(net, oif, &s, &d) }
             }
             _ => return Err(EINVAL),
         };
@@ -60,38 +62,38 @@ impl Dst {
         // INVARIANT: The new `Dst` owns the reference `dst_clone` takes.
         // SAFETY: We hold the route (type invariant); `dst_clone` takes one
         // more reference and returns the same, non-null, pointer.
-        Dst(unsafe { NonNull::new_unchecked(b::rxe_rs_dst_clone(self.0.as_ptr())) })
+        Dst(unsafe { NonNull::new_unchecked(sys::rxe_rs_dst_clone(self.0.as_ptr())) })
     }
 
     /// The value [`Dst::is_valid`] checks this route against later.
     fn cookie(&self, ipv6: bool) -> u32 {
         // SAFETY: We hold the route (type invariant), which is an IPv6 one
         // when `ipv6` says so: it came from the lookup of that family.
-        unsafe { b::rxe_rs_dst_cookie(self.0.as_ptr(), ipv6) }
+        unsafe { sys::rxe_rs_dst_cookie(self.0.as_ptr(), ipv6) }
     }
 
     /// Whether the route is still current: no routing change made it
     /// obsolete since `cookie` was taken.
     fn is_valid(&self, cookie: u32) -> bool {
         // SAFETY: We hold the route (type invariant).
-        unsafe { b::rxe_rs_dst_valid(self.0.as_ptr(), cookie) }
+        unsafe { sys::rxe_rs_dst_valid(self.0.as_ptr(), cookie) }
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut b::dst_entry {
+    pub(crate) fn as_ptr(&self) -> *mut sys::dst_entry {
         self.0.as_ptr()
     }
 
     /// The route delivers to this host (one of our own addresses).
     pub(crate) fn is_local(&self) -> bool {
         // SAFETY: We hold the route (type invariant).
-        unsafe { b::rxe_rs_dst_is_local(self.0.as_ptr()) }
+        unsafe { sys::rxe_rs_dst_is_local(self.0.as_ptr()) }
     }
 }
 
 impl Drop for Dst {
     fn drop(&mut self) {
         // SAFETY: We own one reference (type invariant).
-        unsafe { b::dst_release(self.0.as_ptr()) };
+        unsafe { sys::dst_release(self.0.as_ptr()) };
     }
 }
 
@@ -238,9 +240,9 @@ impl RouteCache {
     }
 }
 
-fn in6(a: [u8; 16]) -> b::in6_addr {
+fn in6(a: [u8; 16]) -> sys::in6_addr {
     // The byte view of the union covers all 16 bytes.
-    let mut v = b::in6_addr::default();
+    let mut v = sys::in6_addr::default();
     v.in6_u.u6_addr8 = a;
     v
 }
@@ -249,7 +251,7 @@ fn in6(a: [u8; 16]) -> b::in6_addr {
 /// VLAN address), with a reference.
 pub(crate) fn gid_netdev<S>(dev: &Device<S>, index: u32) -> Option<NetDevice> {
     // SAFETY: The device is alive; the helper returns a held netdev or null.
-    unsafe { NetDevice::from_owned(b::rxe_rs_gid_ndev(dev.as_ib(), 1, index)) }
+    unsafe { NetDevice::from_owned(sys::rxe_rs_gid_ndev(dev.as_ib(), 1, index)) }
 }
 
 /// GID table entry `index` of port 1, if the entry is in use.
@@ -258,7 +260,7 @@ pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
     // SAFETY: Our device is alive while borrowed; the core checks the port
     // and the index, and returns an entry with a reference taken, or an
     // error pointer.
-    let attr = unsafe { b::rdma_get_gid_attr(dev.as_ib(), 1, index) };
+    let attr = unsafe { sys::rdma_get_gid_attr(dev.as_ib(), 1, index) };
     match from_err_ptr(attr.cast_mut()) {
         Ok(attr) if !attr.is_null() => {
             // SAFETY: A found entry, kept alive by the lookup's reference;
@@ -266,7 +268,7 @@ pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
             let gid = unsafe { (*attr).gid.raw };
             // SAFETY: Gives back the lookup's reference, once; `attr` is not
             // used after.
-            unsafe { b::rdma_put_gid_attr(attr) };
+            unsafe { sys::rdma_put_gid_attr(attr) };
             Some(gid)
         }
         _ => None,
@@ -276,16 +278,16 @@ pub(crate) fn gid_at<S>(dev: &Device<S>, index: u32) -> Option<[u8; 16]> {
 /// The GID table index of RoCE v2 GID `gid` of port 1, on `ndev` if given
 /// (the netdev a packet came in on), else on any netdev.
 pub(crate) fn find_gid<S>(dev: &Device<S>, gid: [u8; 16], ndev: Option<&NetDevice>) -> Option<u32> {
-    let gid = b::ib_gid { raw: gid };
+    let gid = sys::ib_gid { raw: gid };
     let ndev = ndev.map_or(core::ptr::null_mut(), NetDevice::as_ptr);
     // SAFETY: Our device is alive while borrowed, `ndev` is a held netdev
     // (or null: any), `gid` lives on our stack for the call; the core
     // returns an entry with a reference taken, or an error pointer.
     let attr = unsafe {
-        b::rdma_find_gid_by_port(
+        sys::rdma_find_gid_by_port(
             dev.as_ib(),
             &gid,
-            b::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+            sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
             1,
             ndev,
         )
@@ -296,7 +298,7 @@ pub(crate) fn find_gid<S>(dev: &Device<S>, gid: [u8; 16], ndev: Option<&NetDevic
             let index = u32::from(unsafe { (*attr).index });
             // SAFETY: Gives back the lookup's reference, once; `attr` is not
             // used after.
-            unsafe { b::rdma_put_gid_attr(attr) };
+            unsafe { sys::rdma_put_gid_attr(attr) };
             Some(index)
         }
         _ => None,
@@ -307,5 +309,5 @@ pub(crate) fn find_gid<S>(dev: &Device<S>, gid: [u8; 16], ndev: Option<&NetDevic
 pub(crate) fn vlan_real_dev(ndev: &NetDevice) -> Option<NetDevice> {
     // SAFETY: `ndev` is held; the real device of a VLAN lives at least as
     // long as the VLAN device, and `get` takes our own reference.
-    unsafe { NetDevice::get(b::rxe_rs_vlan_real_dev(ndev.as_ptr())) }
+    unsafe { NetDevice::get(sys::rxe_rs_vlan_real_dev(ndev.as_ptr())) }
 }

@@ -8,7 +8,7 @@ use kernel::prelude::*;
 
 use super::errno;
 use crate::rxe::proto::res_details::{Attr, Value};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// `s` as the C side takes it (the kernel's `char` is unsigned).
 #[cfg(rxe_kernel_7)]
@@ -28,7 +28,7 @@ fn c_ptr(s: &'static core::ffi::CStr) -> *const kernel::ffi::c_char {
 ///
 /// `msg` is the message the core passed to the op; it is valid and only
 /// written through this value until the op returns.
-pub(crate) struct EntryMsg(*mut b::sk_buff);
+pub(crate) struct EntryMsg(*mut sys::sk_buff);
 
 impl EntryMsg {
     /// # Safety
@@ -36,7 +36,7 @@ impl EntryMsg {
     /// `msg` is the message the core passed to a `fill_res_*_entry` or
     /// `fill_res_*_entry_raw` op of `ib_device_ops`, and the value does not
     /// outlive that call.
-    pub(crate) unsafe fn from_raw(msg: *mut b::sk_buff) -> Self {
+    pub(crate) unsafe fn from_raw(msg: *mut sys::sk_buff) -> Self {
         // INVARIANT: The caller lends the message for the op's duration.
         Self(msg)
     }
@@ -46,7 +46,7 @@ impl EntryMsg {
     /// dump in a new message).
     pub(crate) fn put_attrs(&mut self, attrs: &[Attr]) -> Result {
         // SAFETY: `self.0` is the core's message (type invariant).
-        let table = unsafe { b::rxe_rs_res_driver_start(self.0) };
+        let table = unsafe { sys::rxe_rs_res_driver_start(self.0) };
         if table.is_null() {
             return Err(errno::emsgsize());
         }
@@ -56,33 +56,33 @@ impl EntryMsg {
                 Value::U32(v) => {
                     // SAFETY: `self.0` is the core's message (type invariant);
                     // `name` is a static NUL-terminated string.
-                    unsafe { b::rdma_nl_put_driver_u32(self.0, name, v) }
+                    unsafe { sys::rdma_nl_put_driver_u32(self.0, name, v) }
                 }
                 Value::Hex32(v) => {
                     // SAFETY: `self.0` is the core's message (type invariant);
                     // `name` is a static NUL-terminated string.
-                    unsafe { b::rdma_nl_put_driver_u32_hex(self.0, name, v) }
+                    unsafe { sys::rdma_nl_put_driver_u32_hex(self.0, name, v) }
                 }
                 Value::Status(s) => {
                     let text = match s {
                         // SAFETY: The core maps any status value to a string
                         // of its own static table.
-                        Some(s) => unsafe { b::ib_wc_status_msg(s.as_raw()) },
+                        Some(s) => unsafe { sys::ib_wc_status_msg(s.as_raw()) },
                         None => c_ptr(c"none"),
                     };
                     // SAFETY: `self.0` is the core's message (type invariant);
                     // `name` and `text` are static NUL-terminated strings.
-                    unsafe { b::rdma_nl_put_driver_string(self.0, name, text) }
+                    unsafe { sys::rdma_nl_put_driver_string(self.0, name, text) }
                 }
             };
             if r != 0 {
                 // SAFETY: `table` was opened in this message just above.
-                unsafe { b::rxe_rs_res_driver_cancel(self.0, table) };
+                unsafe { sys::rxe_rs_res_driver_cancel(self.0, table) };
                 return Err(errno::emsgsize());
             }
         }
         // SAFETY: `table` was opened in this message just above.
-        unsafe { b::rxe_rs_res_driver_end(self.0, table) };
+        unsafe { sys::rxe_rs_res_driver_end(self.0, table) };
         Ok(())
     }
 
@@ -91,7 +91,7 @@ impl EntryMsg {
         let len = u32::try_from(data.len()).map_err(|_| errno::emsgsize())?;
         // SAFETY: `self.0` is the core's message (type invariant); `data`
         // is readable for `len` bytes, which the helper copies.
-        let r = unsafe { b::rxe_rs_res_put_raw(self.0, data.as_ptr().cast(), len) };
+        let r = unsafe { sys::rxe_rs_res_put_raw(self.0, data.as_ptr().cast(), len) };
         if r == 0 {
             Ok(())
         } else {

@@ -11,7 +11,7 @@
 use kernel::sync::lock::{Backend, Lock};
 use kernel::sync::LockClassKey;
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The lock calls the backends below make. Where the kernel has out-of-line
 /// `_raw_spin_*` functions for them (x86 and most architectures, without
@@ -22,7 +22,7 @@ use crate::rxe::sys as b;
 /// bench's emulator, every call and return costs several times a branch).
 /// Elsewhere, the wrappers in `helpers_core.c`.
 mod raw {
-    use super::b;
+    use super::sys;
     #[cfg(not(rxe_kernel_7))]
     use kernel::ffi::c_ulong;
 
@@ -39,7 +39,7 @@ mod raw {
         // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
         // member is its `raw_spinlock_t`; the caller passes a live, initialised
         // lock.
-        unsafe { b::_raw_spin_lock_bh(l.cast()) }
+        unsafe { sys::_raw_spin_lock_bh(l.cast()) }
     }
 
     /// `spin_lock_bh()`.
@@ -51,7 +51,7 @@ mod raw {
     #[inline(always)]
     pub(super) unsafe fn lock_bh(l: *mut Lock) {
         // SAFETY: The caller passes a live, initialised lock.
-        unsafe { b::rxe_rs_spin_lock_bh(l.cast()) }
+        unsafe { sys::rxe_rs_spin_lock_bh(l.cast()) }
     }
 
     /// `spin_unlock_bh()`.
@@ -65,7 +65,7 @@ mod raw {
         // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
         // member is its `raw_spinlock_t`; the caller holds this live lock, taken with
         // `lock_bh`.
-        unsafe { b::_raw_spin_unlock_bh(l.cast()) }
+        unsafe { sys::_raw_spin_unlock_bh(l.cast()) }
     }
 
     /// `spin_unlock_bh()`.
@@ -77,7 +77,7 @@ mod raw {
     #[inline(always)]
     pub(super) unsafe fn unlock_bh(l: *mut Lock) {
         // SAFETY: The caller holds the lock.
-        unsafe { b::rxe_rs_spin_unlock_bh(l.cast()) }
+        unsafe { sys::rxe_rs_spin_unlock_bh(l.cast()) }
     }
 
     /// `spin_lock_irqsave()`: the flags to restore.
@@ -93,7 +93,7 @@ mod raw {
     pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
         // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
         // member is its `raw_spinlock_t`; the caller passes a live, initialised lock.
-        unsafe { b::_raw_spin_lock_irqsave(l.cast()) }
+        unsafe { sys::_raw_spin_lock_irqsave(l.cast()) }
     }
 
     /// `spin_lock_irqsave()`: the flags to restore.
@@ -108,7 +108,7 @@ mod raw {
     #[inline(always)]
     pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
         // SAFETY: The caller passes a live, initialised lock.
-        unsafe { b::rxe_rs_spin_lock_irqsave(l.cast()) }
+        unsafe { sys::rxe_rs_spin_lock_irqsave(l.cast()) }
     }
 
     /// `spin_unlock_irqrestore()`.
@@ -126,7 +126,7 @@ mod raw {
         // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
         // member is its `raw_spinlock_t`; the caller holds this live lock and passes the
         // flags its lock call returned.
-        unsafe { b::_raw_spin_unlock_irqrestore(l.cast(), flags) }
+        unsafe { sys::_raw_spin_unlock_irqrestore(l.cast(), flags) }
     }
 
     /// `spin_unlock_irqrestore()`.
@@ -142,7 +142,7 @@ mod raw {
     #[inline(always)]
     pub(super) unsafe fn unlock_irqrestore(l: *mut Lock, flags: c_ulong) {
         // SAFETY: The caller holds the lock and passes its saved flags.
-        unsafe { b::rxe_rs_spin_unlock_irqrestore(l.cast(), flags) }
+        unsafe { sys::rxe_rs_spin_unlock_irqrestore(l.cast(), flags) }
     }
 }
 
@@ -174,7 +174,7 @@ pub(crate) type SpinLockBh<T> = Lock<T, SpinLockBhBackend>;
 /// Creates a [`SpinLockBh`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_bh {
     ($inner:expr, $name:literal $(,)?) => {
-        $crate::rxe::kernel::lock::SpinLockBh::new(
+        $crate::rxe::kapi::lock::SpinLockBh::new(
             $inner,
             ::kernel::c_str!($name),
             ::kernel::static_lock_class!(),
@@ -214,7 +214,7 @@ unsafe impl Backend for SpinLockBhBackend {
     #[cfg(rxe_kernel_7)]
     unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
         // SAFETY: The lock was initialised (trait contract).
-        (unsafe { b::rxe_rs_spin_trylock_bh(ptr.cast()) }).then_some(())
+        (unsafe { sys::rxe_rs_spin_trylock_bh(ptr.cast()) }).then_some(())
     }
 
     #[cfg(rxe_kernel_7)]
@@ -246,7 +246,7 @@ pub(crate) use kernel::sync::SpinLockIrqGuard;
 /// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_irq {
     ($inner:expr, $name:literal $(,)?) => {
-        $crate::rxe::kernel::lock::SpinLockIrq::new(
+        $crate::rxe::kapi::lock::SpinLockIrq::new(
             $inner,
             ::kernel::c_str!($name),
             ::kernel::static_lock_class!(),

@@ -15,7 +15,7 @@ use core::{marker::PhantomData, mem::size_of, ptr::NonNull};
 use kernel::{prelude::*, types::Opaque};
 
 use super::ibdev::{Device, DeviceData};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A core struct that knows its device.
 pub(crate) trait IbObject {
@@ -24,13 +24,13 @@ pub(crate) trait IbObject {
     /// # Safety
     ///
     /// `this` points at a live object whose create op has been called.
-    unsafe fn device_ptr(this: *const Self) -> *mut b::ib_device;
+    unsafe fn device_ptr(this: *const Self) -> *mut sys::ib_device;
 }
 
 macro_rules! ib_object {
     ($($t:ident),*) => {$(
-        impl IbObject for b::$t {
-            unsafe fn device_ptr(this: *const Self) -> *mut b::ib_device {
+        impl IbObject for sys::$t {
+            unsafe fn device_ptr(this: *const Self) -> *mut sys::ib_device {
                 // SAFETY: The object is live (contract); the core sets
                 // `device` before the create op and never changes it.
                 unsafe { core::ptr::addr_of!((*this).device).read() }
@@ -165,4 +165,4 @@ impl<I: IbObject, T> CoreObj<I, T> {
 }
 
 /// The QP a kernel work completion names (`ib_wc.qp`).
-pub(crate) type QpHandle = Handle<b::ib_qp>;
+pub(crate) type QpHandle = Handle<sys::ib_qp>;

@@ -2,10 +2,10 @@
 
 //! Random numbers from the kernel's generator.
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A random byte (the initial key byte of MRs and MWs).
 pub(crate) fn u8() -> u8 {
     // SAFETY: FFI call without arguments, usable in any context.
-    unsafe { b::get_random_u8() }
+    unsafe { sys::get_random_u8() }
 }

@@ -32,15 +32,15 @@ use kernel::{
 
 use super::netdev::NetDevice;
 use super::udp::{TunnelOwner, TunnelSocket};
-use crate::rxe::kernel::errno;
-use crate::rxe::sys as b;
+use crate::rxe::kapi::errno;
+use crate::rxe::sys;
 
 /// A held reference to a network namespace (`struct net`).
 ///
 /// # Invariants
 ///
 /// `self.0` points to a namespace on which this value owns one reference.
-pub(crate) struct Net(NonNull<b::net>);
+pub(crate) struct Net(NonNull<sys::net>);
 
 // SAFETY: A namespace reference can be used and dropped from any thread.
 unsafe impl Send for Net {}
@@ -53,13 +53,13 @@ impl Net {
     pub(crate) fn of(ndev: &NetDevice) -> Result<Net> {
         // SAFETY: `ndev` is held; the helper takes a reference unless the
         // namespace's count already reached zero.
-        let net = unsafe { b::rxe_rs_dev_net_get(ndev.as_ptr()) };
+        let net = unsafe { sys::rxe_rs_dev_net_get(ndev.as_ptr()) };
         // INVARIANT: A non-null `net` comes with the reference the helper
         // took, which is this value's.
         NonNull::new(net).map(Net).ok_or(ENODEV)
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut b::net {
+    pub(crate) fn as_ptr(&self) -> *mut sys::net {
         self.0.as_ptr()
     }
 }
@@ -67,16 +67,16 @@ impl Net {
 impl Drop for Net {
     fn drop(&mut self) {
         // SAFETY: We own one reference (type invariant).
-        unsafe { b::rxe_rs_put_net(self.as_ptr()) };
+        unsafe { sys::rxe_rs_put_net(self.as_ptr()) };
     }
 }
 
 /// The namespace `ndev` lives in, without a reference: for a lookup made
 /// while `ndev` is held (a registered netdev keeps its namespace from
 /// exiting).
-pub(crate) fn raw_net_of(ndev: &NetDevice) -> *mut b::net {
+pub(crate) fn raw_net_of(ndev: &NetDevice) -> *mut sys::net {
     // SAFETY: `ndev` is held, so its `nd_net` is readable.
-    unsafe { b::rxe_rs_dev_net(ndev.as_ptr()) }
+    unsafe { sys::rxe_rs_dev_net(ndev.as_ptr()) }
 }
 
 /// A namespace's identity, without a reference: it tells whether two
@@ -93,7 +93,7 @@ impl NetId {
         Self(raw_net_of(ndev) as usize)
     }
 
-    fn from_raw(net: *const b::net) -> Self {
+    fn from_raw(net: *const sys::net) -> Self {
         Self(net as usize)
     }
 }
@@ -150,20 +150,20 @@ static PERNET_ID: AtomicU32 = AtomicU32::new(0);
 ///
 /// `net` is a namespace between our `init` and the end of our `exit` for it,
 /// and [`TunnelNets`] is registered.
-unsafe fn slot(net: *const b::net) -> *mut *const Tunnels {
+unsafe fn slot(net: *const sys::net) -> *mut *const Tunnels {
     let id = PERNET_ID.load(Ordering::Acquire);
     // SAFETY: `net` is between our `init` and the end of our `exit` for it
     // and `TunnelNets` is registered (the caller's contract), so the
     // namespace has its memory for our id, one pointer (`size` of the ops),
     // and `PERNET_ID` holds that id.
-    unsafe { b::rxe_rs_net_generic(net, id) }.cast()
+    unsafe { sys::rxe_rs_net_generic(net, id) }.cast()
 }
 
 /// # Safety
 ///
 /// Only the kernel calls this, through the table it was registered with,
 /// for a namespace being set up (process context).
-unsafe extern "C" fn pernet_init(net: *mut b::net) -> kernel::ffi::c_int {
+unsafe extern "C" fn pernet_init(net: *mut sys::net) -> kernel::ffi::c_int {
     let tunnels = Arc::pin_init(
         pin_init!(Tunnels {
             inner <- new_mutex!(
@@ -189,7 +189,7 @@ unsafe extern "C" fn pernet_init(net: *mut b::net) -> kernel::ffi::c_int {
 /// Only the kernel calls this, through the table it was registered with,
 /// for a namespace being dismantled (process context), once after its
 /// successful `init`.
-unsafe extern "C" fn pernet_exit<O: NetsOwner>(net: *mut b::net) {
+unsafe extern "C" fn pernet_exit<O: NetsOwner>(net: *mut sys::net) {
     O::net_exit(NetId::from_raw(net));
     // SAFETY: `exit` of a namespace whose `init` succeeded; its count is
     // zero, so no `TunnelUse::get` reads the slot any more.
@@ -213,7 +213,7 @@ unsafe extern "C" fn pernet_exit<O: NetsOwner>(net: *mut b::net) {
 /// last device is gone.
 ///
 /// The ops live in their own allocation: the core links them into a list.
-pub(crate) struct TunnelNets(KBox<Opaque<b::pernet_operations>>);
+pub(crate) struct TunnelNets(KBox<Opaque<sys::pernet_operations>>);
 
 // SAFETY: After registration only the namespace core touches the ops, under
 // its own lock; this value only hands their address back to unregister.
@@ -226,7 +226,7 @@ impl TunnelNets {
     /// Registers the per-namespace state; [`TunnelUse::get`] works from here
     /// on, for every namespace.
     pub(crate) fn register<O: NetsOwner>() -> Result<Self> {
-        let ops = b::pernet_operations {
+        let ops = sys::pernet_operations {
             init: Some(pernet_init),
             exit: Some(pernet_exit::<O>),
             id: PERNET_ID.as_ptr(),
@@ -236,7 +236,7 @@ impl TunnelNets {
         let ops = KBox::new(Opaque::new(ops), GFP_KERNEL)?;
         // SAFETY: The ops and the id they point to stay valid until `drop`
         // unregisters them.
-        to_result(unsafe { b::register_pernet_subsys(ops.get()) })?;
+        to_result(unsafe { sys::register_pernet_subsys(ops.get()) })?;
         Ok(Self(ops))
     }
 }
@@ -246,7 +246,7 @@ impl Drop for TunnelNets {
         // SAFETY: The ops were registered in `register` (a `TunnelNets`
         // exists only then) and are unregistered once, here; they are freed
         // only after this call returns.
-        unsafe { b::unregister_pernet_subsys(self.0.get()) };
+        unsafe { sys::unregister_pernet_subsys(self.0.get()) };
     }
 }
 

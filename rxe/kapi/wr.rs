@@ -15,7 +15,7 @@ use super::object::CoreObj;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::post::Target;
 use crate::rxe::proto::uapi::Sge;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The driver's part of an address handle: a UD send WR names its AH, and
 /// the WQE built from it carries the number this returns.
@@ -32,7 +32,7 @@ pub(crate) trait WrAh {
 /// `ib_rdma_wr`/`ib_atomic_wr`/`ib_reg_wr` its opcode implies. A non-null
 /// `ah` of an `ib_ud_wr` is an AH of this driver whose driver part is an `A`.
 pub(crate) struct SendWr<'a, A> {
-    raw: &'a b::ib_send_wr,
+    raw: &'a sys::ib_send_wr,
     datagram: bool,
     _ah: PhantomData<fn() -> A>,
 }
@@ -40,7 +40,7 @@ pub(crate) struct SendWr<'a, A> {
 /// # Safety
 ///
 /// `list` holds more than `i` entries.
-unsafe fn sge_at(list: *const b::ib_sge, i: usize) -> Sge {
+unsafe fn sge_at(list: *const sys::ib_sge, i: usize) -> Sge {
     // SAFETY: `list` holds more than `i` entries (the caller's contract), so
     // entry `i` is in bounds and readable.
     let s = unsafe { *list.add(i) };
@@ -57,7 +57,7 @@ unsafe fn sge_at(list: *const b::ib_sge, i: usize) -> Sge {
 /// # Safety
 ///
 /// `list` holds `num_sge` entries.
-unsafe fn read_sges(list: *const b::ib_sge, num_sge: i32, out: &mut [Sge]) -> Result<usize> {
+unsafe fn read_sges(list: *const sys::ib_sge, num_sge: i32, out: &mut [Sge]) -> Result<usize> {
     let n = usize::try_from(num_sge).map_err(|_| EINVAL)?;
     if n > out.len() {
         return Err(EINVAL);
@@ -101,17 +101,17 @@ impl<A: WrAh> SendWr<'_, A> {
     /// The opcode-specific fields, read from the WR type the QP type and
     /// opcode imply, as `init_send_wr()` reads them.
     pub(crate) fn target(&self) -> Target {
-        let base: *const b::ib_send_wr = self.raw;
+        let base: *const sys::ib_send_wr = self.raw;
         if self.datagram {
             // SAFETY: On UD and GSI QPs the WR is an `ib_ud_wr` (invariant).
-            let ud = unsafe { &*base.cast::<b::ib_ud_wr>() };
+            let ud = unsafe { &*base.cast::<sys::ib_ud_wr>() };
             let ah_num = if ud.ah.is_null() {
                 0
             } else {
                 // SAFETY: A non-null `ah` is an AH of this driver whose
                 // driver part is an `A` (type invariant), which the caller
                 // keeps alive for the post call, longer than this use.
-                unsafe { CoreObj::<b::ib_ah, A>::from_raw(ud.ah) }.wr_num()
+                unsafe { CoreObj::<sys::ib_ah, A>::from_raw(ud.ah) }.wr_num()
             };
             return Target::Ud {
                 remote_qpn: ud.remote_qpn,
@@ -121,21 +121,21 @@ impl<A: WrAh> SendWr<'_, A> {
             };
         }
         match self.raw.opcode {
-            b::ib_wr_opcode_IB_WR_RDMA_WRITE
-            | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
-            | b::ib_wr_opcode_IB_WR_RDMA_READ
-            | b::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
+            sys::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            | sys::ib_wr_opcode_IB_WR_RDMA_READ
+            | sys::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
                 // SAFETY: These opcodes come in an `ib_rdma_wr` (invariant).
-                let r = unsafe { &*base.cast::<b::ib_rdma_wr>() };
+                let r = unsafe { &*base.cast::<sys::ib_rdma_wr>() };
                 Target::Rdma {
                     remote_addr: r.remote_addr,
                     rkey: r.rkey,
                 }
             }
-            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
-            | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+            sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
                 // SAFETY: These opcodes come in an `ib_atomic_wr` (invariant).
-                let a = unsafe { &*base.cast::<b::ib_atomic_wr>() };
+                let a = unsafe { &*base.cast::<sys::ib_atomic_wr>() };
                 Target::Atomic {
                     remote_addr: a.remote_addr,
                     compare_add: a.compare_add,
@@ -143,9 +143,9 @@ impl<A: WrAh> SendWr<'_, A> {
                     rkey: a.rkey,
                 }
             }
-            b::ib_wr_opcode_IB_WR_REG_MR => {
+            sys::ib_wr_opcode_IB_WR_REG_MR => {
                 // SAFETY: REG_MR comes in an `ib_reg_wr` (invariant).
-                let r = unsafe { &*base.cast::<b::ib_reg_wr>() };
+                let r = unsafe { &*base.cast::<sys::ib_reg_wr>() };
                 // SAFETY: A non-null MR of a WR posted to an rxe QP is an MR
                 // of the same device, live for the call.
                 let mr = unsafe { r.mr.as_ref() };
@@ -201,9 +201,9 @@ impl<A: WrAh> SendWr<'_, A> {
 
 /// A chain of send WRs whose AHs have `A` as their driver part.
 pub(crate) struct SendWrs<'a, A> {
-    next: *const b::ib_send_wr,
+    next: *const sys::ib_send_wr,
     datagram: bool,
-    _chain: PhantomData<&'a b::ib_send_wr>,
+    _chain: PhantomData<&'a sys::ib_send_wr>,
     _ah: PhantomData<fn() -> A>,
 }
 
@@ -212,7 +212,7 @@ impl<'a, A> SendWrs<'a, A> {
     ///
     /// `first` is null or the head of a chain of WRs valid for `'a`, each
     /// as [`SendWr`]'s invariants describe for a QP of the given kind.
-    pub(crate) unsafe fn new(first: *const b::ib_send_wr, datagram: bool) -> Self {
+    pub(crate) unsafe fn new(first: *const sys::ib_send_wr, datagram: bool) -> Self {
         Self {
             next: first,
             datagram,
@@ -245,7 +245,7 @@ impl<'a, A> Iterator for SendWrs<'a, A> {
 ///
 /// `raw` is valid for `'a` and its `sg_list` holds `num_sge` entries.
 pub(crate) struct RecvWr<'a> {
-    raw: &'a b::ib_recv_wr,
+    raw: &'a sys::ib_recv_wr,
 }
 
 impl RecvWr<'_> {
@@ -263,8 +263,8 @@ impl RecvWr<'_> {
 
 /// A chain of receive WRs.
 pub(crate) struct RecvWrs<'a> {
-    next: *const b::ib_recv_wr,
-    _chain: PhantomData<&'a b::ib_recv_wr>,
+    next: *const sys::ib_recv_wr,
+    _chain: PhantomData<&'a sys::ib_recv_wr>,
 }
 
 impl<'a> RecvWrs<'a> {
@@ -272,7 +272,7 @@ impl<'a> RecvWrs<'a> {
     ///
     /// `first` is null or the head of a chain of WRs valid for `'a`, each
     /// with `num_sge` entries in its `sg_list`.
-    pub(crate) unsafe fn new(first: *const b::ib_recv_wr) -> Self {
+    pub(crate) unsafe fn new(first: *const sys::ib_recv_wr) -> Self {
         Self {
             next: first,
             _chain: PhantomData,

@@ -13,7 +13,7 @@ use kernel::{
 
 use super::netdev::NetDevice;
 use super::netns::Net;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The driver's state of a device, kept behind the core's `ib_device`, and
 /// the ops table the core calls the device through.
@@ -26,7 +26,7 @@ use crate::rxe::sys as b;
 /// rely on it to name the type behind the `ib_device`.
 pub(crate) unsafe trait DeviceData: Send + Sync + Sized + 'static {
     /// The ops table; the core copies it into each device.
-    fn ops() -> b::ib_device_ops;
+    fn ops() -> sys::ib_device_ops;
 }
 
 /// The device as the RDMA core allocates it.
@@ -42,7 +42,7 @@ pub(crate) unsafe trait DeviceData: Send + Sync + Sized + 'static {
 /// (its ops are set) until `dealloc_driver` drops it.
 #[repr(C)]
 pub(crate) struct Device<S> {
-    ib: Opaque<b::ib_device>,
+    ib: Opaque<sys::ib_device>,
     state: S,
 }
 
@@ -65,7 +65,7 @@ impl<S: DeviceData> Device<S> {
     /// # Safety
     ///
     /// `ib` is the `ib_device` of a live `Device` whose state is initialised.
-    pub(crate) unsafe fn from_ib<'a>(ib: *mut b::ib_device) -> &'a Self {
+    pub(crate) unsafe fn from_ib<'a>(ib: *mut sys::ib_device) -> &'a Self {
         // SAFETY: `ib` is the `ib_device` of a live `Device` whose state is
         // initialised (the caller's contract), and the first field of that
         // `#[repr(C)]` `Device`, so the cast gives its address; the state is
@@ -94,7 +94,7 @@ impl<S: DeviceData> Device<S> {
         // core keeps `net` without a reference: we hold it until the
         // registration is done, and the core moves its devices back to
         // init_net when a namespace exits.
-        let raw = unsafe { b::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) };
+        let raw = unsafe { sys::rxe_rs_alloc_ib_device(size_of::<Self>(), net.as_ptr()) };
         let raw = raw.cast::<Self>();
         if raw.is_null() {
             return Err(ENOMEM);
@@ -107,41 +107,43 @@ impl<S: DeviceData> Device<S> {
         unsafe { super::alloc::init_at(state, core::ptr::addr_of_mut!((*raw).state)) }
             .inspect_err(|_| {
                 // SAFETY: The device was allocated above and has no ops yet.
-                unsafe { b::ib_dealloc_device(raw.cast()) }
+                unsafe { sys::ib_dealloc_device(raw.cast()) }
             })?;
         // From here on `dealloc_driver` drops the state when the device goes.
         let guard = ScopeGuard::new_with_data(raw, |raw| {
             // SAFETY: The device is ours and not registered.
-            unsafe { b::ib_dealloc_device(raw.cast()) }
+            unsafe { sys::ib_dealloc_device(raw.cast()) }
         });
         // SAFETY: The device is ours until registered: nothing else reaches
         // it yet, so this is the only reference; its fields are plain data.
         let ib = unsafe { &mut *(*raw).ib.get() };
-        ib.name_assign_type = b::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
+        ib.name_assign_type = sys::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
         for (dst, &src) in ib.node_desc.iter_mut().zip(identity.node_desc) {
             *dst = src as kernel::ffi::c_char;
         }
-        ib.node_type = b::RDMA_NODE_IB_CA as u8;
+        ib.node_type = sys::RDMA_NODE_IB_CA as u8;
         ib.phys_port_cnt = 1;
         // SAFETY: FFI call without arguments, usable in any context.
-        ib.num_comp_vectors = unsafe { b::rxe_rs_num_possible_cpus() } as i32;
+        ib.num_comp_vectors = unsafe { sys::rxe_rs_num_possible_cpus() } as i32;
         ib.local_dma_lkey = 0;
         ib.node_guid = u64::from_ne_bytes(identity.node_guid);
-        ib.uverbs_cmd_mask |= (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
-            | (1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+        ib.uverbs_cmd_mask |= (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+            | (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
         let ops = S::ops();
         // SAFETY: `ib` is our device, not registered yet; the core copies
         // the ops out of `ops`, which lives for the call.
-        unsafe { b::ib_set_device_ops(ib, &ops) };
+        unsafe { sys::ib_set_device_ops(ib, &ops) };
         // From here on a failure ends in `dealloc_driver` too, which
         // takes the device off the list.
         Registry::lock().add(raw.cast())?;
         // SAFETY: `ib` is our device, not registered yet; `ndev` is a live
         // netdev (we hold a reference), on which the core takes its own.
-        to_result(unsafe { b::ib_device_set_netdev(ib, ndev.as_ptr(), 1) })?;
+        to_result(unsafe { sys::ib_device_set_netdev(ib, ndev.as_ptr(), 1) })?;
         // SAFETY: `ib` is our set-up device with its ops and netdev; `name`
         // is a NUL-terminated string the core copies; no DMA device (null).
-        to_result(unsafe { b::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut()) })?;
+        to_result(unsafe {
+            sys::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
+        })?;
         guard.dismiss();
         Ok(())
     }
@@ -152,7 +154,7 @@ impl<S: DeviceData> Device<S> {
     ///
     /// `ib` belongs to a `Device` whose state is initialised and is never
     /// used again after this call.
-    pub(crate) unsafe fn drop_state(ib: *mut b::ib_device) {
+    pub(crate) unsafe fn drop_state(ib: *mut sys::ib_device) {
         // No walk of the list reaches the device once this returns.
         Registry::lock().remove(ib);
         let dev = ib.cast::<Self>();
@@ -175,7 +177,7 @@ impl<S: DeviceData> Device<S> {
             // `DeviceData`: every device of the module has state `S`) whose
             // state is initialised: `drop_state` takes it off (under the
             // lock we hold) before dropping its state.
-            f(unsafe { Self::from_ib(ib as *mut b::ib_device) });
+            f(unsafe { Self::from_ib(ib as *mut sys::ib_device) });
         }
     }
 }
@@ -185,7 +187,7 @@ impl<S> Device<S> {
         &self.state
     }
 
-    pub(crate) fn as_ib(&self) -> *mut b::ib_device {
+    pub(crate) fn as_ib(&self) -> *mut sys::ib_device {
         self.ib.get()
     }
 
@@ -194,36 +196,36 @@ impl<S> Device<S> {
         // SAFETY: The device is alive while borrowed, and port 1 is its one
         // port; the getter returns null or a netdev with a reference taken,
         // which `from_owned` takes over.
-        unsafe { NetDevice::from_owned(b::ib_device_get_netdev(self.as_ib(), 1)) }
+        unsafe { NetDevice::from_owned(sys::ib_device_get_netdev(self.as_ib(), 1)) }
     }
 
     /// Tells the RDMA core (and so its users) that the port changed state.
     pub(crate) fn dispatch_port_event(&self, event: PortEvent) {
-        let mut ev = b::ib_event {
+        let mut ev = sys::ib_event {
             device: self.as_ib(),
             event: match event {
-                PortEvent::Active => b::ib_event_type_IB_EVENT_PORT_ACTIVE,
-                PortEvent::Error => b::ib_event_type_IB_EVENT_PORT_ERR,
+                PortEvent::Active => sys::ib_event_type_IB_EVENT_PORT_ACTIVE,
+                PortEvent::Error => sys::ib_event_type_IB_EVENT_PORT_ERR,
             },
             ..Default::default()
         };
         ev.element.port_num = 1;
         // SAFETY: The event is fully initialised and the device is alive.
-        unsafe { b::ib_dispatch_event(&ev) };
+        unsafe { sys::ib_dispatch_event(&ev) };
     }
 
     /// The Ethernet speed and width the core derives from the netdev's link.
     pub(crate) fn eth_speed(&self) -> Result<(u16, u8)> {
         let (mut speed, mut width) = (0u16, 0u8);
         // SAFETY: The device is alive and the out pointers are valid.
-        to_result(unsafe { b::ib_get_eth_speed(self.as_ib(), 1, &mut speed, &mut width) })?;
+        to_result(unsafe { sys::ib_get_eth_speed(self.as_ib(), 1, &mut speed, &mut width) })?;
         Ok((speed, width))
     }
 
     /// Schedules unregistration; safe from netdev notifiers (RTNL held).
     pub(crate) fn unregister_queued(&self) {
         // SAFETY: The device is registered and alive.
-        unsafe { b::ib_unregister_device_queued(self.as_ib()) };
+        unsafe { sys::ib_unregister_device_queued(self.as_ib()) };
     }
 }
 
@@ -249,15 +251,16 @@ impl<S: DeviceData> DeviceRef<S> {
         // returns null or a device of this driver with a reference taken,
         // which `Self` owns; a registered device's state is initialised (the
         // type invariant of `Device`).
-        let ib =
-            unsafe { b::ib_device_get_by_netdev(ndev.as_ptr(), b::rdma_driver_id_RDMA_DRIVER_RXE) };
+        let ib = unsafe {
+            sys::ib_device_get_by_netdev(ndev.as_ptr(), sys::rdma_driver_id_RDMA_DRIVER_RXE)
+        };
         NonNull::new(ib.cast::<Device<S>>()).map(Self)
     }
 
     /// A new reference on `dev`, unless it is already being unregistered.
     pub(crate) fn try_get(dev: &Device<S>) -> Option<Self> {
         // SAFETY: The device is alive while borrowed.
-        unsafe { b::rxe_rs_ib_device_try_get(dev.as_ib()) }.then(|| Self(NonNull::from(dev)))
+        unsafe { sys::rxe_rs_ib_device_try_get(dev.as_ib()) }.then(|| Self(NonNull::from(dev)))
     }
 }
 
@@ -274,7 +277,7 @@ impl<S: DeviceData> Drop for DeviceRef<S> {
     fn drop(&mut self) {
         // SAFETY: We own one reference, taken by `by_netdev` or `try_get`,
         // and give it back once.
-        unsafe { b::ib_device_put(self.0.as_ptr().cast()) };
+        unsafe { sys::ib_device_put(self.0.as_ptr().cast()) };
     }
 }
 
@@ -298,7 +301,7 @@ impl Registry {
     fn lock() -> RegistryGuard {
         // SAFETY: The helper takes a static C mutex; callers are in process
         // context, and the guard's drop releases it.
-        unsafe { b::rxe_rs_devices_lock() };
+        unsafe { sys::rxe_rs_devices_lock() };
         RegistryGuard(())
     }
 }
@@ -319,7 +322,7 @@ impl RegistryGuard {
     }
 
     /// Puts `ib` in a free slot (0), or a new one.
-    fn add(&mut self, ib: *mut b::ib_device) -> Result {
+    fn add(&mut self, ib: *mut sys::ib_device) -> Result {
         let list = self.devices_mut();
         match list.iter_mut().find(|d| **d == 0) {
             Some(d) => *d = ib as usize,
@@ -329,7 +332,7 @@ impl RegistryGuard {
     }
 
     /// Frees the slot of `ib`, if it has one.
-    fn remove(&mut self, ib: *mut b::ib_device) {
+    fn remove(&mut self, ib: *mut sys::ib_device) {
         let list = self.devices_mut();
         if let Some(d) = list.iter_mut().find(|d| **d == ib as usize) {
             *d = 0;
@@ -346,12 +349,12 @@ impl Drop for RegistryGuard {
     fn drop(&mut self) {
         // SAFETY: A guard exists only once `Registry::lock` took the mutex,
         // and is dropped once.
-        unsafe { b::rxe_rs_devices_unlock() };
+        unsafe { sys::rxe_rs_devices_unlock() };
     }
 }
 
 /// Unregisters every device of this driver; used at module unload.
 pub(crate) fn unregister_all() {
     // SAFETY: FFI; waits for all rxe devices to be gone.
-    unsafe { b::ib_unregister_driver(b::rdma_driver_id_RDMA_DRIVER_RXE) };
+    unsafe { sys::ib_unregister_driver(sys::rdma_driver_id_RDMA_DRIVER_RXE) };
 }

@@ -13,7 +13,7 @@ use kernel::{
 use super::alloc::caller_sized;
 use super::ibdev::Device;
 use super::page::PageList;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// User pages pinned by `ib_umem_get`, unpinned on drop.
 ///
@@ -21,7 +21,7 @@ use crate::rxe::sys as b;
 ///
 /// `ptr` is a umem from `ib_umem_get`, owned by this value.
 pub(crate) struct Umem {
-    ptr: NonNull<b::ib_umem>,
+    ptr: NonNull<sys::ib_umem>,
 }
 
 // SAFETY: The umem is only read after creation; release may run on any
@@ -41,7 +41,7 @@ impl Umem {
         // The access bits are a C `int` bit set; the same bits either way.
         let access = access as c_int;
         // SAFETY: The device is alive; the call pins pages of `current`.
-        let ptr = from_err_ptr(unsafe { b::rxe_rs_umem_get(dev.as_ib(), addr, len, access) })?;
+        let ptr = from_err_ptr(unsafe { sys::rxe_rs_umem_get(dev.as_ib(), addr, len, access) })?;
         // INVARIANT: A umem from `ib_umem_get` that no one else holds.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
@@ -51,7 +51,7 @@ impl Umem {
     /// The number of pages pinned.
     pub(crate) fn num_pages(&self) -> usize {
         // SAFETY: The umem is alive (type invariant).
-        unsafe { b::rxe_rs_umem_num_pages(self.ptr.as_ptr()) }
+        unsafe { sys::rxe_rs_umem_num_pages(self.ptr.as_ptr()) }
     }
 
     /// The pinned pages, in address order, each with a reference of its own
@@ -59,10 +59,10 @@ impl Umem {
     pub(crate) fn pages(&self) -> Result<PageList> {
         let n = self.num_pages();
         // Arrays of one entry per page: large MRs need vmalloc'd ones.
-        let mut raw: KVVec<*mut b::page> = KVVec::with_capacity(n, caller_sized())?;
+        let mut raw: KVVec<*mut sys::page> = KVVec::with_capacity(n, caller_sized())?;
         // SAFETY: `raw` has room for `n` pointers; the helper writes at most
         // `n` and returns how many, each with a reference taken.
-        let got = unsafe { b::rxe_rs_umem_get_pages(self.ptr.as_ptr(), raw.as_mut_ptr(), n) };
+        let got = unsafe { sys::rxe_rs_umem_get_pages(self.ptr.as_ptr(), raw.as_mut_ptr(), n) };
         // SAFETY: The helper initialised the first `got <= n` entries.
         unsafe { super::alloc::vec_set_len(&mut raw, got.min(n)) };
         let mut entries =
@@ -90,7 +90,7 @@ impl Umem {
     /// Whether every pinned page is persistent memory. Process context.
     pub(crate) fn all_pmem(&self) -> bool {
         // SAFETY: The umem is alive (type invariant).
-        unsafe { b::rxe_rs_umem_all_pmem(self.ptr.as_ptr()) }
+        unsafe { sys::rxe_rs_umem_all_pmem(self.ptr.as_ptr()) }
     }
 
     /// The core's rule for changing the rights of a pinned range in place.
@@ -98,17 +98,17 @@ impl Umem {
         // Flag and access bit sets are C `int`s; the bits carry over.
         // SAFETY: The umem is alive (type invariant).
         to_result(unsafe {
-            b::ib_umem_check_rereg(self.ptr.as_ptr(), flags as c_int, access as c_int)
+            sys::ib_umem_check_rereg(self.ptr.as_ptr(), flags as c_int, access as c_int)
         })
     }
 }
 
 /// Drops the references the page helper took, for an error path.
-fn put_all(pages: &[*mut b::page]) {
+fn put_all(pages: &[*mut sys::page]) {
     for &p in pages {
         if !p.is_null() {
             // SAFETY: Each non-null entry carries a reference we own.
-            unsafe { b::rxe_rs_put_page(p) };
+            unsafe { sys::rxe_rs_put_page(p) };
         }
     }
 }
@@ -116,6 +116,6 @@ fn put_all(pages: &[*mut b::page]) {
 impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: We own the umem (type invariant).
-        unsafe { b::ib_umem_release(self.ptr.as_ptr()) };
+        unsafe { sys::ib_umem_release(self.ptr.as_ptr()) };
     }
 }

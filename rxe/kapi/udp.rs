@@ -15,7 +15,7 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 use super::netns::Net;
 use super::skb::{self, Skb, TxSkb};
 use super::task;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The RoCEv2 destination port.
 pub(crate) const ROCE_V2_PORT: u16 = 4791;
@@ -40,7 +40,7 @@ pub(crate) trait TunnelOwner: 'static {
 ///
 /// `self.0` is a socket created and set up by `TunnelSocket::create`, owned
 /// by this value.
-pub(crate) struct TunnelSocket(NonNull<b::socket>);
+pub(crate) struct TunnelSocket(NonNull<sys::socket>);
 
 // SAFETY: The socket is only released in `drop`; the stack serialises the rest.
 unsafe impl Send for TunnelSocket {}
@@ -52,8 +52,8 @@ unsafe impl Sync for TunnelSocket {}
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn encap_rcv<O: TunnelOwner>(
-    _sk: *mut b::sock,
-    skb: *mut b::sk_buff,
+    _sk: *mut sys::sock,
+    skb: *mut sys::sk_buff,
 ) -> kernel::ffi::c_int {
     // SAFETY: The UDP stack hands us the skb; returning 0 tells it we consumed it.
     if let Some(mut skb) = unsafe { Skb::from_raw(skb) } {
@@ -67,33 +67,33 @@ impl TunnelSocket {
     /// Creates the IPv4 (`ipv6 == false`) or IPv6-only socket of namespace
     /// `net`, whose datagrams go to `O`. Process context.
     pub(crate) fn create<O: TunnelOwner>(net: &Net, ipv6: bool) -> Result<Self> {
-        let mut cfg = b::udp_port_cfg {
-            family: if ipv6 { b::AF_INET6 } else { b::AF_INET } as u8,
+        let mut cfg = sys::udp_port_cfg {
+            family: if ipv6 { sys::AF_INET6 } else { sys::AF_INET } as u8,
             local_udp_port: ROCE_V2_PORT.to_be(),
             ..Default::default()
         };
         if ipv6 {
             cfg.set_ipv6_v6only(1);
         }
-        let mut sock: *mut b::socket = core::ptr::null_mut();
+        let mut sock: *mut sys::socket = core::ptr::null_mut();
         let net = net.as_ptr();
         to_result(if ipv6 {
             // SAFETY: `net` is a namespace we hold a reference on; the config
             // and the out pointer are locals.
-            unsafe { b::udp_sock_create6(net, &mut cfg, &mut sock) }
+            unsafe { sys::udp_sock_create6(net, &mut cfg, &mut sock) }
         } else {
             // SAFETY: `net` is a namespace we hold a reference on; the config
             // and the out pointer are locals.
-            unsafe { b::udp_sock_create4(net, &mut cfg, &mut sock) }
+            unsafe { sys::udp_sock_create4(net, &mut cfg, &mut sock) }
         })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
-        let mut tnl = b::udp_tunnel_sock_cfg {
+        let mut tnl = sys::udp_tunnel_sock_cfg {
             encap_type: 1,
             encap_rcv: Some(encap_rcv::<O>),
             ..Default::default()
         };
         // SAFETY: `sock` is a fresh UDP socket in `net`; the config is valid.
-        unsafe { b::rxe_rs_setup_udp_tunnel_sock(net, sock.as_ptr(), &mut tnl) };
+        unsafe { sys::rxe_rs_setup_udp_tunnel_sock(net, sock.as_ptr(), &mut tnl) };
         // INVARIANT: The socket was just created and set up, and nothing
         // else holds it.
         Ok(Self(sock))
@@ -104,7 +104,7 @@ impl Drop for TunnelSocket {
     fn drop(&mut self) {
         // SAFETY: We own the socket (type invariant); this detaches encap_rcv
         // and releases it.
-        unsafe { b::rxe_rs_udp_tunnel_sock_release(self.0.as_ptr()) };
+        unsafe { sys::rxe_rs_udp_tunnel_sock_release(self.0.as_ptr()) };
     }
 }
 
@@ -130,7 +130,7 @@ pub(crate) trait SkbOwner: Send + Sync + 'static {
 /// `Arc::<O>::into_raw` gives), which `owner` keeps alive. `release` is
 /// `Some` until `drop`.
 pub(crate) struct TxSocket<O: SkbOwner> {
-    sock: NonNull<b::socket>,
+    sock: NonNull<sys::socket>,
     release: Option<Pin<KBox<Release>>>,
     /// The reference behind `sk_user_data`; each skb in flight takes one
     /// more (cloned from here: no pointer-to-`Arc` conversion per packet).
@@ -143,7 +143,7 @@ struct Release {
     #[pin]
     work: Work<Release>,
     /// Set by `TxSocket::drop`, which gives up the socket to this item.
-    sock: Option<NonNull<b::socket>>,
+    sock: Option<NonNull<sys::socket>>,
 }
 
 // SAFETY: The socket pointer is only used by the work function, once.
@@ -163,7 +163,7 @@ impl WorkItem for Release {
             // SAFETY: `TxSocket::drop` handed over its socket, which nothing
             // else uses any more; skbs in flight hold their own references
             // on its `sock`, so their destructors keep working after this.
-            unsafe { b::sock_release(sock.as_ptr()) };
+            unsafe { sys::sock_release(sock.as_ptr()) };
         }
     }
 }
@@ -183,7 +183,7 @@ static TX_SKBS: AtomicUsize = AtomicUsize::new(0);
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut b::sk_buff) {
+unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut sys::sk_buff) {
     // This destructor is only installed by `TxSocket::<O>::attach`, which
     // took one reference on the socket and one on the `O` its
     // `sk_user_data` names; both are given back here, once.
@@ -191,7 +191,7 @@ unsafe extern "C" fn tx_destructor<O: SkbOwner>(skb: *mut b::sk_buff) {
     let sk = unsafe { skb::owner_sock(skb) };
     // SAFETY: `sk` is alive: the skb's reference on it is given back only
     // below.
-    let user_data = unsafe { b::rxe_rs_sk_user_data(sk) };
+    let user_data = unsafe { sys::rxe_rs_sk_user_data(sk) };
     // SAFETY: By the type invariant of `TxSocket`, `sk_user_data` is the
     // address of an `O` in an `Arc`; `attach` took one reference for this
     // skb (`Arc::into_raw`), which comes back here.
@@ -220,7 +220,7 @@ pub(crate) fn wait_for_tx_skbs() {
             );
         }
         // SAFETY: Plain sleep in process context.
-        unsafe { b::msleep(20) };
+        unsafe { sys::msleep(20) };
         waited_ms = waited_ms.wrapping_add(20);
     }
     // Destructors run with bottom halves off (softirq, qdisc and neighbour
@@ -239,14 +239,14 @@ impl<O: SkbOwner> TxSocket<O> {
     /// lifetime of another namespace. A socket crossing into another
     /// namespace is orphaned by the stack (`skb_scrub_packet`).
     pub(crate) fn new(owner: &Arc<O>) -> Result<Self> {
-        let mut sock: *mut b::socket = core::ptr::null_mut();
+        let mut sock: *mut sys::socket = core::ptr::null_mut();
         // SAFETY: `init_net` is a static namespace that never exits; the
         // out pointer is a local.
         to_result(unsafe {
-            b::sock_create_kern(
-                core::ptr::addr_of_mut!(b::init_net),
-                b::AF_INET as i32,
-                b::sock_type_SOCK_DGRAM as i32,
+            sys::sock_create_kern(
+                core::ptr::addr_of_mut!(sys::init_net),
+                sys::AF_INET as i32,
+                sys::sock_type_SOCK_DGRAM as i32,
                 0,
                 &mut sock,
             )
@@ -259,18 +259,18 @@ impl<O: SkbOwner> TxSocket<O> {
             Ok(r) => r,
             Err(e) => {
                 // SAFETY: Our fresh socket, not used anywhere yet.
-                unsafe { b::sock_release(sock.as_ptr()) };
+                unsafe { sys::sock_release(sock.as_ptr()) };
                 return Err(e);
             }
         };
         let owner = owner.clone();
         let ptr: *const O = &*owner;
         // SAFETY: A fresh socket of ours; its `sk` is set by the create call.
-        let sk = unsafe { b::rxe_rs_socket_sk(sock.as_ptr()) };
+        let sk = unsafe { sys::rxe_rs_socket_sk(sock.as_ptr()) };
         // SAFETY: `sk` is the live sock of our fresh socket, used by no one
         // else yet; the pointer stays valid while any reference to the `O`
         // lives, and this value owns one until it drops.
-        unsafe { b::rxe_rs_sk_set_user_data(sk, ptr.cast_mut().cast()) };
+        unsafe { sys::rxe_rs_sk_set_user_data(sk, ptr.cast_mut().cast()) };
         // INVARIANT: `sock` is ours; its `sk_user_data` is `owner`'s `O`;
         // `release` is set.
         Ok(Self {
@@ -280,7 +280,7 @@ impl<O: SkbOwner> TxSocket<O> {
         })
     }
 
-    fn sk(&self) -> *mut b::sock {
+    fn sk(&self) -> *mut sys::sock {
         // SAFETY: The socket is ours and alive (type invariant); `sk` is a
         // plain field.
         unsafe { (*self.sock.as_ptr()).sk }

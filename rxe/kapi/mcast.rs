@@ -5,7 +5,7 @@
 use kernel::{error::to_result, prelude::*};
 
 use super::netdev::NetDevice;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 impl NetDevice {
     /// Adds `addr` to the device's multicast filter (counted: each add
@@ -13,13 +13,13 @@ impl NetDevice {
     pub(crate) fn mc_add(&self, addr: &[u8; 6]) -> Result {
         // SAFETY: The device is alive while we hold it; `addr` is 6 readable
         // bytes, the length of an Ethernet address.
-        to_result(unsafe { b::dev_mc_add(self.as_ptr(), addr.as_ptr()) })
+        to_result(unsafe { sys::dev_mc_add(self.as_ptr(), addr.as_ptr()) })
     }
 
     /// Drops one reference to `addr` in the multicast filter.
     pub(crate) fn mc_del(&self, addr: &[u8; 6]) -> Result {
         // SAFETY: The device is alive while we hold it; `addr` is 6 readable
         // bytes, the length of an Ethernet address.
-        to_result(unsafe { b::dev_mc_del(self.as_ptr(), addr.as_ptr()) })
+        to_result(unsafe { sys::dev_mc_del(self.as_ptr(), addr.as_ptr()) })
     }
 }

@@ -14,7 +14,7 @@ use core::{
 
 use kernel::prelude::*;
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A zeroed, page-aligned `vmalloc_user` allocation.
 ///
@@ -36,7 +36,7 @@ unsafe impl Sync for VmBuf {}
 impl VmBuf {
     pub(crate) fn new(len: usize) -> Result<Self> {
         // SAFETY: FFI call with a size; returns zeroed memory or null.
-        let ptr = unsafe { b::rxe_rs_vmalloc_user(len) }.cast::<u8>();
+        let ptr = unsafe { sys::rxe_rs_vmalloc_user(len) }.cast::<u8>();
         // INVARIANT: `len` bytes from `vmalloc_user`, ours alone.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
@@ -110,13 +110,13 @@ impl VmBuf {
     /// # Safety
     ///
     /// `vma` is the area of an `mmap` call in progress.
-    pub(crate) unsafe fn map_into(&self, vma: *mut b::vm_area_struct) -> Result {
+    pub(crate) unsafe fn map_into(&self, vma: *mut sys::vm_area_struct) -> Result {
         // SAFETY: `vma` is the area of an `mmap` call in progress (the
         // caller's contract); the buffer came from `vmalloc_user` (type
         // invariant), as the call requires, and the mapping takes its own
         // page references.
         kernel::error::to_result(unsafe {
-            b::remap_vmalloc_range(vma, self.ptr.as_ptr().cast(), 0)
+            sys::remap_vmalloc_range(vma, self.ptr.as_ptr().cast(), 0)
         })
     }
 }
@@ -124,6 +124,6 @@ impl VmBuf {
 impl Drop for VmBuf {
     fn drop(&mut self) {
         // SAFETY: We own the allocation (type invariant).
-        unsafe { b::vfree(self.ptr.as_ptr().cast()) };
+        unsafe { sys::vfree(self.ptr.as_ptr().cast()) };
     }
 }

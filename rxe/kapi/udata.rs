@@ -4,7 +4,7 @@
 
 use kernel::{prelude::*, uaccess::UserSlice};
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The user buffers of one verbs call.
 ///
@@ -25,7 +25,7 @@ impl Udata {
     /// # Safety
     ///
     /// `raw` is null or a valid `ib_udata` for the current call.
-    pub(crate) unsafe fn from_raw(raw: *mut b::ib_udata) -> Option<Self> {
+    pub(crate) unsafe fn from_raw(raw: *mut sys::ib_udata) -> Option<Self> {
         // SAFETY: `raw` is null or a valid `ib_udata` for the current call
         // (the caller's contract); `as_ref` turns null into `None`.
         let u = unsafe { raw.as_ref()? };

@@ -10,10 +10,10 @@ use kernel::{error::to_result, page::PAGE_SIZE, prelude::*};
 use super::netdev::NetDevice;
 use super::page::PayloadPages;
 use super::route::Dst;
-use crate::rxe::kernel::errno;
+use crate::rxe::kapi::errno;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::ip::UDP_HLEN;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// `ETH_P_IP` / `ETH_P_IPV6` as `skb->protocol` holds them, in CPU order.
 pub(crate) const PROTO_IPV4: u16 = 0x0800;
@@ -29,7 +29,7 @@ pub(crate) const GSO_BATCH_MAX: usize = 8;
 /// # Invariants
 ///
 /// `self.0` points to an `sk_buff` with exactly one reference, ours.
-pub(crate) struct Skb(NonNull<b::sk_buff>);
+pub(crate) struct Skb(NonNull<sys::sk_buff>);
 
 // SAFETY: An owned skb may move between contexts freely.
 unsafe impl Send for Skb {}
@@ -59,7 +59,7 @@ impl Skb {
     /// # Safety
     ///
     /// `ptr` is null or an skb whose only reference the caller hands over.
-    pub(crate) unsafe fn from_raw(ptr: *mut b::sk_buff) -> Option<Self> {
+    pub(crate) unsafe fn from_raw(ptr: *mut sys::sk_buff) -> Option<Self> {
         // INVARIANT: A non-null `ptr` comes with the caller's reference, the
         // only one (the caller's contract).
         NonNull::new(ptr).map(Self)
@@ -71,10 +71,10 @@ impl Skb {
     /// namespace.
     pub(crate) fn drop_route(&mut self) {
         // SAFETY: We own the skb (type invariant).
-        unsafe { b::rxe_rs_skb_dst_drop(self.0.as_ptr()) };
+        unsafe { sys::rxe_rs_skb_dst_drop(self.0.as_ptr()) };
     }
 
-    fn raw(&self) -> &b::sk_buff {
+    fn raw(&self) -> &sys::sk_buff {
         // SAFETY: We own the skb (type invariant).
         unsafe { self.0.as_ref() }
     }
@@ -100,7 +100,7 @@ impl Skb {
         let skb = self.raw();
         // SAFETY: We own the skb (type invariant); the helper computes the
         // address from the skb's own fields.
-        let nh = unsafe { b::rxe_rs_skb_network_header(skb) };
+        let nh = unsafe { sys::rxe_rs_skb_network_header(skb) };
         // SAFETY: The linear data holds `skb_headlen` bytes from `data`, in
         // one allocation (the head), so its end is in or one past it.
         let end = unsafe { skb.data.add(self.headlen()) };
@@ -118,7 +118,7 @@ impl Skb {
     pub(crate) fn linearize(&mut self) -> Result {
         // SAFETY: We own the skb (type invariant) and, through `&mut self`,
         // no borrow of its data is alive.
-        to_result(unsafe { b::rxe_rs_skb_linearize(self.0.as_ptr()) })
+        to_result(unsafe { sys::rxe_rs_skb_linearize(self.0.as_ptr()) })
     }
 
     /// Drops `n` bytes from the front of the linear part.
@@ -129,14 +129,14 @@ impl Skb {
         }
         // SAFETY: We own the skb (type invariant), no borrow of its data is
         // alive (`&mut self`), and the linear part holds `n` bytes.
-        unsafe { b::skb_pull(self.0.as_ptr(), n) };
+        unsafe { sys::skb_pull(self.0.as_ptr(), n) };
         Ok(())
     }
 
     /// `skb->protocol` in CPU order.
     pub(crate) fn protocol(&self) -> u16 {
         // SAFETY: We own the skb (type invariant).
-        u16::from_be(unsafe { b::rxe_rs_skb_protocol(self.0.as_ptr()) })
+        u16::from_be(unsafe { sys::rxe_rs_skb_protocol(self.0.as_ptr()) })
     }
 
     /// The device the packet came in on (or was built for), with a reference.
@@ -144,7 +144,7 @@ impl Skb {
         // SAFETY: `skb->dev` of an skb we own is alive while the skb is in
         // the stack's hands or ours (received: the stack holds the device
         // during delivery; ours: `TxPacket` holds a reference).
-        unsafe { NetDevice::get(b::rxe_rs_skb_dev(self.0.as_ptr())) }
+        unsafe { NetDevice::get(sys::rxe_rs_skb_dev(self.0.as_ptr())) }
     }
 
     /// The VLAN id of the device the packet came in on, if that is a VLAN
@@ -153,20 +153,25 @@ impl Skb {
     #[inline(always)]
     pub(crate) fn rx_vlan_id(&self) -> Option<u16> {
         // SAFETY: We own the skb (type invariant).
-        let ndev = unsafe { b::rxe_rs_skb_dev(self.0.as_ptr()) };
+        let ndev = unsafe { sys::rxe_rs_skb_dev(self.0.as_ptr()) };
         if ndev.is_null() {
             return None;
         }
         // SAFETY: During receive the stack (or, for loopback, the sender's
         // `TxPacket`) keeps `skb->dev` alive.
-        unsafe { b::rxe_rs_is_vlan_dev(ndev).then(|| b::rxe_rs_vlan_id(ndev)) }
+        unsafe { sys::rxe_rs_is_vlan_dev(ndev).then(|| sys::rxe_rs_vlan_id(ndev)) }
     }
 
     /// A clone sharing the data (for multicast fan-out).
     pub(crate) fn try_clone(&self) -> Option<Skb> {
         // SAFETY: We own the skb (type invariant); the clone is a new
         // `sk_buff` whose only reference `from_raw` takes over, or null.
-        unsafe { Skb::from_raw(b::skb_clone(self.0.as_ptr(), kernel::bindings::GFP_ATOMIC)) }
+        unsafe {
+            Skb::from_raw(sys::skb_clone(
+                self.0.as_ptr(),
+                kernel::bindings::GFP_ATOMIC,
+            ))
+        }
     }
 
     /// Frees the skb as consumed (delivered), not dropped.
@@ -175,7 +180,7 @@ impl Skb {
         core::mem::forget(self);
         // SAFETY: We owned the only reference (type invariant), and
         // `forget` keeps `drop` from giving it back a second time.
-        unsafe { b::rxe_rs_consume_skb(ptr) };
+        unsafe { sys::rxe_rs_consume_skb(ptr) };
     }
 }
 
@@ -198,13 +203,13 @@ pub(crate) enum DropReason {
 }
 
 impl DropReason {
-    fn raw(self) -> b::skb_drop_reason {
+    fn raw(self) -> sys::skb_drop_reason {
         match self {
-            Self::NotSpecified => b::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED,
-            Self::NoMem => b::skb_drop_reason_SKB_DROP_REASON_NOMEM,
-            Self::OtherHost => b::skb_drop_reason_SKB_DROP_REASON_OTHERHOST,
-            Self::NoSocket => b::skb_drop_reason_SKB_DROP_REASON_NO_SOCKET,
-            Self::ReceiveBuffer => b::skb_drop_reason_SKB_DROP_REASON_SOCKET_RCVBUFF,
+            Self::NotSpecified => sys::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED,
+            Self::NoMem => sys::skb_drop_reason_SKB_DROP_REASON_NOMEM,
+            Self::OtherHost => sys::skb_drop_reason_SKB_DROP_REASON_OTHERHOST,
+            Self::NoSocket => sys::skb_drop_reason_SKB_DROP_REASON_NO_SOCKET,
+            Self::ReceiveBuffer => sys::skb_drop_reason_SKB_DROP_REASON_SOCKET_RCVBUFF,
         }
     }
 }
@@ -217,7 +222,7 @@ impl Skb {
         core::mem::forget(self);
         // SAFETY: We owned the only reference (type invariant), and
         // `forget` keeps `drop` from giving it back a second time.
-        unsafe { b::sk_skb_reason_drop(core::ptr::null_mut(), ptr, reason.raw()) };
+        unsafe { sys::sk_skb_reason_drop(core::ptr::null_mut(), ptr, reason.raw()) };
     }
 }
 
@@ -225,10 +230,10 @@ impl Drop for Skb {
     fn drop(&mut self) {
         // SAFETY: We own the only reference (type invariant).
         unsafe {
-            b::sk_skb_reason_drop(
+            sys::sk_skb_reason_drop(
                 core::ptr::null_mut(),
                 self.0.as_ptr(),
-                b::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED,
+                sys::skb_drop_reason_SKB_DROP_REASON_NOT_SPECIFIED,
             )
         };
     }
@@ -285,7 +290,7 @@ impl TxSkb {
         // which outlasts the skb's time in our hands (see `TxPacket`). The
         // helper zeroes all of the data when the hole does not fit in it.
         let raw = unsafe {
-            b::rxe_rs_alloc_tx_skb(ndev.as_ptr(), headroom, len, proto.to_be(), hole.0, hole.1)
+            sys::rxe_rs_alloc_tx_skb(ndev.as_ptr(), headroom, len, proto.to_be(), hole.0, hole.1)
         };
         // SAFETY: A fresh skb with one reference, or null.
         let skb = unsafe { Skb::from_raw(raw) }.ok_or(ENOMEM)?;
@@ -297,7 +302,7 @@ impl TxSkb {
         })
     }
 
-    fn ptr(&self) -> *mut b::sk_buff {
+    fn ptr(&self) -> *mut sys::sk_buff {
         self.skb.0.as_ptr()
     }
 
@@ -317,10 +322,11 @@ impl TxSkb {
         let mut all = true;
         pages.drain_frags(|f| {
             if all {
-                // SAFETY: We own the skb (type invariant); the piece is inside its page and
-                // comes with a reference, which the fragment takes over when
-                // the helper returns true.
-                all = unsafe { b::rxe_rs_skb_add_page_frag(skb, f.page.as_ptr(), f.offset, f.len) };
+                let page = f.page.as_ptr();
+                // SAFETY: We own the skb (type invariant); the piece is inside
+                // its page and comes with a reference, which the fragment
+                // takes over when the helper returns true.
+                all = unsafe { sys::rxe_rs_skb_add_page_frag(skb, page, f.offset, f.len) };
             }
             all
         });
@@ -339,7 +345,7 @@ impl TxSkb {
         }
         // SAFETY: We own the skb (type invariant); the helper appends a fragment of `len`
         // bytes of fresh memory and returns its address, or null.
-        let p = unsafe { b::rxe_rs_skb_add_trailer(self.ptr(), len) };
+        let p = unsafe { sys::rxe_rs_skb_add_trailer(self.ptr(), len) };
         // INVARIANT: `p` is the fragment of `len` bytes just added to our
         // skb; nothing else has its address.
         self.trailer = Some(NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?);
@@ -366,7 +372,7 @@ impl TxSkb {
             let i = u32::try_from(i).map_err(|_| EINVAL)?;
             // SAFETY: We own the skb (type invariant); the helper reads fragment `i`, or
             // returns null when there is none.
-            let page = unsafe { b::rxe_rs_skb_frag(self.ptr(), i, &mut off, &mut len) };
+            let page = unsafe { sys::rxe_rs_skb_frag(self.ptr(), i, &mut off, &mut len) };
             if page.is_null() {
                 return Err(EINVAL);
             }
@@ -376,13 +382,13 @@ impl TxSkb {
             }
             // SAFETY: The fragment holds a reference on its page while the
             // skb lives; a local mapping is undone below on the same CPU.
-            let va = unsafe { b::rxe_rs_kmap_local_page(page) }.cast::<u8>();
+            let va = unsafe { sys::rxe_rs_kmap_local_page(page) }.cast::<u8>();
             // SAFETY: `off + len <= PAGE_SIZE` (checked), inside the
             // mapping. The bytes may be user memory that user space writes
             // meanwhile: that changes the values read, not what is read.
             f(unsafe { core::slice::from_raw_parts(va.add(off), len) });
             // SAFETY: Undoes the mapping made above, the latest of this CPU.
-            unsafe { b::rxe_rs_kunmap_local(va.cast()) };
+            unsafe { sys::rxe_rs_kunmap_local(va.cast()) };
         }
         Ok(())
     }
@@ -399,7 +405,7 @@ impl TxSkb {
     /// of its own) and returns the `ip_len + 8` bytes, to be written.
     pub(crate) fn push_ip_udp(&mut self, ip_len: u32, dst: &Dst) -> Result<&mut [u8]> {
         // SAFETY: We own the skb (type invariant); `dst` is a live route we hold.
-        let p = unsafe { b::rxe_rs_skb_push_ip_udp(self.ptr(), ip_len, dst.as_ptr()) };
+        let p = unsafe { sys::rxe_rs_skb_push_ip_udp(self.ptr(), ip_len, dst.as_ptr()) };
         if p.is_null() {
             return Err(errno::enobufs());
         }
@@ -416,7 +422,7 @@ impl TxSkb {
     pub(crate) fn select_ipv4_id(&mut self) {
         // SAFETY: The network header was set on a complete IPv4 header we
         // wrote, and the route; the id is written in place.
-        unsafe { b::rxe_rs_skb_select_ipv4_id(self.ptr()) }
+        unsafe { sys::rxe_rs_skb_select_ipv4_id(self.ptr()) }
     }
 
     /// Makes this packet the first of a UDP fraglist GSO skb that carries
@@ -430,7 +436,7 @@ impl TxSkb {
     /// from and to the same addresses and ports; the device of the route
     /// splits such skbs itself ([`NetDevice::splits_gso_batch`]).
     pub(crate) fn gso_chain(&mut self, rest: &mut [Option<TxSkb>]) {
-        let mut raw = [core::ptr::null_mut::<b::sk_buff>(); GSO_BATCH_MAX];
+        let mut raw = [core::ptr::null_mut::<sys::sk_buff>(); GSO_BATCH_MAX];
         let mut n = 0usize;
         for (slot, skb) in raw.iter_mut().zip(rest.iter_mut().filter_map(Option::take)) {
             *slot = skb.into_raw();
@@ -442,7 +448,7 @@ impl TxSkb {
         // SAFETY: We own this skb and the `n` skbs in `raw`, whose
         // references go to it; all are complete packets as the contract
         // says. `n` is at most `GSO_BATCH_MAX`.
-        unsafe { b::rxe_rs_skb_gso_chain(self.ptr(), raw.as_mut_ptr(), n as u32) };
+        unsafe { sys::rxe_rs_skb_gso_chain(self.ptr(), raw.as_mut_ptr(), n as u32) };
     }
 
     /// Hands the packet to the IPv4 or IPv6 output path (by `protocol`).
@@ -455,24 +461,24 @@ impl TxSkb {
         // SAFETY: We own the skb, whose route `push_ip_udp` attached (every
         // packet sent is built through it); the helper reads the route's
         // device's namespace.
-        let net = unsafe { b::rxe_rs_skb_dst_net(skb) };
+        let net = unsafe { sys::rxe_rs_skb_dst_net(skb) };
         // SAFETY: We own the skb (the reference `into_raw` handed over).
-        let proto = u16::from_be(unsafe { b::rxe_rs_skb_protocol(skb) });
+        let proto = u16::from_be(unsafe { sys::rxe_rs_skb_protocol(skb) });
         let ret = if proto == PROTO_IPV4 {
             // SAFETY: We hand our reference to the stack; the skb has its
             // route, IPv4 headers and protocol set, `net` is its route's
             // namespace and `sk` its owner (or null).
-            unsafe { b::ip_local_out(net, sk, skb) }
+            unsafe { sys::ip_local_out(net, sk, skb) }
         } else {
             // SAFETY: We hand our reference to the stack; the skb has its
             // route, IPv6 headers and protocol set, `net` is its route's
             // namespace and `sk` its owner (or null).
-            unsafe { b::ip6_local_out(net, sk, skb) }
+            unsafe { sys::ip6_local_out(net, sk, skb) }
         };
         match ret {
             0 => Ok(Xmit::Sent),
             // NET_XMIT_CN: queued, with a congestion notice.
-            r if r == b::NET_XMIT_CN as i32 => Ok(Xmit::Sent),
+            r if r == sys::NET_XMIT_CN as i32 => Ok(Xmit::Sent),
             r if r > 0 => Ok(Xmit::Dropped),
             r => Err(Error::from_errno(r)),
         }
@@ -487,14 +493,14 @@ impl TxSkb {
     /// `release_owner` and may run in any context up to softirq.
     pub(crate) unsafe fn set_owner(
         &mut self,
-        sk: *mut b::sock,
-        destructor: unsafe extern "C" fn(*mut b::sk_buff),
+        sk: *mut sys::sock,
+        destructor: unsafe extern "C" fn(*mut sys::sk_buff),
     ) {
         // SAFETY: We own the skb (type invariant), which has no owner yet
         // (only `TxSocket` sets one, once per packet); `sk` is a live socket
         // and `destructor` gives back the reference the helper takes (the
         // caller's contract).
-        unsafe { b::rxe_rs_skb_set_owner(self.ptr(), sk, Some(destructor)) }
+        unsafe { sys::rxe_rs_skb_set_owner(self.ptr(), sk, Some(destructor)) }
     }
 
     /// The skb as a received packet (for loopback delivery). Its bytes are
@@ -508,7 +514,7 @@ impl TxSkb {
         skb
     }
 
-    fn into_raw(self) -> *mut b::sk_buff {
+    fn into_raw(self) -> *mut sys::sk_buff {
         let ptr = self.ptr();
         core::mem::forget(self);
         ptr
@@ -520,7 +526,7 @@ impl TxSkb {
 /// # Safety
 ///
 /// `skb` is being destroyed and was given an owner with `set_owner`.
-pub(crate) unsafe fn owner_sock(skb: *mut b::sk_buff) -> *mut b::sock {
+pub(crate) unsafe fn owner_sock(skb: *mut sys::sk_buff) -> *mut sys::sock {
     // SAFETY: `skb` is being destroyed (the caller's contract): its
     // destructor runs before the memory goes, so the field is readable.
     unsafe { (*skb).sk }
@@ -531,8 +537,8 @@ pub(crate) unsafe fn owner_sock(skb: *mut b::sk_buff) -> *mut b::sock {
 /// # Safety
 ///
 /// Called once per `set_owner`, from its destructor.
-pub(crate) unsafe fn release_owner(sk: *mut b::sock) {
+pub(crate) unsafe fn release_owner(sk: *mut sys::sock) {
     // SAFETY: Called once per `set_owner` (the caller's contract), whose
     // helper took the reference given back here.
-    unsafe { b::rxe_rs_sock_put(sk) }
+    unsafe { sys::rxe_rs_sock_put(sk) }
 }

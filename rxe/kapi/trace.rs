@@ -21,7 +21,7 @@
 use crate::rxe::proto::qp::State;
 use crate::rxe::proto::uapi::{Cqe, WcStatus};
 #[cfg(CONFIG_TRACEPOINTS)]
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// Why a QP changed state (`qp_state`'s `cause`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +70,7 @@ macro_rules! tp_on {
         // SAFETY: `$tp` is a tracepoint C defines (helpers_trace.c); its
         // `key` field is a static key, patched by the kernel's jump label
         // code from the entry this emits.
-        unsafe { ::kernel::jump_label::arch_static_branch!(b::$tp, b::tracepoint, key, false) }
+        unsafe { ::kernel::jump_label::arch_static_branch!(sys::$tp, sys::tracepoint, key, false) }
     };
 }
 
@@ -85,9 +85,9 @@ macro_rules! tp_on {
         unsafe {
             // 7.x wraps the key in a `static_key_false`.
             #[cfg(rxe_kernel_7)]
-            let count = &raw const b::$tp.key.key.enabled.counter;
+            let count = &raw const sys::$tp.key.key.enabled.counter;
             #[cfg(not(rxe_kernel_7))]
-            let count = &raw const b::$tp.key.enabled.counter;
+            let count = &raw const sys::$tp.key.enabled.counter;
             core::ptr::read_volatile(count) > 0
         }
     }};
@@ -118,7 +118,7 @@ macro_rules! event {
             if $on() {
                 // SAFETY: the emitter takes plain values and may be
                 // called in any context, as the event's `trace_*` is.
-                unsafe { b::$emit($($val),*) }
+                unsafe { sys::$emit($($val),*) }
             }
             #[cfg(not(CONFIG_TRACEPOINTS))]
             {
@@ -210,10 +210,10 @@ fn status_raw(status: WcStatus) -> u8 {
 impl StateCause {
     fn raw(self) -> u8 {
         (match self {
-            StateCause::Modify => b::rxe_rs_trace_cause_RXE_RS_CAUSE_MODIFY,
-            StateCause::SendFailed => b::rxe_rs_trace_cause_RXE_RS_CAUSE_SEND_FAILED,
-            StateCause::Completion => b::rxe_rs_trace_cause_RXE_RS_CAUSE_COMPLETION,
-            StateCause::Receive => b::rxe_rs_trace_cause_RXE_RS_CAUSE_RECEIVE,
+            StateCause::Modify => sys::rxe_rs_trace_cause_RXE_RS_CAUSE_MODIFY,
+            StateCause::SendFailed => sys::rxe_rs_trace_cause_RXE_RS_CAUSE_SEND_FAILED,
+            StateCause::Completion => sys::rxe_rs_trace_cause_RXE_RS_CAUSE_COMPLETION,
+            StateCause::Receive => sys::rxe_rs_trace_cause_RXE_RS_CAUSE_RECEIVE,
         }) as u8
     }
 }
@@ -222,10 +222,10 @@ impl StateCause {
 impl RetryCause {
     fn raw(self) -> u8 {
         (match self {
-            RetryCause::Timeout => b::rxe_rs_trace_retry_RXE_RS_RETRY_TIMEOUT,
-            RetryCause::Nak => b::rxe_rs_trace_retry_RXE_RS_RETRY_NAK,
-            RetryCause::Rnr => b::rxe_rs_trace_retry_RXE_RS_RETRY_RNR,
-            RetryCause::Implicit => b::rxe_rs_trace_retry_RXE_RS_RETRY_IMPLICIT,
+            RetryCause::Timeout => sys::rxe_rs_trace_retry_RXE_RS_RETRY_TIMEOUT,
+            RetryCause::Nak => sys::rxe_rs_trace_retry_RXE_RS_RETRY_NAK,
+            RetryCause::Rnr => sys::rxe_rs_trace_retry_RXE_RS_RETRY_RNR,
+            RetryCause::Implicit => sys::rxe_rs_trace_retry_RXE_RS_RETRY_IMPLICIT,
         }) as u8
     }
 }
@@ -234,14 +234,14 @@ impl RetryCause {
 impl DropReason {
     fn raw(self) -> u8 {
         (match self {
-            DropReason::BadHdr => b::rxe_rs_trace_drop_RXE_RS_DROP_BAD_HDR,
-            DropReason::BadIcrc => b::rxe_rs_trace_drop_RXE_RS_DROP_BAD_ICRC,
-            DropReason::NoQp => b::rxe_rs_trace_drop_RXE_RS_DROP_NO_QP,
-            DropReason::QpState => b::rxe_rs_trace_drop_RXE_RS_DROP_QP_STATE,
-            DropReason::BadKey => b::rxe_rs_trace_drop_RXE_RS_DROP_BAD_KEY,
-            DropReason::NotOurs => b::rxe_rs_trace_drop_RXE_RS_DROP_NOT_OURS,
-            DropReason::NoMem => b::rxe_rs_trace_drop_RXE_RS_DROP_NOMEM,
-            DropReason::QueueFull => b::rxe_rs_trace_drop_RXE_RS_DROP_QUEUE_FULL,
+            DropReason::BadHdr => sys::rxe_rs_trace_drop_RXE_RS_DROP_BAD_HDR,
+            DropReason::BadIcrc => sys::rxe_rs_trace_drop_RXE_RS_DROP_BAD_ICRC,
+            DropReason::NoQp => sys::rxe_rs_trace_drop_RXE_RS_DROP_NO_QP,
+            DropReason::QpState => sys::rxe_rs_trace_drop_RXE_RS_DROP_QP_STATE,
+            DropReason::BadKey => sys::rxe_rs_trace_drop_RXE_RS_DROP_BAD_KEY,
+            DropReason::NotOurs => sys::rxe_rs_trace_drop_RXE_RS_DROP_NOT_OURS,
+            DropReason::NoMem => sys::rxe_rs_trace_drop_RXE_RS_DROP_NOMEM,
+            DropReason::QueueFull => sys::rxe_rs_trace_drop_RXE_RS_DROP_QUEUE_FULL,
         }) as u8
     }
 }

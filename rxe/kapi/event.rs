@@ -11,7 +11,7 @@ use kernel::prelude::*;
 
 use super::lock::{new_spinlock_irq, SpinLockIrq};
 use super::object::{CoreObj, Handle};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The QP events rxe raises (`enum ib_event_type`), as rdma_rxe 6.12 does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,10 +23,10 @@ pub(crate) enum QpEvent {
 }
 
 impl QpEvent {
-    fn raw(self) -> b::ib_event_type {
+    fn raw(self) -> sys::ib_event_type {
         match self {
-            QpEvent::SqDrained => b::ib_event_type_IB_EVENT_SQ_DRAINED,
-            QpEvent::LastWqeReached => b::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            QpEvent::SqDrained => sys::ib_event_type_IB_EVENT_SQ_DRAINED,
+            QpEvent::LastWqeReached => sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
         }
     }
 }
@@ -41,7 +41,7 @@ impl QpEvent {
 #[pin_data]
 pub(crate) struct QpLink {
     #[pin]
-    handle: SpinLockIrq<Option<Handle<b::ib_qp>>>,
+    handle: SpinLockIrq<Option<Handle<sys::ib_qp>>>,
 }
 
 impl QpLink {
@@ -56,7 +56,7 @@ impl QpLink {
     /// # Safety
     ///
     /// `revoke` is called before `obj` is freed.
-    pub(crate) unsafe fn attach<T>(&self, obj: &CoreObj<b::ib_qp, T>) {
+    pub(crate) unsafe fn attach<T>(&self, obj: &CoreObj<sys::ib_qp, T>) {
         // INVARIANT: `obj` is live while borrowed, and `revoke` is called
         // before it is freed (the caller's contract).
         *self.handle.lock() = Some(obj.handle());
@@ -71,7 +71,7 @@ impl QpLink {
 
     /// The object's handle while it is live (for `ib_wc.qp` of kernel
     /// completions).
-    pub(crate) fn handle(&self) -> Option<Handle<b::ib_qp>> {
+    pub(crate) fn handle(&self) -> Option<Handle<sys::ib_qp>> {
         *self.handle.lock()
     }
 
@@ -93,7 +93,7 @@ impl QpLink {
         let Some(handler) = handler else {
             return;
         };
-        let mut ev = b::ib_event {
+        let mut ev = sys::ib_event {
             device,
             event: event.raw(),
             ..Default::default()

@@ -14,7 +14,7 @@ use super::object::{CoreObj, Handle, QpHandle};
 use super::udata::Udata;
 use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::uapi::{wc_flags, Cqe, Sge, CQE_LEN};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A core object seen from driver state that may outlive it (an `Arc` that
 /// QPs or the datapath hold), for calling the callbacks the core installed
@@ -32,13 +32,13 @@ pub(crate) struct CoreLink<I> {
 }
 
 /// The link of a CQ to its `ib_cq`.
-pub(crate) type CqLink = CoreLink<b::ib_cq>;
+pub(crate) type CqLink = CoreLink<sys::ib_cq>;
 /// The link of an SRQ to its `ib_srq`.
-pub(crate) type SrqLink = CoreLink<b::ib_srq>;
+pub(crate) type SrqLink = CoreLink<sys::ib_srq>;
 
 // One constructor per object type, so each kind of link is a lock class
 // of its own for lockdep.
-impl CoreLink<b::ib_cq> {
+impl CoreLink<sys::ib_cq> {
     /// A link to nothing yet; `attach` connects it.
     pub(crate) fn new() -> impl PinInit<Self> {
         // INVARIANT: The lock holds `None`, which names nothing.
@@ -48,7 +48,7 @@ impl CoreLink<b::ib_cq> {
     }
 }
 
-impl CoreLink<b::ib_srq> {
+impl CoreLink<sys::ib_srq> {
     /// A link to nothing yet; `attach` connects it.
     pub(crate) fn new() -> impl PinInit<Self> {
         // INVARIANT: The lock holds `None`, which names nothing.
@@ -86,7 +86,7 @@ impl<I> CoreLink<I> {
 /// A locked [`CoreLink`]: the object it names stays alive meanwhile.
 pub(crate) struct LinkGuard<'a, I>(Guard<'a, Option<Handle<I>>, SpinLockBhBackend>);
 
-impl LinkGuard<'_, b::ib_cq> {
+impl LinkGuard<'_, sys::ib_cq> {
     /// Runs the consumer's completion handler (`ib_cq->comp_handler`).
     pub(crate) fn comp_handler(&self) {
         let Some(h) = *self.0 else { return };
@@ -123,10 +123,10 @@ impl LinkGuard<'_, b::ib_cq> {
                 core::ptr::addr_of!((*cq).event_handler).read(),
             )
         };
-        let mut ev = b::ib_event {
+        let mut ev = sys::ib_event {
             device,
-            element: b::ib_event__bindgen_ty_1 { cq },
-            event: b::ib_event_type_IB_EVENT_CQ_ERR,
+            element: sys::ib_event__bindgen_ty_1 { cq },
+            event: sys::ib_event_type_IB_EVENT_CQ_ERR,
         };
         if let Some(f) = handler {
             // SAFETY: `f` is the handler the consumer installed for this
@@ -137,7 +137,7 @@ impl LinkGuard<'_, b::ib_cq> {
     }
 }
 
-impl LinkGuard<'_, b::ib_srq> {
+impl LinkGuard<'_, sys::ib_srq> {
     /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the SRQ's event handler.
     pub(crate) fn limit_event(&self) {
         let Some(h) = *self.0 else { return };
@@ -153,10 +153,10 @@ impl LinkGuard<'_, b::ib_srq> {
                 core::ptr::addr_of!((*srq).event_handler).read(),
             )
         };
-        let mut ev = b::ib_event {
+        let mut ev = sys::ib_event {
             device,
-            element: b::ib_event__bindgen_ty_1 { srq },
-            event: b::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            element: sys::ib_event__bindgen_ty_1 { srq },
+            event: sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
         };
         if let Some(f) = handler {
             // SAFETY: `f` is the handler the consumer installed for this
@@ -168,7 +168,7 @@ impl LinkGuard<'_, b::ib_srq> {
 }
 
 // A kernel CQ slot holds one `struct ib_wc`, the size `CQE_LEN` describes.
-const _: () = assert!(size_of::<b::ib_wc>() == CQE_LEN);
+const _: () = assert!(size_of::<sys::ib_wc>() == CQE_LEN);
 
 fn put(buf: &mut [u8; CQE_LEN], off: usize, bytes: &[u8]) {
     // Offsets come from `offset_of!` on `ib_wc`, whose size is `CQE_LEN`.
@@ -195,60 +195,68 @@ pub(crate) fn kernel_wc(cqe: &Cqe, qp: QpHandle, net: Option<RecvNet>) -> [u8; C
     let qp_addr = qp.as_ptr() as usize;
     put(
         &mut w,
-        offset_of!(b::ib_wc, __bindgen_anon_1),
+        offset_of!(sys::ib_wc, __bindgen_anon_1),
         &cqe.wr_id.to_ne_bytes(),
     );
     put(
         &mut w,
-        offset_of!(b::ib_wc, status),
+        offset_of!(sys::ib_wc, status),
         &cqe.status.as_raw().to_ne_bytes(),
     );
     put(
         &mut w,
-        offset_of!(b::ib_wc, opcode),
+        offset_of!(sys::ib_wc, opcode),
         &cqe.opcode.as_raw().to_ne_bytes(),
     );
     put(
         &mut w,
-        offset_of!(b::ib_wc, vendor_err),
+        offset_of!(sys::ib_wc, vendor_err),
         &cqe.vendor_err.to_ne_bytes(),
     );
     put(
         &mut w,
-        offset_of!(b::ib_wc, byte_len),
+        offset_of!(sys::ib_wc, byte_len),
         &cqe.byte_len.to_ne_bytes(),
     );
-    put(&mut w, offset_of!(b::ib_wc, qp), &qp_addr.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, ex), &cqe.ex.to_ne_bytes());
+    put(&mut w, offset_of!(sys::ib_wc, qp), &qp_addr.to_ne_bytes());
+    put(&mut w, offset_of!(sys::ib_wc, ex), &cqe.ex.to_ne_bytes());
     put(
         &mut w,
-        offset_of!(b::ib_wc, src_qp),
+        offset_of!(sys::ib_wc, src_qp),
         &cqe.src_qp.to_ne_bytes(),
     );
     put(
         &mut w,
-        offset_of!(b::ib_wc, slid),
+        offset_of!(sys::ib_wc, slid),
         &u32::from(cqe.slid).to_ne_bytes(),
     );
-    put(&mut w, offset_of!(b::ib_wc, wc_flags), &flags.to_ne_bytes());
     put(
         &mut w,
-        offset_of!(b::ib_wc, pkey_index),
+        offset_of!(sys::ib_wc, wc_flags),
+        &flags.to_ne_bytes(),
+    );
+    put(
+        &mut w,
+        offset_of!(sys::ib_wc, pkey_index),
         &cqe.pkey_index.to_ne_bytes(),
     );
-    put(&mut w, offset_of!(b::ib_wc, sl), &[cqe.sl]);
+    put(&mut w, offset_of!(sys::ib_wc, sl), &[cqe.sl]);
     put(
         &mut w,
-        offset_of!(b::ib_wc, dlid_path_bits),
+        offset_of!(sys::ib_wc, dlid_path_bits),
         &[cqe.dlid_path_bits],
     );
     put(
         &mut w,
-        offset_of!(b::ib_wc, port_num),
+        offset_of!(sys::ib_wc, port_num),
         &u32::from(cqe.port_num).to_ne_bytes(),
     );
-    put(&mut w, offset_of!(b::ib_wc, vlan_id), &vlan.to_ne_bytes());
-    put(&mut w, offset_of!(b::ib_wc, network_hdr_type), &[hdr_type]);
+    put(&mut w, offset_of!(sys::ib_wc, vlan_id), &vlan.to_ne_bytes());
+    put(
+        &mut w,
+        offset_of!(sys::ib_wc, network_hdr_type),
+        &[hdr_type],
+    );
     w
 }
 
@@ -257,7 +265,7 @@ pub(crate) fn kernel_wc(cqe: &Cqe, qp: QpHandle, net: Option<RecvNet>) -> [u8; C
 /// # Safety
 ///
 /// `wc` is valid for writing one `struct ib_wc`.
-pub(crate) unsafe fn write_wc(wc: *mut b::ib_wc, slot: &[u8; CQE_LEN]) {
+pub(crate) unsafe fn write_wc(wc: *mut sys::ib_wc, slot: &[u8; CQE_LEN]) {
     // SAFETY: `wc` is valid for writing one `struct ib_wc` (the caller's
     // contract), `CQE_LEN` bytes (checked at compile time above); `slot` is
     // our own array, so the two do not overlap. Every field of `ib_wc` is an
@@ -273,7 +281,7 @@ pub(crate) unsafe fn write_wc(wc: *mut b::ib_wc, slot: &[u8; CQE_LEN]) {
 /// `wr` points to a work request whose `sg_list` holds `num_sge` entries,
 /// valid for as long as this value is used (the post call).
 pub(crate) struct RecvWr {
-    wr: *const b::ib_recv_wr,
+    wr: *const sys::ib_recv_wr,
 }
 
 impl RecvWr {
@@ -306,14 +314,14 @@ impl RecvWr {
     }
 
     /// The address to hand back as `bad_wr`.
-    pub(crate) fn as_ptr(&self) -> *const b::ib_recv_wr {
+    pub(crate) fn as_ptr(&self) -> *const sys::ib_recv_wr {
         self.wr
     }
 }
 
 /// The chain of receive work requests a kernel user posts.
 pub(crate) struct RecvWrList {
-    next: *const b::ib_recv_wr,
+    next: *const sys::ib_recv_wr,
 }
 
 impl RecvWrList {
@@ -322,7 +330,7 @@ impl RecvWrList {
     /// `head` is null or the first of a `next`-linked chain of valid work
     /// requests, each with `num_sge` entries in its `sg_list`, all valid for
     /// the duration of the post call that uses this list.
-    pub(crate) unsafe fn from_raw(head: *const b::ib_recv_wr) -> Self {
+    pub(crate) unsafe fn from_raw(head: *const sys::ib_recv_wr) -> Self {
         Self { next: head }
     }
 }
@@ -350,18 +358,18 @@ impl Iterator for RecvWrList {
 ///
 /// `udata` is null or the driver udata of a uverbs call in progress on a
 /// context of this driver, whose driver part is a `C`.
-pub(crate) unsafe fn ucontext<'a, C>(udata: *mut b::ib_udata) -> Option<&'a C> {
+pub(crate) unsafe fn ucontext<'a, C>(udata: *mut sys::ib_udata) -> Option<&'a C> {
     // SAFETY: `udata` is null or the driver udata of a uverbs call in
     // progress (the caller's contract): the helper returns null for null and
     // otherwise reads the context of the call's attribute bundle.
-    let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
+    let uc = unsafe { sys::rxe_rs_udata_to_ucontext(udata) };
     if uc.is_null() {
         return None;
     }
     // SAFETY: The context is one of this driver's whose driver part is a
     // `C` (the caller's contract), initialised by `alloc_ucontext`; the core
     // keeps it alive for the whole uverbs call, which outlives `'a`.
-    Some(unsafe { &**CoreObj::<b::ib_ucontext, C>::from_raw(uc) })
+    Some(unsafe { &**CoreObj::<sys::ib_ucontext, C>::from_raw(uc) })
 }
 
 /// A verb called from user space: its udata and the driver's part `C` of
@@ -379,21 +387,21 @@ impl<C> UserCall<'_, C> {
     /// `udata` is null or the `driver_udata` of the uverbs attribute bundle
     /// of the current call, whose context is one of this driver's with a
     /// `C` as its driver part.
-    pub(crate) unsafe fn from_raw(udata: *mut b::ib_udata) -> Result<Option<Self>> {
+    pub(crate) unsafe fn from_raw(udata: *mut sys::ib_udata) -> Result<Option<Self>> {
         // SAFETY: `udata` is null or the `driver_udata` of the current call
         // (the caller's contract), valid for the call.
         let Some(u) = (unsafe { Udata::from_raw(udata) }) else {
             return Ok(None);
         };
         // SAFETY: `udata` is non-null and inside its bundle (contract).
-        let uc = unsafe { b::rxe_rs_udata_to_ucontext(udata) };
+        let uc = unsafe { sys::rxe_rs_udata_to_ucontext(udata) };
         if uc.is_null() {
             return Err(EINVAL);
         }
         // SAFETY: The context is one of ours with a `C` as its driver part
         // (the caller's contract), initialised by `alloc_ucontext`; the core
         // keeps it alive for the whole uverbs call.
-        let ctx = unsafe { CoreObj::<b::ib_ucontext, C>::from_raw(uc) };
+        let ctx = unsafe { CoreObj::<sys::ib_ucontext, C>::from_raw(uc) };
         Ok(Some(Self { udata: u, ctx }))
     }
 }

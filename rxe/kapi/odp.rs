@@ -56,7 +56,7 @@ use super::task::cond_resched;
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::mr_logic::{AtomicOp, Layout};
 use crate::rxe::proto::odp_logic;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// Why an ODP access did not happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ const WRITABLE: usize = 1;
 const MAP_BATCH: usize = 1024;
 
 /// An `ib_umem_odp` pointer, owned by [`Odp`].
-struct UmemPtr(NonNull<b::ib_umem_odp>);
+struct UmemPtr(NonNull<sys::ib_umem_odp>);
 
 /// The umem and the faults that use it, under the release mutex.
 struct Umem {
@@ -144,7 +144,7 @@ impl Odp {
         let pages = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
         // SAFETY: FFI call without arguments that reads a counter, usable in
         // any context.
-        let ram = unsafe { b::rxe_rs_totalram_bytes() };
+        let ram = unsafe { sys::rxe_rs_totalram_bytes() };
         if !odp_logic::table_fits(len64(pages.end), len64(size_of::<Entry>()), ram) {
             return Err(ENOMEM);
         }
@@ -168,15 +168,15 @@ impl Odp {
         // valid until the umem is released, which `release` (or the drop of
         // `odp`) does before the memory goes.
         let ptr = from_err_ptr(unsafe {
-            b::rxe_rs_odp_get(dev.as_ib(), addr_c, len_c, access as c_int, &OPS, private)
+            sys::rxe_rs_odp_get(dev.as_ib(), addr_c, len_c, access as c_int, &OPS, private)
         })?;
         let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
         // SAFETY: `ptr` is the umem just created.
         let (start, npages, shift) = unsafe {
             (
-                b::rxe_rs_odp_start(ptr.as_ptr()),
-                b::rxe_rs_odp_num_pages(ptr.as_ptr()),
-                b::rxe_rs_odp_page_shift(ptr.as_ptr()),
+                sys::rxe_rs_odp_start(ptr.as_ptr()),
+                sys::rxe_rs_odp_num_pages(ptr.as_ptr()),
+                sys::rxe_rs_odp_page_shift(ptr.as_ptr()),
             )
         };
         // INVARIANT: The umem was made with `private`, the address of `odp`,
@@ -254,7 +254,7 @@ impl Odp {
     /// maps in progress.
     fn map_umem(
         &self,
-        ptr: *mut b::ib_umem_odp,
+        ptr: *mut sys::ib_umem_odp,
         span: core::ops::Range<usize>,
         va: u64,
         len: u64,
@@ -263,7 +263,7 @@ impl Odp {
     ) -> Result {
         // SAFETY: The umem is alive: `release` leaves it to the last map in
         // progress. On success the call returns with `umem_mutex` held.
-        to_result(unsafe { b::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
+        to_result(unsafe { sys::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
         // In batches, so a large registration does not keep bottom halves
         // off for long; `umem_mutex` keeps invalidations out meanwhile.
         // A page the datapath must not touch (secret memory, device memory:
@@ -279,12 +279,12 @@ impl Odp {
                 let Some(e) = table.get_mut(idx) else {
                     break;
                 };
-                let mut page: *mut b::page = core::ptr::null_mut();
+                let mut page: *mut sys::page = core::ptr::null_mut();
                 let mut writable = false;
                 // SAFETY: `umem_mutex` is held; `idx` is below the umem's
                 // page count (the table has one entry per page); the
                 // outputs are locals.
-                let r = unsafe { b::rxe_rs_odp_page(ptr, idx, &mut page, &mut writable) };
+                let r = unsafe { sys::rxe_rs_odp_page(ptr, idx, &mut page, &mut writable) };
                 refused |= r != 0;
                 // Page addresses are aligned: bit 0 is free.
                 // INVARIANT: `page` is null or a page the core has mapped at
@@ -307,7 +307,7 @@ impl Odp {
             cond_resched();
         }
         // SAFETY: Drops the `umem_mutex` the map call took.
-        unsafe { b::rxe_rs_odp_unlock(ptr) };
+        unsafe { sys::rxe_rs_odp_unlock(ptr) };
         if refused && fault {
             return Err(EFAULT);
         }
@@ -343,14 +343,14 @@ impl Odp {
     }
 
     /// Releases the umem, taken out of `umem` with no map in progress.
-    fn release_umem(&self, ptr: NonNull<b::ib_umem_odp>) {
+    fn release_umem(&self, ptr: NonNull<sys::ib_umem_odp>) {
         // INVARIANT: The table names no page of the umem about to be
         // released; `ptr` was taken out of `umem` already.
         self.clear_all();
         // SAFETY: We own the umem (taken out of `umem`) and nothing uses it
         // any more: no map is in progress and none can start, and the
         // release waits for running invalidations.
-        unsafe { b::ib_umem_odp_release(ptr.as_ptr()) };
+        unsafe { sys::ib_umem_odp_release(ptr.as_ptr()) };
     }
 
     /// Runs `f` on each page piece of `[va, va + len)` with the table locked,
@@ -375,7 +375,7 @@ impl Odp {
         for c in layout(self.base).chunks(va, len) {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
-            let page = NonNull::new((e & !WRITABLE) as *mut b::page).ok_or(OdpError::Absent)?;
+            let page = NonNull::new((e & !WRITABLE) as *mut sys::page).ok_or(OdpError::Absent)?;
             // SAFETY: The entry stays present while we hold the table lock
             // (type invariant), so the page stays valid for `f`, which keeps
             // no copy of the block.
@@ -436,7 +436,7 @@ impl Odp {
         for c in layout(self.base).chunks(va, len) {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
-            if let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) {
+            if let Some(page) = NonNull::new((e & !WRITABLE) as *mut sys::page) {
                 // SAFETY: Present while the table lock is held (type
                 // invariant); `p` does not outlive this iteration.
                 let p = unsafe { PageList::page_ref(page) };
@@ -464,7 +464,7 @@ impl Odp {
                     return false;
                 };
                 for &e in batch {
-                    let Some(page) = NonNull::new((e & !WRITABLE) as *mut b::page) else {
+                    let Some(page) = NonNull::new((e & !WRITABLE) as *mut sys::page) else {
                         return false;
                     };
                     // SAFETY: Present while the table lock is held (type
@@ -517,8 +517,8 @@ impl PinnedDrop for Odp {
 /// Called by the MMU-notifier core for a notifier of a umem made by
 /// [`Odp::get`].
 unsafe extern "C" fn invalidate(
-    mni: *mut b::mmu_interval_notifier,
-    range: *const b::mmu_notifier_range,
+    mni: *mut sys::mmu_interval_notifier,
+    range: *const sys::mmu_notifier_range,
     cur_seq: c_ulong,
 ) -> bool {
     let mut private: *mut c_void = core::ptr::null_mut();
@@ -528,7 +528,7 @@ unsafe extern "C" fn invalidate(
     // notifier of one of our umems (the caller's contract); the outputs are
     // locals.
     if !unsafe {
-        b::rxe_rs_odp_invalidate_begin(mni, range, cur_seq, &mut private, &mut start, &mut end)
+        sys::rxe_rs_odp_invalidate_begin(mni, range, cur_seq, &mut private, &mut start, &mut end)
     } {
         return false;
     }
@@ -540,12 +540,12 @@ unsafe extern "C" fn invalidate(
         odp.clear(start, end);
     }
     // SAFETY: Pairs with the begin call above (drops `umem_mutex`).
-    unsafe { b::rxe_rs_odp_invalidate_end(mni, start, end) };
+    unsafe { sys::rxe_rs_odp_invalidate_end(mni, start, end) };
     true
 }
 
 /// The notifier operations of rxe ODP umems.
-static OPS: b::mmu_interval_notifier_ops = b::mmu_interval_notifier_ops {
+static OPS: sys::mmu_interval_notifier_ops = sys::mmu_interval_notifier_ops {
     invalidate: Some(invalidate),
     #[cfg(rxe_kernel_7)]
     invalidate_start: None,

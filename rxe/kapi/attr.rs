@@ -13,7 +13,7 @@ use crate::rxe::proto::device_attr::{self, DeviceReport, PortAttr, PortImmutable
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::{Caps, ModifyAttr, QpAttrs};
 use crate::rxe::proto::uapi::GlobalRoute;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A count limit of `ib_device_attr` from the driver's `i32` parameters:
 /// `int` in 6.12's struct.
@@ -30,10 +30,10 @@ fn attr_int(v: i32) -> u32 {
 }
 
 /// What query_device returns; the fields rxe does not set are zero.
-impl From<&DeviceReport> for b::ib_device_attr {
+impl From<&DeviceReport> for sys::ib_device_attr {
     fn from(r: &DeviceReport) -> Self {
         let a = &r.attr;
-        let mut d = b::ib_device_attr {
+        let mut d = sys::ib_device_attr {
             fw_ver: a.fw_ver,
             sys_image_guid: r.sys_image_guid,
             max_mr_size: a.max_mr_size,
@@ -80,9 +80,9 @@ impl From<&DeviceReport> for b::ib_device_attr {
 
 /// What query_port returns; `subnet_prefix` and the fields rxe does not set
 /// are zero.
-impl From<&PortAttr> for b::ib_port_attr {
+impl From<&PortAttr> for sys::ib_port_attr {
     fn from(a: &PortAttr) -> Self {
-        b::ib_port_attr {
+        sys::ib_port_attr {
             state: a.state as u32,
             max_mtu: a.max_mtu.as_raw(),
             active_mtu: a.active_mtu.as_raw(),
@@ -107,13 +107,13 @@ impl From<&PortAttr> for b::ib_port_attr {
     }
 }
 
-const _: () = assert!(device_attr::CORE_CAP_FLAGS == b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP);
-const _: () = assert!(device_attr::MAX_MAD_SIZE == b::IB_MGMT_MAD_SIZE);
+const _: () = assert!(device_attr::CORE_CAP_FLAGS == sys::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP);
+const _: () = assert!(device_attr::MAX_MAD_SIZE == sys::IB_MGMT_MAD_SIZE);
 
 /// What get_port_immutable returns.
-impl From<&PortImmutable> for b::ib_port_immutable {
+impl From<&PortImmutable> for sys::ib_port_immutable {
     fn from(i: &PortImmutable) -> Self {
-        b::ib_port_immutable {
+        sys::ib_port_immutable {
             pkey_tbl_len: c_int::from(i.pkey_tbl_len),
             gid_tbl_len: i.gid_tbl_len,
             core_cap_flags: i.core_cap_flags,
@@ -128,9 +128,9 @@ impl From<&PortImmutable> for b::ib_port_immutable {
 ///
 /// When `attr` has a GRH, `grh.sgid_attr` is null or points to a GID
 /// attribute that is live for the call.
-pub(crate) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
+pub(crate) unsafe fn ah_attr_from_raw(attr: &sys::rdma_ah_attr) -> AhAttr {
     let g = &attr.grh;
-    let has_grh = u32::from(attr.ah_flags) & b::ib_ah_flags_IB_AH_GRH != 0;
+    let has_grh = u32::from(attr.ah_flags) & sys::ib_ah_flags_IB_AH_GRH != 0;
     let sgid = if has_grh {
         // SAFETY: With a GRH, `sgid_attr` is null or points to a GID
         // attribute live for the call (the caller's contract); `as_ref`
@@ -164,10 +164,10 @@ pub(crate) unsafe fn ah_attr_from_raw(attr: &b::rdma_ah_attr) -> AhAttr {
 }
 
 /// The attribute query_ah and query_qp return: a RoCE attribute with a GRH.
-impl From<&AhAttr> for b::rdma_ah_attr {
+impl From<&AhAttr> for sys::rdma_ah_attr {
     fn from(a: &AhAttr) -> Self {
-        let mut out = b::rdma_ah_attr {
-            type_: b::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
+        let mut out = sys::rdma_ah_attr {
+            type_: sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
             port_num: a.port_num,
             ah_flags: a.ah_flags,
             sl: a.sl,
@@ -184,8 +184,8 @@ impl From<&AhAttr> for b::rdma_ah_attr {
     }
 }
 
-impl From<&b::ib_qp_cap> for Caps {
-    fn from(c: &b::ib_qp_cap) -> Self {
+impl From<&sys::ib_qp_cap> for Caps {
+    fn from(c: &sys::ib_qp_cap) -> Self {
         Caps {
             max_send_wr: c.max_send_wr,
             max_recv_wr: c.max_recv_wr,
@@ -198,7 +198,7 @@ impl From<&b::ib_qp_cap> for Caps {
 
 /// Writes the caps a QP got into the caller's `ib_qp_cap`, leaving its
 /// other fields (`max_rdma_ctxs`, which the core reads after create_qp).
-pub(crate) fn write_caps(c: &Caps, out: &mut b::ib_qp_cap) {
+pub(crate) fn write_caps(c: &Caps, out: &mut sys::ib_qp_cap) {
     out.max_send_wr = c.max_send_wr;
     out.max_recv_wr = c.max_recv_wr;
     out.max_send_sge = c.max_send_sge;
@@ -210,7 +210,7 @@ pub(crate) fn write_caps(c: &Caps, out: &mut b::ib_qp_cap) {
 ///
 /// `a` is the attribute of a modify call whose mask has `AV` (or
 /// `ALT_PATH` for the alternate path), resolved by the core.
-unsafe fn masked_ah(a: &b::rdma_ah_attr, set: bool) -> Option<AhAttr> {
+unsafe fn masked_ah(a: &sys::rdma_ah_attr, set: bool) -> Option<AhAttr> {
     // SAFETY: The attribute is read only when `set`, and then the core
     // resolved it (the caller's contract): a GRH's `sgid_attr` is null or a
     // GID attribute the core holds for the call.
@@ -224,7 +224,7 @@ unsafe fn masked_ah(a: &b::rdma_ah_attr, set: bool) -> Option<AhAttr> {
 ///
 /// Where the mask sets `AV` or `ALT_PATH`, the core resolved the AH
 /// attribute of that path (see [`ah_attr_from_raw`]).
-pub(crate) unsafe fn modify_attr_from_raw(a: &b::ib_qp_attr, mask: AttrMask) -> ModifyAttr {
+pub(crate) unsafe fn modify_attr_from_raw(a: &sys::ib_qp_attr, mask: AttrMask) -> ModifyAttr {
     let has = |m: AttrMask| mask.intersects(m);
     let mut m = ModifyAttr::zeroed();
     if has(AttrMask::STATE) {
@@ -300,9 +300,9 @@ pub(crate) unsafe fn modify_attr_from_raw(a: &b::ib_qp_attr, mask: AttrMask) -> 
 }
 
 /// What query_qp returns: the QP's attributes and the caps it got.
-impl From<(&QpAttrs, &Caps)> for b::ib_qp_attr {
+impl From<(&QpAttrs, &Caps)> for sys::ib_qp_attr {
     fn from((a, cap): (&QpAttrs, &Caps)) -> Self {
-        let mut out = b::ib_qp_attr {
+        let mut out = sys::ib_qp_attr {
             qp_state: a.state.as_raw(),
             cur_qp_state: a.state.as_raw(),
             path_mtu: a.path_mtu,
@@ -335,8 +335,8 @@ impl From<(&QpAttrs, &Caps)> for b::ib_qp_attr {
     }
 }
 
-impl From<&b::ib_srq_attr> for SrqAttr {
-    fn from(a: &b::ib_srq_attr) -> Self {
+impl From<&sys::ib_srq_attr> for SrqAttr {
+    fn from(a: &sys::ib_srq_attr) -> Self {
         SrqAttr {
             max_wr: a.max_wr,
             max_sge: a.max_sge,
@@ -345,9 +345,9 @@ impl From<&b::ib_srq_attr> for SrqAttr {
     }
 }
 
-impl From<&SrqAttr> for b::ib_srq_attr {
+impl From<&SrqAttr> for sys::ib_srq_attr {
     fn from(a: &SrqAttr) -> Self {
-        b::ib_srq_attr {
+        sys::ib_srq_attr {
             max_wr: a.max_wr,
             max_sge: a.max_sge,
             srq_limit: a.srq_limit,

@@ -21,7 +21,7 @@ use kernel::{alloc::Flags, page::PAGE_SIZE, prelude::*};
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::mr_logic::{atomic_aligned, AtomicOp};
 use crate::rxe::proto::tx_frags::{Added, Frag, FragList};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// Why a page access failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub(crate) enum PageError {
 /// use this value: see [`PageList`] and [`PageRef::from_kernel_addr`].
 #[derive(Clone, Copy)]
 pub(crate) struct PageRef {
-    page: NonNull<b::page>,
+    page: NonNull<sys::page>,
     offset: usize,
 }
 
@@ -63,7 +63,7 @@ impl PageRef {
     pub(crate) unsafe fn from_kernel_addr(addr: u64) -> Option<Self> {
         // SAFETY: The helper only does address arithmetic (no access to
         // `addr`), and returns null for an address outside the linear map.
-        let page = NonNull::new(unsafe { b::rxe_rs_virt_to_page(addr) })?;
+        let page = NonNull::new(unsafe { sys::rxe_rs_virt_to_page(addr) })?;
         // The remainder of a division by PAGE_SIZE fits a usize.
         let offset = (addr % len64(PAGE_SIZE)) as usize;
         // INVARIANT: `offset` is a remainder of a division by `PAGE_SIZE`;
@@ -87,11 +87,11 @@ impl PageRef {
         }
         // SAFETY: The page is valid (type invariant); a local mapping is
         // usable in any context and undone below on the same CPU.
-        let va = unsafe { b::rxe_rs_kmap_local_page(self.page.as_ptr()) }.cast::<u8>();
+        let va = unsafe { sys::rxe_rs_kmap_local_page(self.page.as_ptr()) }.cast::<u8>();
         // SAFETY: `start + len <= PAGE_SIZE` (checked), inside the mapping.
         let r = f(unsafe { va.add(start) });
         // SAFETY: Undoes the mapping made above, the latest one of this CPU.
-        unsafe { b::rxe_rs_kunmap_local(va.cast()) };
+        unsafe { sys::rxe_rs_kunmap_local(va.cast()) };
         Ok(r)
     }
 
@@ -144,7 +144,7 @@ impl PageRef {
     pub(super) fn flush(&self, off: usize, len: usize) -> Result<(), PageError> {
         self.with_mapped(off, len, |p| {
             // SAFETY: Writes back cache lines of `len` mapped bytes.
-            unsafe { b::rxe_rs_wb_cache_pmem(p.cast(), len) }
+            unsafe { sys::rxe_rs_wb_cache_pmem(p.cast(), len) }
         })
     }
 
@@ -163,7 +163,7 @@ impl PageRef {
 
     pub(crate) fn is_pmem(&self) -> bool {
         // SAFETY: The page is valid (type invariant).
-        unsafe { b::rxe_rs_page_is_pmem(self.page.as_ptr()) }
+        unsafe { sys::rxe_rs_page_is_pmem(self.page.as_ptr()) }
     }
 }
 
@@ -211,7 +211,7 @@ impl PageList {
     ///
     /// `page` is a valid page that stays valid for as long as the returned
     /// value (or a copy, or a list holding it) may be used.
-    pub(super) unsafe fn page_ref(page: NonNull<b::page>) -> PageRef {
+    pub(super) unsafe fn page_ref(page: NonNull<sys::page>) -> PageRef {
         // INVARIANT: An offset of 0 is below `PAGE_SIZE`; the page stays
         // valid while the value may be used (the caller's contract).
         PageRef { page, offset: 0 }
@@ -307,7 +307,7 @@ impl Drop for PageList {
             for p in self.entries.iter() {
                 // SAFETY: The list owns one reference per entry (type
                 // invariant, `holds_refs`) and gives each back once.
-                unsafe { b::rxe_rs_put_page(p.page.as_ptr()) };
+                unsafe { sys::rxe_rs_put_page(p.page.as_ptr()) };
             }
         }
     }
@@ -414,7 +414,7 @@ impl DmaSpace {
 /// The list owns one reference on the page of each of its entries, and
 /// each entry lies inside its page.
 pub(crate) struct PayloadPages {
-    list: FragList<NonNull<b::page>>,
+    list: FragList<NonNull<sys::page>>,
 }
 
 // SAFETY: Page references may be held and dropped on any thread.
@@ -445,10 +445,10 @@ impl PayloadPages {
     /// # Safety
     ///
     /// `page` is valid for the call and `off + len <= PAGE_SIZE`.
-    unsafe fn add(&mut self, page: NonNull<b::page>, off: usize, len: usize) -> bool {
+    unsafe fn add(&mut self, page: NonNull<sys::page>, off: usize, len: usize) -> bool {
         // SAFETY: The page is valid (caller); the helper takes a reference
         // only when it returns true.
-        if !unsafe { b::rxe_rs_get_frag_page(page.as_ptr()) } {
+        if !unsafe { sys::rxe_rs_get_frag_page(page.as_ptr()) } {
             return false;
         }
         match self.list.add(page, off, len) {
@@ -460,7 +460,7 @@ impl PayloadPages {
                 // SAFETY: Gives back the reference taken above, which no
                 // entry owns: the last entry already holds one on this page
                 // (merged), or nothing was added (full).
-                unsafe { b::rxe_rs_put_page(page.as_ptr()) };
+                unsafe { sys::rxe_rs_put_page(page.as_ptr()) };
                 other == Added::Merged
             }
         }
@@ -475,14 +475,14 @@ impl PayloadPages {
     /// Hands each piece in order to `take`, which returns whether it took
     /// over the piece's page reference; the references not taken are
     /// dropped here. The list is empty afterwards.
-    pub(super) fn drain_frags(&mut self, mut take: impl FnMut(Frag<NonNull<b::page>>) -> bool) {
+    pub(super) fn drain_frags(&mut self, mut take: impl FnMut(Frag<NonNull<sys::page>>) -> bool) {
         // INVARIANT: Each piece leaves the list with its reference, taken
         // over by `take` or given back here.
         self.list.drain(|f| {
             if !take(f) {
                 // SAFETY: The list owned this reference (type invariant)
                 // and `take` did not take it.
-                unsafe { b::rxe_rs_put_page(f.page.as_ptr()) };
+                unsafe { sys::rxe_rs_put_page(f.page.as_ptr()) };
             }
         });
     }
@@ -493,7 +493,7 @@ impl Drop for PayloadPages {
         self.list.drain(|f| {
             // SAFETY: The list owns one reference per entry (type
             // invariant), given back once as the entry leaves the list.
-            unsafe { b::rxe_rs_put_page(f.page.as_ptr()) };
+            unsafe { sys::rxe_rs_put_page(f.page.as_ptr()) };
         });
     }
 }

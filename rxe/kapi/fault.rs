@@ -30,7 +30,7 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Queue, Work, WorkItem},
 };
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// Work that may sleep without bound: an ODP fault and what to do when it
 /// ends. It runs once, in process context, and is dropped after that.
@@ -91,7 +91,7 @@ pub(crate) struct FaultQueue(());
 impl FaultQueue {
     pub(crate) fn create() -> Result<Self> {
         // SAFETY: Plain allocation call, no preconditions.
-        let raw = unsafe { b::rxe_rs_alloc_fault_wq() };
+        let raw = unsafe { sys::rxe_rs_alloc_fault_wq() };
         if raw.is_null() {
             return Err(ENOMEM);
         }

@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use kernel::{error::to_result, prelude::*, types::Opaque};
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// A counted reference to a `struct net_device`.
 ///
@@ -14,7 +14,7 @@ use crate::rxe::sys as b;
 ///
 /// `self.0` points to a live `net_device` on which this value owns one
 /// reference (taken with `dev_hold` or handed over by a C getter).
-pub(crate) struct NetDevice(NonNull<b::net_device>);
+pub(crate) struct NetDevice(NonNull<sys::net_device>);
 
 // SAFETY: A held net_device reference can be used and dropped from any thread.
 unsafe impl Send for NetDevice {}
@@ -28,7 +28,7 @@ impl NetDevice {
     ///
     /// `ptr` is null or points to a `net_device` on which the caller owns a
     /// reference, which is transferred to the returned value.
-    pub(crate) unsafe fn from_owned(ptr: *mut b::net_device) -> Option<Self> {
+    pub(crate) unsafe fn from_owned(ptr: *mut sys::net_device) -> Option<Self> {
         // INVARIANT: A non-null `ptr` names a device on which the caller
         // hands us its reference (the caller's contract).
         NonNull::new(ptr).map(Self)
@@ -39,19 +39,19 @@ impl NetDevice {
     /// # Safety
     ///
     /// `ptr` points to a `net_device` that stays alive for the call.
-    pub(crate) unsafe fn get(ptr: *mut b::net_device) -> Option<Self> {
+    pub(crate) unsafe fn get(ptr: *mut sys::net_device) -> Option<Self> {
         let ptr = NonNull::new(ptr)?;
         // SAFETY: The caller guarantees the device is alive now.
-        unsafe { b::rxe_rs_dev_hold(ptr.as_ptr()) };
+        unsafe { sys::rxe_rs_dev_hold(ptr.as_ptr()) };
         // INVARIANT: The reference just taken is this value's.
         Some(Self(ptr))
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut b::net_device {
+    pub(crate) fn as_ptr(&self) -> *mut sys::net_device {
         self.0.as_ptr()
     }
 
-    fn raw(&self) -> &b::net_device {
+    fn raw(&self) -> &sys::net_device {
         // SAFETY: By the type invariant the device is alive while we hold it.
         unsafe { self.0.as_ref() }
     }
@@ -62,16 +62,16 @@ impl NetDevice {
     /// that leaves less makes the IP layer reallocate the head of every skb.
     pub(crate) fn ll_reserved_space(&self) -> u32 {
         // SAFETY: By the type invariant the device is alive while we hold it.
-        unsafe { b::rxe_rs_ll_reserved_space(self.as_ptr()) }
+        unsafe { sys::rxe_rs_ll_reserved_space(self.as_ptr()) }
     }
 
     /// Whether a UDP fraglist GSO skb sent through this device is split
     /// back into its packets by its own software GSO (see
-    /// [`crate::rxe::kernel::skb::TxSkb::gso_chain`]); read at the moment,
+    /// [`crate::rxe::kapi::skb::TxSkb::gso_chain`]); read at the moment,
     /// the features may change later.
     pub(crate) fn splits_gso_batch(&self) -> bool {
         // SAFETY: By the type invariant the device is alive while we hold it.
-        unsafe { b::rxe_rs_netdev_splits_gso_batch(self.as_ptr()) }
+        unsafe { sys::rxe_rs_netdev_splits_gso_batch(self.as_ptr()) }
     }
 
     /// The interface name, without the trailing NULs.
@@ -114,21 +114,21 @@ impl NetDevice {
     /// Administratively up (IFF_UP).
     pub(crate) fn is_up(&self) -> bool {
         // SAFETY: The device is alive (type invariant).
-        let flags = unsafe { b::rxe_rs_dev_get_flags(self.as_ptr()) };
-        flags & b::net_device_flags_IFF_UP != 0
+        let flags = unsafe { sys::rxe_rs_dev_get_flags(self.as_ptr()) };
+        flags & sys::net_device_flags_IFF_UP != 0
     }
 
     /// Running with carrier: the port can move packets.
     pub(crate) fn is_running_with_carrier(&self) -> bool {
         // SAFETY: The device is alive (type invariant).
         unsafe {
-            b::rxe_rs_netif_running(self.as_ptr()) && b::rxe_rs_netif_carrier_ok(self.as_ptr())
+            sys::rxe_rs_netif_running(self.as_ptr()) && sys::rxe_rs_netif_carrier_ok(self.as_ptr())
         }
     }
 
     pub(crate) fn is_vlan(&self) -> bool {
         // SAFETY: The device is alive (type invariant).
-        unsafe { b::rxe_rs_is_vlan_dev(self.as_ptr()) }
+        unsafe { sys::rxe_rs_is_vlan_dev(self.as_ptr()) }
     }
 }
 
@@ -136,7 +136,7 @@ impl Clone for NetDevice {
     fn clone(&self) -> Self {
         // SAFETY: We hold a reference (type invariant), so the device is
         // alive.
-        unsafe { b::rxe_rs_dev_hold(self.as_ptr()) };
+        unsafe { sys::rxe_rs_dev_hold(self.as_ptr()) };
         // INVARIANT: The reference just taken is the clone's.
         Self(self.0)
     }
@@ -145,7 +145,7 @@ impl Clone for NetDevice {
 impl Drop for NetDevice {
     fn drop(&mut self) {
         // SAFETY: We own one reference (type invariant) and give it back.
-        unsafe { b::rxe_rs_dev_put(self.as_ptr()) };
+        unsafe { sys::rxe_rs_dev_put(self.as_ptr()) };
     }
 }
 
@@ -163,11 +163,11 @@ pub(crate) enum NetEvent {
 impl NetEvent {
     fn from_raw(event: usize) -> Self {
         match event as u32 {
-            b::netdev_cmd_NETDEV_UP => Self::Up,
-            b::netdev_cmd_NETDEV_DOWN => Self::Down,
-            b::netdev_cmd_NETDEV_CHANGE => Self::Change,
-            b::netdev_cmd_NETDEV_CHANGEMTU => Self::ChangeMtu,
-            b::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
+            sys::netdev_cmd_NETDEV_UP => Self::Up,
+            sys::netdev_cmd_NETDEV_DOWN => Self::Down,
+            sys::netdev_cmd_NETDEV_CHANGE => Self::Change,
+            sys::netdev_cmd_NETDEV_CHANGEMTU => Self::ChangeMtu,
+            sys::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
             _ => Self::Other,
         }
     }
@@ -183,7 +183,7 @@ pub(crate) trait NotifierOwner: 'static {
 /// [`NotifierOwner`].
 ///
 /// The block lives in its own allocation: the notifier chain links it.
-pub(crate) struct Notifier(KBox<Opaque<b::notifier_block>>);
+pub(crate) struct Notifier(KBox<Opaque<sys::notifier_block>>);
 
 // SAFETY: After registration only the notifier chain touches the block, under
 // its own lock; this value only hands its address back to unregister.
@@ -197,29 +197,29 @@ unsafe impl Sync for Notifier {}
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn notifier_call<O: NotifierOwner>(
-    _nb: *mut b::notifier_block,
+    _nb: *mut sys::notifier_block,
     event: kernel::ffi::c_ulong,
     info: *mut kernel::ffi::c_void,
 ) -> kernel::ffi::c_int {
     // SAFETY: The notifier chain passes a netdev_notifier_info whose device is
     // alive for the duration of the call.
-    if let Some(ndev) = unsafe { NetDevice::get(b::rxe_rs_netdev_notifier_info_to_dev(info)) } {
+    if let Some(ndev) = unsafe { NetDevice::get(sys::rxe_rs_netdev_notifier_info_to_dev(info)) } {
         O::net_event(&ndev, NetEvent::from_raw(event));
     }
-    b::NOTIFY_OK as kernel::ffi::c_int
+    sys::NOTIFY_OK as kernel::ffi::c_int
 }
 
 impl Notifier {
     /// Registers `O` for netdevice events.
     pub(crate) fn register<O: NotifierOwner>() -> Result<Self> {
-        let nb = b::notifier_block {
+        let nb = sys::notifier_block {
             notifier_call: Some(notifier_call::<O>),
             ..Default::default()
         };
         let block = KBox::new(Opaque::new(nb), GFP_KERNEL)?;
         // SAFETY: The block is initialised and stays at this address until
         // `drop` unregisters it.
-        to_result(unsafe { b::register_netdevice_notifier(block.get()) })?;
+        to_result(unsafe { sys::register_netdevice_notifier(block.get()) })?;
         Ok(Self(block))
     }
 }
@@ -229,6 +229,6 @@ impl Drop for Notifier {
         // SAFETY: The block was registered in `register` (a `Notifier`
         // exists only then) and is unregistered once, here; it is freed
         // only after this call returns.
-        unsafe { b::unregister_netdevice_notifier(self.0.get()) };
+        unsafe { sys::unregister_netdevice_notifier(self.0.get()) };
     }
 }

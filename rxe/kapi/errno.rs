@@ -4,13 +4,13 @@
 
 use kernel::error::Error;
 
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 macro_rules! errno {
     ($($fn:ident => $c:ident),* $(,)?) => {$(
         pub(crate) fn $fn() -> Error {
             // Errno constants are small positive numbers.
-            Error::from_errno(-(b::$c as i32))
+            Error::from_errno(-(sys::$c as i32))
         }
     )*};
 }

@@ -17,7 +17,7 @@
 //! # Example
 //!
 //! ```ignore
-//! use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Jiffies, Timer, TimerOwner};
+//! use crate::rxe::kapi::timer::{impl_has_timer, new_timer, Jiffies, Timer, TimerOwner};
 //!
 //! const RETRANS: u64 = 0;
 //!
@@ -48,8 +48,8 @@ use core::{marker::PhantomData, ptr};
 
 use kernel::{ffi::c_ulong, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
-use crate::rxe::kernel::lock::{lock_class_ptr, new_spinlock_bh, SpinLockBh, StaticLockClass};
-use crate::rxe::sys as b;
+use crate::rxe::kapi::lock::{lock_class_ptr, new_spinlock_bh, SpinLockBh, StaticLockClass};
+use crate::rxe::sys;
 
 /// A point in time or a duration, in jiffies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,19 +59,19 @@ impl Jiffies {
     /// The current time.
     pub(crate) fn now() -> Self {
         // SAFETY: Reads a global counter, no preconditions.
-        Self(unsafe { b::rxe_rs_jiffies() })
+        Self(unsafe { sys::rxe_rs_jiffies() })
     }
 
     /// `usecs` rounded up to jiffies.
     pub(crate) fn from_usecs(usecs: u32) -> Self {
         // SAFETY: Pure conversion, no preconditions.
-        Self(unsafe { b::rxe_rs_usecs_to_jiffies(usecs) })
+        Self(unsafe { sys::rxe_rs_usecs_to_jiffies(usecs) })
     }
 
     /// `nsecs` in jiffies, rounded down as C's `nsecs_to_jiffies` does.
     pub(crate) fn from_nsecs(nsecs: u64) -> Self {
         // SAFETY: Pure conversion, no preconditions.
-        Self(unsafe { b::nsecs_to_jiffies(nsecs) })
+        Self(unsafe { sys::nsecs_to_jiffies(nsecs) })
     }
 
     /// The raw count.
@@ -120,7 +120,7 @@ pub(crate) unsafe trait HasTimer<const ID: u64>: Sized {
 /// Creates a [`Timer`] initialiser with its own lockdep class.
 macro_rules! new_timer {
     ($name:literal $(,)?) => {
-        $crate::rxe::kernel::timer::Timer::new(
+        $crate::rxe::kapi::timer::Timer::new(
             ::kernel::c_str!($name),
             ::kernel::static_lock_class!(),
         )
@@ -133,10 +133,10 @@ pub(crate) use new_timer;
 macro_rules! impl_has_timer {
     ($(impl HasTimer<$id:tt> for $ty:ty { self.$field:ident })*) => {$(
         // SAFETY: `OFFSET` is the offset of the field `timer` returns.
-        unsafe impl $crate::rxe::kernel::timer::HasTimer<{ $id }> for $ty {
+        unsafe impl $crate::rxe::kapi::timer::HasTimer<{ $id }> for $ty {
             const OFFSET: usize = ::core::mem::offset_of!($ty, $field);
 
-            fn timer(&self) -> &$crate::rxe::kernel::timer::Timer<Self, { $id }> {
+            fn timer(&self) -> &$crate::rxe::kapi::timer::Timer<Self, { $id }> {
                 &self.$field
             }
         }
@@ -156,7 +156,7 @@ pub(crate) use impl_has_timer;
 #[pin_data(PinnedDrop)]
 pub(crate) struct Timer<T, const ID: u64> {
     #[pin]
-    raw: Opaque<b::timer_list>,
+    raw: Opaque<sys::timer_list>,
     #[pin]
     dead: SpinLockBh<bool>,
     _owner: PhantomData<fn(Arc<T>)>,
@@ -178,10 +178,10 @@ where
         let key = lock_class_ptr(key);
         // INVARIANT: A timer just initialised is not pending, and not dead.
         pin_init!(Self {
-            raw <- Opaque::ffi_init(move |slot: *mut b::timer_list| {
+            raw <- Opaque::ffi_init(move |slot: *mut sys::timer_list| {
                 // SAFETY: `slot` is valid for writes and pinned; `name` and
                 // `key` are static.
-                unsafe { b::rxe_rs_timer_init_key(slot, Some(Self::expire), 0, name.as_char_ptr(), key.cast()) }
+                unsafe { sys::rxe_rs_timer_init_key(slot, Some(Self::expire), 0, name.as_char_ptr(), key.cast()) }
             }),
             dead <- new_spinlock_bh!(false, "rxe_timer"),
             _owner: PhantomData,
@@ -194,7 +194,7 @@ where
     ///
     /// Called by the timer core for a `raw` armed by `arm_at`, which is a
     /// field of a `T` in an `Arc` and holds a reference to it.
-    unsafe extern "C" fn expire(raw: *mut b::timer_list) {
+    unsafe extern "C" fn expire(raw: *mut sys::timer_list) {
         // `raw` is the first field of the timer, which is `T::OFFSET` into
         // its owner.
         let owner = raw
@@ -248,7 +248,7 @@ where
         let held = Arc::into_raw(owner.clone());
         // SAFETY: `raw` was initialised in `new` and stays valid while
         // `self` does.
-        let was_pending = unsafe { b::mod_timer(self.raw.get(), expires.raw()) } != 0;
+        let was_pending = unsafe { sys::mod_timer(self.raw.get(), expires.raw()) } != 0;
         if was_pending {
             // The pending timer already held a reference: keep one.
             // SAFETY: `held` is the reference taken above, unused.
@@ -266,7 +266,7 @@ where
     /// Whether the timer is armed and has not expired yet.
     pub(crate) fn pending(&self) -> bool {
         // SAFETY: `raw` was initialised in `new`; the helper only reads it.
-        unsafe { b::rxe_rs_timer_pending(self.raw.get()) }
+        unsafe { sys::rxe_rs_timer_pending(self.raw.get()) }
     }
 
     /// Disarms the timer without waiting for a callback already running.
@@ -276,7 +276,7 @@ where
             return;
         }
         // SAFETY: `raw` was initialised in `new`.
-        if unsafe { b::timer_delete(self.raw.get()) } != 0 {
+        if unsafe { sys::timer_delete(self.raw.get()) } != 0 {
             Self::release(owner);
         }
     }
@@ -294,7 +294,7 @@ where
         *self.dead.lock() = true;
         // SAFETY: `raw` was initialised in `new`; we are not its callback
         // (documented requirement), so the wait ends.
-        if unsafe { b::timer_delete_sync(self.raw.get()) } != 0 {
+        if unsafe { sys::timer_delete_sync(self.raw.get()) } != 0 {
             Self::release(owner);
         }
     }
@@ -309,10 +309,10 @@ impl<T, const ID: u64> PinnedDrop for Timer<T, ID> {
         // sync variant: the last reference may be dropped by our own
         // callback.
         // SAFETY: `raw` was initialised in `new`.
-        if unsafe { b::rxe_rs_timer_pending(self.raw.get()) } {
+        if unsafe { sys::rxe_rs_timer_pending(self.raw.get()) } {
             pr_warn!("timer dropped while pending\n");
             // SAFETY: `raw` was initialised in `new`.
-            unsafe { b::timer_delete(self.raw.get()) };
+            unsafe { sys::timer_delete(self.raw.get()) };
         }
     }
 }

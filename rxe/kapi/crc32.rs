@@ -28,7 +28,7 @@ use kernel::prelude::*;
 
 use crate::rxe::proto::crc32::{crc32_le as software, crc32_masked, masked_with, Mask};
 use crate::rxe::proto::icrc::Crc32;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// Whether the fold is used: set once by [`select`].
 static CLMUL: AtomicBool = AtomicBool::new(false);
@@ -48,18 +48,18 @@ static KERNEL_FOLD: AtomicBool = AtomicBool::new(false);
 /// 1 folds under TCG too (to count the instructions a real CPU runs).
 pub(crate) fn select() {
     // SAFETY: FFI call without arguments, usable in any context.
-    let param = unsafe { b::rxe_rs_param_icrc_fold() };
+    let param = unsafe { sys::rxe_rs_param_icrc_fold() };
     if param == 0 {
         pr_info!("ICRC: CRC-32 in software (icrc_fold=0)\n");
         return;
     }
     // SAFETY: FFI call without arguments, usable in any context.
-    if !unsafe { b::rxe_rs_cpu_has_clmul() } {
+    if !unsafe { sys::rxe_rs_cpu_has_clmul() } {
         pr_info!("ICRC: CRC-32 in software (no PCLMULQDQ)\n");
         return;
     }
     // SAFETY: FFI call without arguments, usable in any context.
-    if param < 0 && unsafe { b::rxe_rs_cpu_is_tcg() } {
+    if param < 0 && unsafe { sys::rxe_rs_cpu_is_tcg() } {
         pr_info!("ICRC: CRC-32 in software (PCLMULQDQ emulated by QEMU TCG)\n");
         return;
     }
@@ -89,7 +89,7 @@ pub(crate) fn select() {
         return;
     }
     // SAFETY: FFI call without arguments, usable in any context.
-    if unsafe { b::rxe_rs_cpu_has_vpclmul() } {
+    if unsafe { sys::rxe_rs_cpu_has_vpclmul() } {
         if agrees(true) {
             WIDE.store(true, Ordering::Relaxed);
         } else {
@@ -98,7 +98,7 @@ pub(crate) fn select() {
     }
     CLMUL.store(true, Ordering::Relaxed);
     // SAFETY: FFI call without arguments, usable in any context.
-    if unsafe { b::rxe_rs_crc32_is_arch() }
+    if unsafe { sys::rxe_rs_crc32_is_arch() }
         && kernel_crc32(0x1234_5678, &pattern) == software(0x1234_5678, &pattern)
         && kernel_crc32(0x1234_5678, &pattern[..20]) == software(0x1234_5678, &pattern[..20])
     {
@@ -126,7 +126,7 @@ fn with_clmul(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
     }
     // SAFETY: FFI call without arguments; when it returns true the vector
     // registers are ours until `rxe_rs_simd_end`.
-    if !unsafe { b::rxe_rs_simd_begin() } {
+    if !unsafe { sys::rxe_rs_simd_begin() } {
         return None;
     }
     // SAFETY: the CPU has PCLMULQDQ and SSSE3: `select` checks them before
@@ -136,7 +136,7 @@ fn with_clmul(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
     // `rxe_rs_simd_begin` returned true.
     let crc = unsafe { super::clmul::crc32(crc, data, mask, wide) };
     // SAFETY: pairs with the successful `rxe_rs_simd_begin` above.
-    unsafe { b::rxe_rs_simd_end() };
+    unsafe { sys::rxe_rs_simd_end() };
     crc
 }
 
@@ -172,7 +172,7 @@ unsafe fn fold(_crc: u32, _data: &[u8], _mask: &Mask) -> Option<u32> {
 fn kernel_crc32(crc: u32, data: &[u8]) -> u32 {
     // SAFETY: `crc32_le` reads `data.len()` bytes from `data`, valid for
     // that long, in any context.
-    unsafe { b::crc32_le(crc, data.as_ptr().cast(), data.len()) }
+    unsafe { sys::crc32_le(crc, data.as_ptr().cast(), data.len()) }
 }
 
 /// The CRC of one packet's ICRC, made by [`with`].
@@ -244,7 +244,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Icrc) -> R) -> R {
         && !KERNEL_FOLD.load(Ordering::Relaxed)
         // SAFETY: FFI call without arguments; when it returns true the
         // vector registers are ours until `rxe_rs_simd_end`.
-        && unsafe { b::rxe_rs_simd_begin() };
+        && unsafe { sys::rxe_rs_simd_begin() };
     // INVARIANT: `simd` only if `CLMUL` is set and the unit is held; it is
     // held until after `f` returns and the value is gone.
     let r = f(&mut Icrc {
@@ -253,7 +253,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Icrc) -> R) -> R {
     });
     if simd {
         // SAFETY: pairs with the successful `rxe_rs_simd_begin` above.
-        unsafe { b::rxe_rs_simd_end() };
+        unsafe { sys::rxe_rs_simd_end() };
     }
     r
 }
