@@ -15,7 +15,7 @@ mod rxe;
 
 use rxe::ops::Driver;
 
-use rxe::kernel::{
+use rxe::kapi::{
     fault::FaultQueue,
     ibdev,
     link::LinkType,
@@ -25,7 +25,7 @@ use rxe::kernel::{
     udp,
 };
 
-rxe::kernel::module_info! {
+rxe::kapi::module_info! {
     type: RxeModule,
     name: "rdma_rxe_rs",
     author: "rxe_rs developers",
@@ -74,7 +74,7 @@ impl Drop for Devices {
 
 impl kernel::Module for RxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        rxe::kernel::crc32::select();
+        rxe::kapi::crc32::select();
         let wq = WorkQueue::create()?;
         let faults = FaultQueue::create()?;
         let bh = BhRuns::init();

@@ -4,15 +4,18 @@
 //!
 //! Interface for the datapath: [`lookup`] finds the AH a UD send WQE names
 //! by number, checked against the QP's PD; [`Shared::av`] is its address
-//! vector. [`embedded_av`] checks an AV a WQE carries instead.
+//! vector; [`AvCache`] keeps a QP's last one while no AH changes. [`embedded_av`] checks an AV a WQE carries instead.
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::route;
-use crate::rxe::kernel::udata::Udata;
-use crate::rxe::kernel::wr::WrAh;
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::route;
+use crate::rxe::kapi::udata::Udata;
+use crate::rxe::kapi::wr::WrAh;
+use crate::rxe::net;
 use crate::rxe::proto::av::{self as pav, AhAttr};
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::proto::qp_attr::AttrError;
@@ -59,13 +62,62 @@ pub(crate) struct CreateArgs<'a> {
 fn errno(e: AttrError) -> Error {
     match e {
         AttrError::Invalid => EINVAL,
-        AttrError::NotSupported => crate::rxe::kernel::errno::eopnotsupp(),
+        AttrError::NotSupported => crate::rxe::kapi::errno::eopnotsupp(),
     }
 }
 
 /// The AH numbered `ah_num`, if it exists and belongs to the PD `pd`.
 pub(crate) fn lookup(dev: &DeviceState, ah_num: u32, pd: usize) -> Option<Arc<Shared>> {
     dev.ahs.get(ah_num).filter(|ah| ah.pd == pd)
+}
+
+/// Counts the changes of every AH: each create, modify and destroy adds one
+/// once it is visible (in the pool, in the AV). An [`AvCache`] entry made
+/// while the count was `g` holds for as long as it still reads `g`.
+static AH_GEN: AtomicU64 = AtomicU64::new(0);
+
+fn changed() {
+    AH_GEN.fetch_add(1, Ordering::Release);
+}
+
+/// One QP's copy of the AV of the AH it last sent to, as a `net::Av`: a UD
+/// stream to one destination resolves the AH once, not per packet through
+/// the pool's lock and the AV's.
+pub(crate) struct AvCache {
+    /// AH number, the [`AH_GEN`] count read before the AH was looked up,
+    /// and its AV.
+    entry: Option<(u32, u64, net::Av)>,
+}
+
+impl AvCache {
+    pub(crate) const fn new() -> Self {
+        Self { entry: None }
+    }
+
+    /// The AV of the AH numbered `ah_num` if it exists and belongs to the
+    /// PD `pd` (always the same PD for one cache: its QP's), converted by
+    /// `to_net` when it is not cached.
+    ///
+    /// A change counted after the count an entry was made with invalidates
+    /// it: a modify or destroy bumps the count after it is done, so an entry
+    /// read from the AH before the change (its lookup came after the count
+    /// was read) is never used once the change has been counted.
+    pub(crate) fn get(
+        &mut self,
+        dev: &DeviceState,
+        ah_num: u32,
+        pd: usize,
+        to_net: impl FnOnce(&Av) -> net::Av,
+    ) -> Option<&net::Av> {
+        let gen = AH_GEN.load(Ordering::Acquire);
+        let hit = matches!(self.entry, Some((n, g, _)) if n == ah_num && g == gen);
+        if !hit {
+            self.entry = None;
+            let av = lookup(dev, ah_num, pd)?.av();
+            self.entry = Some((ah_num, gen, to_net(&av)));
+        }
+        self.entry.as_ref().map(|(_, _, av)| av)
+    }
 }
 
 /// The address vector a UD WQE embeds (providers that know no AH
@@ -109,6 +161,7 @@ impl Ah {
             None => index,
         };
         state.ahs.set(index, shared.clone());
+        changed();
         Ok(Self {
             shared,
             index,
@@ -122,6 +175,7 @@ impl Ah {
         pav::check_ah_attr(attr).map_err(errno)?;
         let av = pav::av_from_ah_attr(attr).map_err(errno)?;
         *self.shared.av.lock() = av;
+        changed();
         Ok(())
     }
 
@@ -134,6 +188,7 @@ impl Ah {
     /// AV keep their copy.
     pub(crate) fn destroy(&self, dev: &Device) {
         dev.state().ahs.remove(self.index);
+        changed();
     }
 }
 

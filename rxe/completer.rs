@@ -11,17 +11,19 @@ use kernel::{prelude::*, sync::Arc};
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::cq::Due;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
-use crate::rxe::kernel::task::Progress;
-use crate::rxe::kernel::timer::Jiffies;
+use crate::rxe::kapi::task::Progress;
+use crate::rxe::kapi::timer::Jiffies;
+use crate::rxe::kapi::trace::{self, RetryCause, StateCause};
 use crate::rxe::mr::{PdId, PendingFault};
 use crate::rxe::proto::comp_machine::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::mr_logic::Access;
 use crate::rxe::proto::odp_logic::{Next, Retry};
+use crate::rxe::proto::opcode::Opcode;
 use crate::rxe::proto::psn::psn_after;
 use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
-use crate::rxe::proto::wire::rnr_timer_us;
+use crate::rxe::proto::wire::{rnr_timer_us, Syndrome};
 use crate::rxe::qp::{self, Check, Engine, Shared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::requester::{self, Track};
@@ -128,6 +130,7 @@ fn retire_head(
         cqe.opcode = c.opcode;
         cqe.wc_flags = c.wc_flags;
         cqe.byte_len = c.byte_len;
+        trace::completion(&cqe, false);
         cqes.push(qp, cqe);
     }
     Some(empty)
@@ -219,6 +222,9 @@ impl cl::Sq for Io<'_> {
             psn: pkt.psn(),
             syndrome: pkt.aeth().map_or(0, |a| a.syndrome),
         };
+        if trace::nak_recv_on() && r.opcode == Opcode::RcAck && is_nak(r.syndrome) {
+            trace::nak_recv(self.qp.qpn, r.psn, r.syndrome);
+        }
         self.pkt = Some(pkt);
         Some(r)
     }
@@ -336,6 +342,41 @@ fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
     }
 }
 
+/// An AETH syndrome other than an ACK: an RNR NAK or a NAK.
+fn is_nak(syndrome: u8) -> bool {
+    !matches!(Syndrome::try_from(syndrome), Ok(Syndrome::Ack { .. }))
+}
+
+/// The `retransmit` event for a completer run that decided to send again:
+/// `started` whether it set a retry going, `pkt` the response it handled,
+/// `comp_psn` the oldest PSN not acknowledged, where the resend starts.
+#[cold]
+fn trace_retry(
+    qp: &Shared,
+    comp_psn: u32,
+    pkt: Option<&RxPacket>,
+    started: bool,
+    one: &cl::Outcome,
+) {
+    if one.rnr_timer.is_some() {
+        // The resend starts at the NAKed PSN when the RNR timer ends.
+        if let Some(p) = pkt {
+            trace::retransmit(qp.qpn, RetryCause::Rnr, p.psn());
+        }
+        return;
+    }
+    if !started {
+        return;
+    }
+    let cause = match pkt {
+        // Only a run without a response acts on the timeout.
+        None => RetryCause::Timeout,
+        Some(p) if p.aeth().is_some_and(|a| is_nak(a.syndrome)) => RetryCause::Nak,
+        Some(_) => RetryCause::Implicit,
+    };
+    trace::retransmit(qp.qpn, cause, comp_psn);
+}
+
 pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
     let (state, valid, timeout) = {
         let s = qp.status();
@@ -384,8 +425,14 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         // `progress` is the last run's: an empty queue ends the batch with
         // nothing left to run for.
         let mut out = cl::Outcome::default();
+        let tracing = trace::retransmit_on();
         for _ in 0..RESPONSES_PER_STEP {
+            let retrying = tracing && st.req.need_retry;
             let one = cl::run(&mut st.comp, &mut st.req, &mut io);
+            if tracing {
+                let now = st.req.need_retry && !retrying;
+                trace_retry(qp, st.comp.psn, io.pkt.as_ref(), now, &one);
+            }
             if let Some(p) = io.pkt.take() {
                 p.consume();
             }
@@ -445,7 +492,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         requester::arm_retransmit(qp, timeout, false);
     }
     if out.qp_error {
-        requester::qp_error(qp);
+        requester::qp_error(qp, StateCause::Completion);
         return Progress::More;
     }
     if out.again {

@@ -7,8 +7,10 @@ use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::rxe::device::Device;
+use crate::rxe::kapi::trace::{self, DropReason};
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::events::Event;
+use crate::rxe::proto::headers::Bth;
 
 /// One counter. The order is rdma_rxe's, so `rdma statistic` prints the
 /// same list in the same order for both drivers.
@@ -129,6 +131,21 @@ impl Counter {
         }
     }
 
+    /// The drop reason of an `rcvd_drop_*` counter.
+    fn drop_reason(self) -> Option<DropReason> {
+        Some(match self {
+            Counter::RcvdBadHdr => DropReason::BadHdr,
+            Counter::RcvdBadIcrc => DropReason::BadIcrc,
+            Counter::RcvdNoQp => DropReason::NoQp,
+            Counter::RcvdBadQpState => DropReason::QpState,
+            Counter::RcvdBadKey => DropReason::BadKey,
+            Counter::RcvdNotOurs => DropReason::NotOurs,
+            Counter::RcvdNoMem => DropReason::NoMem,
+            Counter::RcvdQueueFull => DropReason::QueueFull,
+            _ => return None,
+        })
+    }
+
     const fn index(self) -> usize {
         self as usize
     }
@@ -167,6 +184,20 @@ impl Counters {
 /// Counts one event of kind `c` on `dev`.
 pub(crate) fn inc(dev: &Device, c: Counter) {
     dev.state().counters.inc(c);
+}
+
+/// Counts a received packet dropped for `why` (an `rcvd_drop_*` counter)
+/// and reports it in the `pkt_drop` trace event with its BTH (`None`: the
+/// headers were not parsed, reported as QPN 0, opcode 0xff (none the
+/// driver takes), PSN 0).
+pub(crate) fn dropped(dev: &Device, why: Counter, bth: Option<&Bth>) {
+    inc(dev, why);
+    if trace::pkt_drop_on() {
+        if let Some(reason) = why.drop_reason() {
+            let (qpn, opcode, psn) = bth.map_or((0, 0xff, 0), |b| (b.qpn, b.opcode, b.psn));
+            trace::pkt_drop(reason, qpn, opcode, psn);
+        }
+    }
 }
 
 /// Counts one packet of `bytes` bytes, sent (`sent_pkts`, `sent_bytes`)

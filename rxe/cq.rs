@@ -30,9 +30,9 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{self, CqLink};
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::object::QpHandle;
+use crate::rxe::kapi::cq_srq::{self, CqLink};
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::object::QpHandle;
 use crate::rxe::proto::cq_srq::{check_cqe, Notify, RecvNet};
 use crate::rxe::proto::res_details::CqDetails;
 use crate::rxe::proto::uapi::{
@@ -166,7 +166,7 @@ impl Cq {
             return Err(EINVAL);
         }
         if flags != 0 {
-            return Err(crate::rxe::kernel::errno::eopnotsupp());
+            return Err(crate::rxe::kapi::errno::eopnotsupp());
         }
         let cqe = check_cqe(cqe, None).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Cq)?;

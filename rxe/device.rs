@@ -11,12 +11,12 @@ use kernel::{
 };
 
 use crate::rxe::counters::{Counter, Counters};
-use crate::rxe::kernel::ibdev::{self, Identity, PortEvent};
-use crate::rxe::kernel::netdev::{NetDevice, NetEvent};
-use crate::rxe::kernel::netns::{Net, NetId, TunnelUse};
-use crate::rxe::kernel::random;
-use crate::rxe::kernel::route::RouteScope;
-use crate::rxe::kernel::udata::Udata;
+use crate::rxe::kapi::ibdev::{self, Identity, PortEvent};
+use crate::rxe::kapi::netdev::{NetDevice, NetEvent};
+use crate::rxe::kapi::netns::{Net, NetId, TunnelUse};
+use crate::rxe::kapi::random;
+use crate::rxe::kapi::route::RouteScope;
+use crate::rxe::kapi::udata::Udata;
 use crate::rxe::pool::Pool;
 use crate::rxe::proto::device_attr::{
     guid_from_mac, guid_source, DeviceReport, PhysState, PortAttr, PortImmutable, PortState,

@@ -18,7 +18,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::DeviceState;
-use crate::rxe::kernel::page::PayloadPages;
+use crate::rxe::kapi::page::PayloadPages;
 use crate::rxe::mr::{self, Access, AccessError, KeyKind, PdId, PendingFault};
 use crate::rxe::proto::{
     conv::to_usize,

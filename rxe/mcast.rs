@@ -21,7 +21,7 @@ use kernel::{
 };
 
 use crate::rxe::device::Device;
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kapi::lock::{new_spinlock_bh, SpinLockBh};
 use crate::rxe::proto::av::mcast_mac;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::params::limits;

@@ -12,7 +12,7 @@
 
 mod sys;
 
-pub(crate) mod kernel;
+pub(crate) mod kapi;
 pub(crate) mod proto;
 
 pub(crate) mod ah;

@@ -15,7 +15,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, DeviceState, ObjCount, ObjKind};
-use crate::rxe::kernel::{
+use crate::rxe::kapi::{
     lock::{new_spinlock_bh, SpinLockBh},
     random,
 };
@@ -177,7 +177,7 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
     let facts = mr.as_ref().map(|m| m.bind_facts(qp_pd));
     let map_err = |e| match e {
         RuleError::Invalid => EINVAL,
-        RuleError::NotSupported => crate::rxe::kernel::errno::eopnotsupp(),
+        RuleError::NotSupported => crate::rxe::kapi::errno::eopnotsupp(),
     };
     // The window state may change before the lock is taken, so the rules
     // are checked there; these early checks only avoid a useless view.

@@ -49,14 +49,16 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::Device;
-use crate::rxe::kernel::errno;
-use crate::rxe::kernel::netdev::NetDevice;
-use crate::rxe::kernel::page::PayloadPages;
-use crate::rxe::kernel::route::{self, Dst, RouteCache, RouteScope};
-use crate::rxe::kernel::skb::{TxSkb, Xmit, GSO_BATCH_MAX, PROTO_IPV4, PROTO_IPV6};
-use crate::rxe::kernel::udp::{SkbOwner, TxSocket};
+use crate::rxe::kapi::crc32;
+use crate::rxe::kapi::errno;
+use crate::rxe::kapi::netdev::NetDevice;
+use crate::rxe::kapi::page::PayloadPages;
+use crate::rxe::kapi::route::{self, Dst, RouteCache, RouteScope};
+use crate::rxe::kapi::skb::{TxSkb, Xmit, GSO_BATCH_MAX, PROTO_IPV4, PROTO_IPV6};
+use crate::rxe::kapi::trace;
+use crate::rxe::kapi::udp::{SkbOwner, TxSocket};
 use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
-use crate::rxe::proto::icrc::{self, IpHdr};
+use crate::rxe::proto::icrc::{self, Frame};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType};
 use crate::rxe::proto::opcode::Opcode;
 use crate::rxe::proto::packet::{packet_len, pad_for};
@@ -267,6 +269,16 @@ impl TxPacket<'_> {
         headers::set_ack_req(self.skb.data_mut(), on).map_err(|_| EINVAL)
     }
 
+    /// The `pkt_send` trace event, from the BTH written before.
+    #[cold]
+    fn trace_send(&mut self) {
+        // Read only (`TxSkb` gives the packet's bytes as one slice).
+        if let Some(bth) = Bth::parse(self.skb.data_mut()) {
+            // At most 64 KiB (`alloc_packet`).
+            trace::pkt_send(bth.qpn, bth.opcode, bth.psn, self.payload_len as u32);
+        }
+    }
+
     /// Writes extension header `H` where the opcode puts it; `EINVAL` if the
     /// opcode carries none.
     pub(crate) fn write_ext<H: ExtHeader>(&mut self, hdr: &H) -> Result {
@@ -391,13 +403,6 @@ impl<W: TxWake> TxFlow<W> {
     }
 }
 
-/// The CRC-32 of the ICRC, sent and received (`kernel::crc32` picks the
-/// method).
-#[inline]
-pub(crate) fn crc32(crc: u32, data: &[u8]) -> u32 {
-    crate::rxe::kernel::crc32::crc32(crc, data)
-}
-
 /// Prepends the UDP and IP headers, routes the packet and fills its ICRC.
 #[inline]
 fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
@@ -437,30 +442,32 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
         // The id is covered by the ICRC, so it is chosen before the CRC runs.
         tx.skb.select_ipv4_id();
     }
-    let data = tx.skb.data_mut();
-    let (iph, rest) = data.split_at_mut(ip_len);
-    let (udp, pkt) = rest.split_at_mut(ip::UDP_HLEN);
-    let iph = match av.network_type() {
-        NetworkType::Ipv4 => IpHdr::V4(iph),
-        NetworkType::Ipv6 => IpHdr::V6(iph),
-    };
-    if tx.payload_frags == 0 {
-        return icrc::generate(&mut crc32, iph, udp, pkt).map_err(|_| EINVAL);
-    }
-    // Headers here, payload in the fragments, then the trailer: pad
-    // (zeroed) and the ICRC slot.
-    let mut run = icrc::begin(&mut crc32, iph, udp, pkt).map_err(|_| EINVAL)?;
-    tx.skb
-        .for_each_frag(tx.payload_frags, |b| run.update(&mut crc32, b))?;
-    let trailer = tx.skb.trailer_mut();
-    let pad = trailer.len().checked_sub(ICRC_LEN).ok_or(EINVAL)?;
-    run.update(&mut crc32, trailer.get(..pad).unwrap_or(&[]));
-    let slot = trailer
-        .get_mut(pad..)
-        .and_then(|s| s.first_chunk_mut::<ICRC_LEN>())
-        .ok_or(EINVAL)?;
-    *slot = run.finish().to_le_bytes();
-    Ok(())
+    let v6 = av.network_type() == NetworkType::Ipv6;
+    crc32::with(|crc| {
+        if tx.payload_frags == 0 {
+            // The whole datagram in the linear part, from the IP header.
+            return icrc::generate_frame(crc, tx.skb.data_mut(), v6, ip_len).map_err(|_| EINVAL);
+        }
+        // Headers here, payload in the fragments, then the trailer: pad
+        // (zeroed) and the ICRC slot.
+        let hdrs = Frame {
+            buf: tx.skb.data_mut(),
+            v6,
+            udp_at: ip_len,
+        };
+        let mut run = icrc::begin_frame(crc, hdrs).map_err(|_| EINVAL)?;
+        tx.skb
+            .for_each_frag(tx.payload_frags, |b| run.update(crc, b))?;
+        let trailer = tx.skb.trailer_mut();
+        let pad = trailer.len().checked_sub(ICRC_LEN).ok_or(EINVAL)?;
+        run.update(crc, trailer.get(..pad).unwrap_or(&[]));
+        let slot = trailer
+            .get_mut(pad..)
+            .and_then(|s| s.first_chunk_mut::<ICRC_LEN>())
+            .ok_or(EINVAL)?;
+        *slot = run.finish().to_le_bytes();
+        Ok(())
+    })
 }
 
 /// Routes `tx` and completes it with its UDP and IP headers and ICRC, in
@@ -611,6 +618,9 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
     /// without a route, or the IP layer's errno for a packet sent alone.
     pub(crate) fn send(&mut self, tx: TxPacket<'a>) -> Result {
         let mut p = tx;
+        if trace::pkt_send_on() {
+            p.trace_send();
+        }
         if ready(&mut p, self.flow)? {
             return deliver_local(p, self.flow);
         }

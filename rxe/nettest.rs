@@ -10,7 +10,7 @@
 //! counts the answers in the receiver's `rcvd_pkts`, which only a valid
 //! packet (headers and ICRC) reaches, on rdma_rxe as on rxe_rs.
 
-use crate::rxe::kernel::route;
+use crate::rxe::kapi::route;
 use crate::rxe::net::{alloc_packet_with, Av, TxBatch, TxFlow};
 use crate::rxe::proto::headers::{Bth, Deth, DEFAULT_PKEY, MULTICAST_QPN};
 use crate::rxe::proto::ip::IpAddr;

@@ -5,7 +5,7 @@
 use kernel::prelude::*;
 
 use crate::rxe::device::{Device, ObjCount, ObjKind};
-use crate::rxe::kernel::udata::Udata;
+use crate::rxe::kapi::udata::Udata;
 
 /// A protection domain. Holds a slot of the device's PD budget.
 pub(crate) struct Pd {

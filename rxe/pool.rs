@@ -23,7 +23,7 @@ use kernel::{
     rbtree::{RBTree, RBTreeNodeReservation},
 };
 
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::proto::index_alloc::IndexAlloc;
 
 /// # Invariants

@@ -11,7 +11,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::kernel::vmbuf::VmBuf;
+use crate::rxe::kapi::vmbuf::VmBuf;
 use crate::rxe::proto::uapi::{queue_buf as hdr, QueueGeometry};
 
 /// Which side of the ring the driver is.

@@ -21,17 +21,19 @@ use kernel::sync::Arc;
 
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
-use crate::rxe::kernel::route;
-use crate::rxe::kernel::skb::Skb;
+use crate::rxe::kapi::crc32;
+use crate::rxe::kapi::route;
+use crate::rxe::kapi::skb::{DropReason, Skb};
+use crate::rxe::kapi::trace;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Deth, ExtHeader, BTH_LEN, MULTICAST_QPN};
-use crate::rxe::proto::icrc::{self, IpHdr};
+use crate::rxe::proto::icrc::{self, Frame};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::packet::{self, PacketInfo};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
-use crate::rxe::{mcast, net, qp};
+use crate::rxe::{mcast, qp};
 
 /// A received RoCEv2 packet that passed the header and ICRC checks.
 ///
@@ -205,7 +207,33 @@ impl RxPacket {
 
     /// Counts the packet as dropped for `why` (the caller drops it).
     fn drop_count(&self, why: Counter) {
-        counters::inc(&self.dev, why);
+        counters::dropped(&self.dev, why, Some(&self.info.bth));
+    }
+
+    /// Counts the packet as dropped for `why` and frees it with the
+    /// kernel's drop reason closest to `why`.
+    pub(crate) fn drop_for(self, why: Counter) {
+        self.drop_count(why);
+        let reason = match why {
+            Counter::RcvdNoQp => DropReason::NoSocket,
+            Counter::RcvdNotOurs => DropReason::OtherHost,
+            Counter::RcvdQueueFull => DropReason::ReceiveBuffer,
+            Counter::RcvdNoMem => DropReason::NoMem,
+            _ => DropReason::NotSpecified,
+        };
+        self.skb.drop_for(reason);
+    }
+
+    /// Counts the packet as received (`rcvd_pkts`, `rcvd_bytes`, the
+    /// `pkt_recv` trace event).
+    #[inline(always)]
+    fn count_received(&self) {
+        counters::packet(&self.dev, false, to_usize(self.ip_len));
+        if trace::pkt_recv_on() {
+            // At most 64 KiB: it came in one UDP datagram.
+            let len = self.info.payload_len as u32;
+            trace::pkt_recv(self.qpn(), self.info.bth.opcode, self.psn(), len);
+        }
     }
 }
 
@@ -222,7 +250,8 @@ pub(crate) fn receive_udp(mut skb: Skb) {
         return;
     };
     if skb.linearize().is_err() {
-        counters::inc(&dev, Counter::RcvdNoMem);
+        counters::dropped(&dev, Counter::RcvdNoMem, None);
+        skb.drop_for(DropReason::NoMem);
         return;
     }
     // The destination must be one of our GIDs on the device it came in on.
@@ -231,7 +260,7 @@ pub(crate) fn receive_udp(mut skb: Skb) {
     };
     if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none()
     {
-        pkt.drop_count(Counter::RcvdNotOurs);
+        pkt.drop_for(Counter::RcvdNotOurs);
         return;
     }
     drop(ndev);
@@ -256,7 +285,7 @@ impl RxPacket {
     fn new(dev: DeviceRef, skb: Skb, loopback: bool) -> Option<RxPacket> {
         let pkt = Self::parse(dev, skb, loopback);
         if let Err(dev) = &pkt {
-            counters::inc(dev, Counter::RcvdBadHdr);
+            counters::dropped(dev, Counter::RcvdBadHdr, None);
         }
         pkt.ok()
     }
@@ -333,27 +362,29 @@ impl RxPacket {
     /// the transport packet.
     #[inline(always)]
     fn icrc_ok(&self) -> bool {
-        let iph = self.skb.network_header_bytes();
-        let Some(info) = ip::parse_ip(iph) else {
+        let nh = self.skb.network_header_bytes();
+        let Some(info) = ip::parse_ip(nh) else {
             return false;
         };
-        let (Some(iph), Some(rest)) = (iph.get(..info.hdr_len), iph.get(info.hdr_len..)) else {
-            return false;
-        };
+        let pkt = self.bytes();
         // The UDP header sits right before the BTH, wherever IPv6
         // extension headers put it.
-        let Some(udp) = rest
+        let Some(udp_at) = nh
             .len()
             .checked_sub(self.skb.data().len() + ip::UDP_HLEN)
-            .and_then(|at| rest.get(at..at + ip::UDP_HLEN))
+            .filter(|&at| at >= info.hdr_len)
         else {
             return false;
         };
-        let iph = match info.src.network_type() {
-            NetworkType::Ipv4 => IpHdr::V4(iph),
-            NetworkType::Ipv6 => IpHdr::V6(iph),
+        let Some(buf) = nh.get(..udp_at + ip::UDP_HLEN + pkt.len()) else {
+            return false;
         };
-        icrc::icrc_ok(&mut net::crc32, iph, udp, self.bytes())
+        let frame = Frame {
+            buf,
+            v6: info.src.network_type() == NetworkType::Ipv6,
+            udp_at,
+        };
+        crc32::with(|crc| icrc::icrc_ok_frame(crc, frame))
     }
 }
 
@@ -380,15 +411,15 @@ fn qp_takes(pkt: &RxPacket, qp: &qp::Shared, mcast: bool) -> bool {
 fn dispatch(pkt: RxPacket) {
     let qpn = pkt.qpn();
     if qpn == 0 {
-        pkt.drop_count(Counter::RcvdNoQp);
+        pkt.drop_for(Counter::RcvdNoQp);
         return;
     }
     if qpn == MULTICAST_QPN {
         if !pkt.icrc_ok() {
-            pkt.drop_count(Counter::RcvdBadIcrc);
+            pkt.drop_for(Counter::RcvdBadIcrc);
             return;
         }
-        counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
+        pkt.count_received();
         #[cfg(rxe_nettest)]
         if crate::rxe::nettest::echo(&pkt) {
             return;
@@ -401,7 +432,7 @@ fn dispatch(pkt: RxPacket) {
         match state.gsi_qp_index() {
             Some(i) => i,
             None => {
-                pkt.drop_count(Counter::RcvdNoQp);
+                pkt.drop_for(Counter::RcvdNoQp);
                 return;
             }
         }
@@ -409,17 +440,17 @@ fn dispatch(pkt: RxPacket) {
         qpn
     };
     let Some(qp) = state.qps.get(index) else {
-        pkt.drop_count(Counter::RcvdNoQp);
+        pkt.drop_for(Counter::RcvdNoQp);
         return;
     };
     if !qp_takes(&pkt, &qp, false) {
         return;
     }
     if !pkt.icrc_ok() {
-        pkt.drop_count(Counter::RcvdBadIcrc);
+        pkt.drop_for(Counter::RcvdBadIcrc);
         return;
     }
-    counters::packet(&pkt.dev, false, to_usize(pkt.ip_len));
+    pkt.count_received();
     qp.receive(pkt);
 }
 

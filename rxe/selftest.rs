@@ -13,7 +13,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::fifo::Fifo;
-use crate::rxe::kernel::{
+use crate::rxe::kapi::{
     task::{impl_has_task, new_task, Progress, Task, TaskOwner, MAX_ITERATIONS},
     timer::{impl_has_timer, new_timer, Jiffies, Timer, TimerOwner},
 };

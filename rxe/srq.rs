@@ -17,10 +17,10 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::{unpublish, Published};
 use crate::rxe::device::{Device, ObjCount, ObjKind};
-use crate::rxe::kernel::cq_srq::{RecvWr, SrqLink};
-use crate::rxe::kernel::errno;
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
-use crate::rxe::kernel::udata;
+use crate::rxe::kapi::cq_srq::{RecvWr, SrqLink};
+use crate::rxe::kapi::errno;
+use crate::rxe::kapi::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kapi::udata;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::cq_srq::{
     build_recv_wqe, check_srq_modify, srq_limit_reached, PostRecvError, SrqNow, RECV_WQE_MAX,

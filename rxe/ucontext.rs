@@ -11,8 +11,8 @@ use kernel::{
 };
 
 use crate::rxe::device::{Device, ObjCount, ObjKind};
-use crate::rxe::kernel::lock::{new_spinlock_bh, SpinLockBh};
-use crate::rxe::kernel::{cq_srq, udata::Udata, vmbuf::VmBuf};
+use crate::rxe::kapi::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kapi::{cq_srq, udata::Udata, vmbuf::VmBuf};
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::uapi::MmInfo;
 

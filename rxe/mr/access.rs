@@ -7,7 +7,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::{AccessError, AtomicOp, Memory, Shared};
-use crate::rxe::kernel::page::PayloadPages;
+use crate::rxe::kapi::page::PayloadPages;
 use crate::rxe::proto::conv::len64;
 
 impl Shared {

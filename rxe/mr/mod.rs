@@ -53,7 +53,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 use crate::rxe::device::DeviceState;
-use crate::rxe::kernel::{
+use crate::rxe::kapi::{
     lock::{new_spinlock_bh, SpinLockBh},
     odp::{Odp, OdpError},
     page::{DmaSpace, PageError, PageList},
@@ -137,7 +137,7 @@ impl From<PageError> for AccessError {
 fn rule_errno(e: RuleError) -> Error {
     match e {
         RuleError::Invalid => EINVAL,
-        RuleError::NotSupported => crate::rxe::kernel::errno::eopnotsupp(),
+        RuleError::NotSupported => crate::rxe::kapi::errno::eopnotsupp(),
     }
 }
 

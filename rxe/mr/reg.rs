@@ -7,7 +7,7 @@ use kernel::{alloc::flags::__GFP_NOWARN, page::PAGE_SHIFT, prelude::*, sync::Arc
 
 use super::{rule_errno, Access, Memory, PdId, Shared};
 use crate::rxe::device::{Device, ObjCount, ObjKind};
-use crate::rxe::kernel::{
+use crate::rxe::kapi::{
     alloc::caller_sized,
     odp::{Odp, OdpReg},
     page::{DmaSpace, PageList, PageRef},

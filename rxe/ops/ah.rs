@@ -7,19 +7,19 @@ use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
 use crate::rxe::ah::{Ah, CreateArgs};
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::attr::ah_attr_from_raw;
-use crate::rxe::kernel::object::CoreObj;
-use crate::rxe::kernel::udata::Udata;
-use crate::rxe::sys as b;
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::attr::ah_attr_from_raw;
+use crate::rxe::kapi::object::CoreObj;
+use crate::rxe::kapi::udata::Udata;
+use crate::rxe::sys;
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.create_ah = Some(create_ah);
     ops.create_user_ah = Some(create_ah);
     ops.modify_ah = Some(modify_ah);
     ops.query_ah = Some(query_ah);
     ops.destroy_ah = Some(destroy_ah);
-    ops.size_ib_ah = CoreObj::<b::ib_ah, Ah>::SIZE;
+    ops.size_ib_ah = CoreObj::<sys::ib_ah, Ah>::SIZE;
 }
 
 /// create_ah and create_user_ah of `ib_device_ops`.
@@ -29,9 +29,9 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 /// Called by the RDMA core with the zeroed AH allocation it made for this
 /// device, a resolved init attribute and a null or valid udata.
 unsafe extern "C" fn create_ah(
-    ah: *mut b::ib_ah,
-    init: *mut b::rdma_ah_init_attr,
-    udata: *mut b::ib_udata,
+    ah: *mut sys::ib_ah,
+    init: *mut sys::rdma_ah_init_attr,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ah` bytes with
@@ -48,13 +48,13 @@ unsafe extern "C" fn create_ah(
             // SAFETY: `ah_attr` points to the AH attribute the core resolved,
             // valid for the call, with its GID attribute held meanwhile.
             attr: unsafe { ah_attr_from_raw(&*init.ah_attr) },
-            sleepable: init.flags & b::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
+            sleepable: init.flags & sys::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
             udata: udata.as_ref(),
         };
         let obj = Ah::new(dev, args)?;
         // SAFETY: `ah` is the core's zeroed allocation of `size_ib_ah`
         // (`SIZE`) bytes, its driver part not initialised yet.
-        unsafe { CoreObj::<b::ib_ah, Ah>::init(ah, alloc::value(obj)) }?;
+        unsafe { CoreObj::<sys::ib_ah, Ah>::init(ah, alloc::value(obj)) }?;
         Ok(0)
     })
 }
@@ -65,10 +65,10 @@ unsafe extern "C" fn create_ah(
 ///
 /// Called by the RDMA core on a live AH of this driver with a resolved
 /// attribute.
-unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
+unsafe extern "C" fn modify_ah(ah: *mut sys::ib_ah, attr: *mut sys::rdma_ah_attr) -> c_int {
     from_result(|| {
         // SAFETY: A live AH made by `create_ah`, for the call.
-        let ah = unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ah) };
+        let ah = unsafe { CoreObj::<sys::ib_ah, Ah>::from_raw(ah) };
         // SAFETY: The AH attribute the core resolved, valid for the call,
         // with its GID attribute held meanwhile.
         let attr = unsafe { ah_attr_from_raw(&*attr) };
@@ -83,9 +83,9 @@ unsafe extern "C" fn modify_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) ->
 ///
 /// Called by the RDMA core on a live AH of this driver with a writable
 /// attribute.
-unsafe extern "C" fn query_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> c_int {
+unsafe extern "C" fn query_ah(ah: *mut sys::ib_ah, attr: *mut sys::rdma_ah_attr) -> c_int {
     // SAFETY: A live AH made by `create_ah`, for the call.
-    let ah = unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ah) };
+    let ah = unsafe { CoreObj::<sys::ib_ah, Ah>::from_raw(ah) };
     // SAFETY: The caller's output attribute, valid and ours to write for the
     // call.
     let out = unsafe { &mut *attr };
@@ -99,14 +99,14 @@ unsafe extern "C" fn query_ah(ah: *mut b::ib_ah, attr: *mut b::rdma_ah_attr) -> 
 ///
 /// Called by the RDMA core on a live AH of this driver, which it frees
 /// afterwards.
-unsafe extern "C" fn destroy_ah(ah: *mut b::ib_ah, _flags: u32) -> c_int {
+unsafe extern "C" fn destroy_ah(ah: *mut sys::ib_ah, _flags: u32) -> c_int {
     // SAFETY: Initialised by `create_ah`, alive until the core frees it
     // after this call.
-    let obj = unsafe { CoreObj::<b::ib_ah, Ah>::from_raw(ah) };
+    let obj = unsafe { CoreObj::<sys::ib_ah, Ah>::from_raw(ah) };
     obj.destroy(obj.device());
     // SAFETY: Initialised by `create_ah`; the core frees the memory after
     // we return, so the driver part is dropped here, and `obj` is not used
     // again.
-    unsafe { CoreObj::<b::ib_ah, Ah>::destroy(ah) };
+    unsafe { CoreObj::<sys::ib_ah, Ah>::destroy(ah) };
     0
 }

@@ -9,15 +9,15 @@ use kernel::{
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::cq_srq::{ucontext, write_wc, UserCall};
-use crate::rxe::kernel::object::CoreObj;
-use crate::rxe::kernel::restrack::EntryMsg;
-use crate::rxe::sys as b;
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::cq_srq::{ucontext, write_wc, UserCall};
+use crate::rxe::kapi::object::CoreObj;
+use crate::rxe::kapi::restrack::EntryMsg;
+use crate::rxe::sys;
 
-type Obj = CoreObj<b::ib_cq, Cq>;
+type Obj = CoreObj<sys::ib_cq, Cq>;
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.create_cq = Some(create_cq);
     ops.destroy_cq = Some(destroy_cq);
     #[cfg(not(rxe_kernel_7))]
@@ -42,7 +42,7 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 /// # Safety
 ///
 /// `ibcq` is a live CQ of ours; the core reads `cqe` only after the verb.
-unsafe fn set_cqe(ibcq: *mut b::ib_cq, capacity: u32) {
+unsafe fn set_cqe(ibcq: *mut sys::ib_cq, capacity: u32) {
     // At most `max_cqe` (32767): a CQ ring never exceeds it.
     let cqe = c_int::try_from(capacity).unwrap_or(c_int::MAX);
     // SAFETY: `ibcq` is a live CQ of ours (the caller's contract); the core
@@ -57,9 +57,9 @@ unsafe fn set_cqe(ibcq: *mut b::ib_cq, capacity: u32) {
 /// Called by the RDMA core with a fresh `ib_cq` of `size_ib_cq` bytes and
 /// the call's attributes.
 unsafe extern "C" fn create_cq(
-    ibcq: *mut b::ib_cq,
-    attr: *const b::ib_cq_init_attr,
-    attrs: *mut b::uverbs_attr_bundle,
+    ibcq: *mut sys::ib_cq,
+    attr: *const sys::ib_cq_init_attr,
+    attrs: *mut sys::uverbs_attr_bundle,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_cq` bytes with
@@ -69,7 +69,7 @@ unsafe extern "C" fn create_cq(
         let attr = unsafe { &*attr };
         // SAFETY: `attrs` is null for kernel callers or the bundle of this
         // uverbs call (the core's contract).
-        let udata = unsafe { b::rxe_rs_attrs_udata(attrs) };
+        let udata = unsafe { sys::rxe_rs_attrs_udata(attrs) };
         // SAFETY: `udata` is null or the driver udata of this call, whose
         // context is one of ours with its driver part.
         let user = unsafe { UserCall::from_raw(udata) }?;
@@ -98,7 +98,7 @@ unsafe extern "C" fn create_cq(
 ///
 /// Called by the RDMA core on a CQ made by `create_cq`, once, with no other
 /// op on it running.
-unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_cq(ibcq: *mut sys::ib_cq, udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: Initialised by `create_cq`, alive until the core frees it
         // after this call.
@@ -120,7 +120,11 @@ unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, udata: *mut b::ib_udata) ->
 /// # Safety
 ///
 /// Called by the RDMA core on a live CQ made by `create_cq`.
-unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn resize_cq(
+    ibcq: *mut sys::ib_cq,
+    cqe: c_int,
+    udata: *mut sys::ib_udata,
+) -> c_int {
     from_result(|| {
         // SAFETY: `udata` is null or the call's driver udata, on a context
         // of ours.
@@ -141,9 +145,9 @@ unsafe extern "C" fn resize_cq(ibcq: *mut b::ib_cq, cqe: c_int, udata: *mut b::i
 /// Called by the RDMA core on a live CQ made by `create_cq`.
 #[cfg(rxe_kernel_7)]
 unsafe extern "C" fn resize_user_cq(
-    ibcq: *mut b::ib_cq,
+    ibcq: *mut sys::ib_cq,
     cqe: u32,
-    udata: *mut b::ib_udata,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     // Above `max_cqe` either way: let the CQ refuse it.
     let cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
@@ -158,7 +162,11 @@ unsafe extern "C" fn resize_user_cq(
 ///
 /// Called on a live CQ made by `create_cq`, with room for `num_entries`
 /// completions at `wc`.
-unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b::ib_wc) -> c_int {
+unsafe extern "C" fn poll_cq(
+    ibcq: *mut sys::ib_cq,
+    num_entries: c_int,
+    wc: *mut sys::ib_wc,
+) -> c_int {
     // SAFETY: A live CQ made by `create_cq` (the core's contract), for the
     // call.
     let cq = unsafe { Obj::from_raw(ibcq) };
@@ -177,7 +185,7 @@ unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, num_entries: c_int, wc: *mut b
 /// # Safety
 ///
 /// Called on a live CQ made by `create_cq`.
-unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
+unsafe extern "C" fn peek_cq(ibcq: *mut sys::ib_cq, wc_cnt: c_int) -> c_int {
     // SAFETY: A live CQ made by `create_cq` (the core's contract), for the
     // call.
     let cq = unsafe { Obj::from_raw(ibcq) };
@@ -190,7 +198,7 @@ unsafe extern "C" fn peek_cq(ibcq: *mut b::ib_cq, wc_cnt: c_int) -> c_int {
 /// # Safety
 ///
 /// Called on a live CQ made by `create_cq`.
-unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_flags) -> c_int {
+unsafe extern "C" fn req_notify_cq(ibcq: *mut sys::ib_cq, flags: sys::ib_cq_notify_flags) -> c_int {
     // SAFETY: A live CQ made by `create_cq` (the core's contract), for the
     // call.
     let cq = unsafe { Obj::from_raw(ibcq) };
@@ -203,8 +211,8 @@ unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_f
 ///
 /// As for [`fill_res_cq_entry`].
 unsafe fn fill_cq_entry(
-    msg: *mut b::sk_buff,
-    ibcq: *mut b::ib_cq,
+    msg: *mut sys::sk_buff,
+    ibcq: *mut sys::ib_cq,
     put: impl FnOnce(&mut EntryMsg, &Cq) -> Result,
 ) -> c_int {
     from_result(|| {
@@ -224,7 +232,7 @@ unsafe fn fill_cq_entry(
 ///
 /// Called by the RDMA core on a live CQ of this driver with the netlink
 /// message of its entry.
-unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
+unsafe extern "C" fn fill_res_cq_entry(msg: *mut sys::sk_buff, ibcq: *mut sys::ib_cq) -> c_int {
     // SAFETY: The core calls this on a live CQ of ours with the message of
     // its entry: the helper's contract.
     unsafe { fill_cq_entry(msg, ibcq, |m, cq| m.put_attrs(&cq.details().attrs())) }
@@ -235,7 +243,7 @@ unsafe extern "C" fn fill_res_cq_entry(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq
 /// # Safety
 ///
 /// As for [`fill_res_cq_entry`].
-unsafe extern "C" fn fill_res_cq_entry_raw(msg: *mut b::sk_buff, ibcq: *mut b::ib_cq) -> c_int {
+unsafe extern "C" fn fill_res_cq_entry_raw(msg: *mut sys::sk_buff, ibcq: *mut sys::ib_cq) -> c_int {
     // SAFETY: The core calls this on a live CQ of ours with the message of
     // its entry: the helper's contract.
     unsafe { fill_cq_entry(msg, ibcq, |m, cq| m.put_raw(&cq.details().raw())) }

@@ -5,18 +5,18 @@
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 use crate::rxe::device::Device;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::errno;
-use crate::rxe::kernel::object::CoreObj;
-use crate::rxe::kernel::udata::Udata;
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::errno;
+use crate::rxe::kapi::object::CoreObj;
+use crate::rxe::kapi::udata::Udata;
 use crate::rxe::pd::Pd;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 use crate::rxe::ucontext::Ucontext;
 
 /// Device-level entry points: queries, port, user contexts, mmap, PDs.
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.owner = this_module().cast();
-    ops.driver_id = b::rdma_driver_id_RDMA_DRIVER_RXE;
+    ops.driver_id = sys::rdma_driver_id_RDMA_DRIVER_RXE;
     ops.uverbs_abi_ver = crate::rxe::proto::params::UVERBS_ABI_VERSION;
     ops.device_group = unsafe_device_group();
 
@@ -37,19 +37,19 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
 
-    ops.size_ib_ucontext = CoreObj::<b::ib_ucontext, Ucontext>::SIZE;
-    ops.size_ib_pd = CoreObj::<b::ib_pd, Pd>::SIZE;
+    ops.size_ib_ucontext = CoreObj::<sys::ib_ucontext, Ucontext>::SIZE;
+    ops.size_ib_pd = CoreObj::<sys::ib_pd, Pd>::SIZE;
 }
 
-fn unsafe_device_group() -> *const b::attribute_group {
+fn unsafe_device_group() -> *const sys::attribute_group {
     // SAFETY: Returns a pointer to static data in helpers_core.c.
-    unsafe { b::rxe_rs_device_group() }
+    unsafe { sys::rxe_rs_device_group() }
 }
 
 /// # Safety
 ///
 /// `ib` is the `ib_device` of a live rxe_rs device.
-pub(super) unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
+pub(super) unsafe fn dev<'a>(ib: *mut sys::ib_device) -> &'a Device {
     // SAFETY: `ib` is the `ib_device` of a live rxe_rs device (the caller's
     // contract), made by `Device::register`: its state is initialised
     // while the core can call into it (the type invariant of `Device`).
@@ -61,9 +61,9 @@ pub(super) unsafe fn dev<'a>(ib: *mut b::ib_device) -> &'a Device {
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn query_device(
-    ib: *mut b::ib_device,
-    attr: *mut b::ib_device_attr,
-    udata: *mut b::ib_udata,
+    ib: *mut sys::ib_device,
+    attr: *mut sys::ib_device_attr,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core calls our ops only on live devices we registered.
@@ -83,9 +83,9 @@ unsafe extern "C" fn query_device(
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn query_port(
-    ib: *mut b::ib_device,
+    ib: *mut sys::ib_device,
     port: u32,
-    attr: *mut b::ib_port_attr,
+    attr: *mut sys::ib_port_attr,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core calls our ops only on live devices we registered.
@@ -103,7 +103,7 @@ unsafe extern "C" fn query_port(
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn query_pkey(
-    ib: *mut b::ib_device,
+    ib: *mut sys::ib_device,
     port: u32,
     index: u16,
     pkey: *mut u16,
@@ -124,26 +124,26 @@ unsafe extern "C" fn query_pkey(
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn modify_device(
-    ib: *mut b::ib_device,
+    ib: *mut sys::ib_device,
     mask: c_int,
-    attr: *mut b::ib_device_modify,
+    attr: *mut sys::ib_device_modify,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The caller's attribute, valid for the call.
         let attr = unsafe { &*attr };
-        let supported = (b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID
-            | b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC)
+        let supported = (sys::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID
+            | sys::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC)
             as c_int;
         if mask & !supported != 0 {
             return Err(errno::eopnotsupp());
         }
-        if mask & b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID as c_int != 0 {
+        if mask & sys::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID as c_int != 0 {
             // The core hands it in CPU order; the attribute keeps wire order.
             dev.state().set_sys_image_guid(attr.sys_image_guid.to_be());
         }
-        if mask & b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int != 0 {
+        if mask & sys::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int != 0 {
             // SAFETY: node_desc is plain bytes owned by the device; the core
             // serialises modify_device against other writers.
             unsafe { (*dev.as_ib()).node_desc = attr.node_desc };
@@ -157,17 +157,17 @@ unsafe extern "C" fn modify_device(
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn modify_port(
-    ib: *mut b::ib_device,
+    ib: *mut sys::ib_device,
     port: u32,
     mask: c_int,
-    attr: *mut b::ib_port_modify,
+    attr: *mut sys::ib_port_modify,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
         // SAFETY: The caller's attribute, valid for the call.
         let attr = unsafe { &*attr };
-        let reset_qkey = b::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR as c_int;
+        let reset_qkey = sys::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR as c_int;
         if port != 1 {
             return Err(EINVAL);
         }
@@ -187,8 +187,8 @@ unsafe extern "C" fn modify_port(
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn get_link_layer(_ib: *mut b::ib_device, _port: u32) -> b::rdma_link_layer {
-    b::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+unsafe extern "C" fn get_link_layer(_ib: *mut sys::ib_device, _port: u32) -> sys::rdma_link_layer {
+    sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET
 }
 
 /// # Safety
@@ -196,9 +196,9 @@ unsafe extern "C" fn get_link_layer(_ib: *mut b::ib_device, _port: u32) -> b::rd
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn get_port_immutable(
-    ib: *mut b::ib_device,
+    ib: *mut sys::ib_device,
     port: u32,
-    immutable: *mut b::ib_port_immutable,
+    immutable: *mut sys::ib_port_immutable,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core calls our ops only on live devices we registered.
@@ -215,7 +215,7 @@ unsafe extern "C" fn get_port_immutable(
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
+unsafe extern "C" fn enable_driver(ib: *mut sys::ib_device) -> c_int {
     from_result(|| {
         // SAFETY: The core calls our ops only on live devices we registered.
         let dev = unsafe { dev(ib) };
@@ -228,7 +228,7 @@ unsafe extern "C" fn enable_driver(ib: *mut b::ib_device) -> c_int {
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
+unsafe extern "C" fn dealloc_driver(ib: *mut sys::ib_device) {
     // SAFETY: The core calls this once, on a device we registered (so its
     // state is initialised), when the device is being freed and no other op
     // can run any more: the state is not used again.
@@ -239,7 +239,7 @@ unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn alloc_ucontext(uc: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_ucontext` bytes
         // with `device` set to one of our devices, which outlives it.
@@ -249,7 +249,7 @@ unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_u
         let ctx = Ucontext::new(dev, udata.as_ref())?;
         // SAFETY: `uc` is the core's zeroed allocation of `size_ib_ucontext`
         // (`SIZE`) bytes, its driver part not initialised yet.
-        unsafe { CoreObj::<b::ib_ucontext, Ucontext>::init(uc, ctx) }?;
+        unsafe { CoreObj::<sys::ib_ucontext, Ucontext>::init(uc, ctx) }?;
         Ok(0)
     })
 }
@@ -258,10 +258,10 @@ unsafe extern "C" fn alloc_ucontext(uc: *mut b::ib_ucontext, udata: *mut b::ib_u
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
+unsafe extern "C" fn dealloc_ucontext(uc: *mut sys::ib_ucontext) {
     // SAFETY: Initialised by `alloc_ucontext`; the core calls this once,
     // last, and frees the memory after, so the context is not used again.
-    unsafe { CoreObj::<b::ib_ucontext, Ucontext>::destroy(uc) };
+    unsafe { CoreObj::<sys::ib_ucontext, Ucontext>::destroy(uc) };
 }
 
 /// Present so that the core may tear a context down under its process
@@ -277,20 +277,20 @@ unsafe extern "C" fn dealloc_ucontext(uc: *mut b::ib_ucontext) {
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn disassociate_ucontext(_uc: *mut b::ib_ucontext) {}
+unsafe extern "C" fn disassociate_ucontext(_uc: *mut sys::ib_ucontext) {}
 
 /// # Safety
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) -> c_int {
+unsafe extern "C" fn mmap(uc: *mut sys::ib_ucontext, vma: *mut sys::vm_area_struct) -> c_int {
     from_result(|| {
         // SAFETY: The core calls mmap on a live context of ours, made by
         // `alloc_ucontext`, for the call.
-        let uc = unsafe { CoreObj::<b::ib_ucontext, Ucontext>::from_raw(uc) };
+        let uc = unsafe { CoreObj::<sys::ib_ucontext, Ucontext>::from_raw(uc) };
         // SAFETY: `vma` is the area of the mmap in progress; the helpers
         // only read its fields.
-        let (offset, len) = unsafe { (b::rxe_rs_vma_offset(vma), b::rxe_rs_vma_len(vma)) };
+        let (offset, len) = unsafe { (sys::rxe_rs_vma_offset(vma), sys::rxe_rs_vma_len(vma)) };
         let offset = u64::try_from(offset).map_err(|_| EINVAL)?;
         let len = u64::try_from(len).map_err(|_| EINVAL)?;
         let buf = uc.take_for_mmap(offset, len)?;
@@ -304,7 +304,7 @@ unsafe extern "C" fn mmap(uc: *mut b::ib_ucontext, vma: *mut b::vm_area_struct) 
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn alloc_pd(pd: *mut sys::ib_pd, udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_pd` bytes with
         // `device` set to one of our devices, which outlives it.
@@ -314,7 +314,7 @@ unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_i
         let state = Pd::new(dev, udata.as_ref())?;
         // SAFETY: `pd` is the core's zeroed allocation of `size_ib_pd`
         // (`SIZE`) bytes, its driver part not initialised yet.
-        unsafe { CoreObj::<b::ib_pd, Pd>::init(pd, alloc::value(state)) }?;
+        unsafe { CoreObj::<sys::ib_pd, Pd>::init(pd, alloc::value(state)) }?;
         Ok(0)
     })
 }
@@ -323,10 +323,10 @@ unsafe extern "C" fn alloc_pd(pd: *mut b::ib_pd, udata: *mut b::ib_udata) -> c_i
 ///
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
-unsafe extern "C" fn dealloc_pd(pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn dealloc_pd(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: Initialised by `alloc_pd`; the core calls this once, last,
     // and frees the memory after, so the PD is not used again.
-    unsafe { CoreObj::<b::ib_pd, Pd>::destroy(pd) };
+    unsafe { CoreObj::<sys::ib_pd, Pd>::destroy(pd) };
     0
 }
 

@@ -2,12 +2,12 @@
 
 //! The module-wide hooks the wrapper layer registers for the driver: the
 //! `rxe` link type, netdev events and the datagrams of the tunnel sockets.
-//! The `extern "C"` functions are generic ones in `rxe/kernel`; the crate
+//! The `extern "C"` functions are generic ones in `rxe/kapi`; the crate
 //! root instantiates them with [`Driver`], so each call below is static.
 
 use kernel::{prelude::*, str::CStr};
 
-use crate::rxe::kernel::{
+use crate::rxe::kapi::{
     link::LinkOwner,
     netdev::{NetDevice, NetEvent, NotifierOwner},
     netns::{Net, NetId, NetsOwner, TunnelUse},

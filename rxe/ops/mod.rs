@@ -7,7 +7,7 @@
 //! Trampolines only: raw pointers in, a call into the driver, errno out.
 //! Each turns the core's raw pointers into references to driver objects
 //! (the C<->Rust struct conversions are `From`/`TryFrom` impls in
-//! `rxe/kernel`), calls the driver, and turns its `Result` back into an
+//! `rxe/kapi`), calls the driver, and turns its `Result` back into an
 //! errno. Nothing else in the driver sees the raw pointers. One file per
 //! object family; each fills its part of the table.
 
@@ -24,20 +24,20 @@ mod stats;
 pub(crate) use hooks::Driver;
 
 use crate::rxe::device::DeviceState;
-use crate::rxe::kernel::ibdev::DeviceData;
-use crate::rxe::sys as b;
+use crate::rxe::kapi::ibdev::DeviceData;
+use crate::rxe::sys;
 
 // SAFETY: `DeviceState` is the only `DeviceData` of the module, and every
 // device it registers (`device::newlink`) is a `Device<DeviceState>`.
 unsafe impl DeviceData for DeviceState {
-    fn ops() -> b::ib_device_ops {
+    fn ops() -> sys::ib_device_ops {
         device_ops()
     }
 }
 
 /// Builds the ops table; the core copies it into each device.
-fn device_ops() -> b::ib_device_ops {
-    let mut ops = b::ib_device_ops::default();
+fn device_ops() -> sys::ib_device_ops {
+    let mut ops = sys::ib_device_ops::default();
     device::fill(&mut ops);
     ah::fill(&mut ops);
     cq::fill(&mut ops);

@@ -15,16 +15,16 @@ use kernel::{
 
 use super::device::dev;
 use crate::rxe::device::Device;
-use crate::rxe::kernel::{
+use crate::rxe::kapi::{
     object::Handle,
     page::{DmaSpace, PageRef},
 };
 use crate::rxe::mr::{Mr, PdId};
 use crate::rxe::proto::conv::{len64, to_usize};
 use crate::rxe::proto::odp_logic::{Advice, ADVISE_FLAG_FLUSH};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.get_dma_mr = Some(get_dma_mr);
     #[cfg(not(rxe_kernel_7))]
     {
@@ -50,17 +50,17 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 /// Called by the RDMA core only, with a live PD of this driver and
 /// `num_sge` SGEs at `sg_list`.
 unsafe extern "C" fn advise_mr(
-    pd: *mut b::ib_pd,
-    advice: b::ib_uverbs_advise_mr_advice,
+    pd: *mut sys::ib_pd,
+    advice: sys::ib_uverbs_advise_mr_advice,
     flags: u32,
-    sg_list: *mut b::ib_sge,
+    sg_list: *mut sys::ib_sge,
     num_sge: u32,
-    _attrs: *mut b::uverbs_attr_bundle,
+    _attrs: *mut sys::uverbs_attr_bundle,
 ) -> c_int {
     let Some(advice) = Advice::from_raw(advice) else {
-        return crate::rxe::kernel::errno::eopnotsupp().to_errno();
+        return crate::rxe::kapi::errno::eopnotsupp().to_errno();
     };
-    let sges: &[b::ib_sge] = if num_sge == 0 || sg_list.is_null() {
+    let sges: &[sys::ib_sge] = if num_sge == 0 || sg_list.is_null() {
         &[]
     } else {
         // SAFETY: The core passes `num_sge` SGEs at `sg_list`, alive for the
@@ -82,18 +82,18 @@ unsafe extern "C" fn advise_mr(
 /// holds references: Rust sees it only as [`Opaque`].
 #[repr(C)]
 struct MrObj {
-    ib: Opaque<b::ib_mr>,
+    ib: Opaque<sys::ib_mr>,
     mr: Mr,
 }
 
-impl From<Handle<b::ib_pd>> for PdId {
-    fn from(h: Handle<b::ib_pd>) -> Self {
+impl From<Handle<sys::ib_pd>> for PdId {
+    fn from(h: Handle<sys::ib_pd>) -> Self {
         PdId(h.id())
     }
 }
 
 /// The identity of the PD at `pd`, the same number `Handle::id` gives.
-fn pd_id(pd: *mut b::ib_pd) -> PdId {
+fn pd_id(pd: *mut sys::ib_pd) -> PdId {
     // The address is the identity, as in `Handle::id`.
     PdId(pd as usize)
 }
@@ -101,7 +101,7 @@ fn pd_id(pd: *mut b::ib_pd) -> PdId {
 /// # Safety
 ///
 /// `ib` is the `ib_mr` of a live [`MrObj`] and stays alive for `'a`.
-unsafe fn obj<'a>(ib: *mut b::ib_mr) -> &'a MrObj {
+unsafe fn obj<'a>(ib: *mut sys::ib_mr) -> &'a MrObj {
     // SAFETY: `ib` is the `ib_mr` of a live `MrObj`, alive for `'a` (the
     // caller's contract), and the first field of that `#[repr(C)]` struct,
     // so the cast gives the object's address.
@@ -118,11 +118,11 @@ fn reserve() -> Result<KBox<core::mem::MaybeUninit<MrObj>>> {
 fn finish(
     room: KBox<core::mem::MaybeUninit<MrObj>>,
     dev: &Device,
-    pd: *mut b::ib_pd,
+    pd: *mut sys::ib_pd,
     mr: Mr,
-) -> *mut b::ib_mr {
+) -> *mut sys::ib_mr {
     let keys = mr.keys();
-    let ib = b::ib_mr {
+    let ib = sys::ib_mr {
         device: dev.as_ib(),
         pd,
         lkey: keys.lkey,
@@ -138,7 +138,7 @@ fn finish(
     .cast()
 }
 
-fn to_ptr(r: Result<*mut b::ib_mr>) -> *mut b::ib_mr {
+fn to_ptr(r: Result<*mut sys::ib_mr>) -> *mut sys::ib_mr {
     r.unwrap_or_else(|e| e.to_ptr())
 }
 
@@ -148,7 +148,7 @@ fn to_ptr(r: Result<*mut b::ib_mr>) -> *mut b::ib_mr {
 ///
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
-unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_mr {
+unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
     to_ptr((|| {
         // SAFETY: The core passes a live PD of one of our devices.
         let dev = unsafe { dev((*pd).device) };
@@ -170,14 +170,14 @@ unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_
 /// As for `reg_user_mr`.
 #[cfg(rxe_kernel_7)]
 unsafe extern "C" fn reg_user_mr_dmah(
-    pd: *mut b::ib_pd,
+    pd: *mut sys::ib_pd,
     start: u64,
     length: u64,
     iova: u64,
     access: c_int,
-    dmah: *mut b::ib_dmah,
-    udata: *mut b::ib_udata,
-) -> *mut b::ib_mr {
+    dmah: *mut sys::ib_dmah,
+    udata: *mut sys::ib_udata,
+) -> *mut sys::ib_mr {
     if !dmah.is_null() {
         return to_ptr(Err(EOPNOTSUPP));
     }
@@ -193,13 +193,13 @@ unsafe extern "C" fn reg_user_mr_dmah(
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
 unsafe extern "C" fn reg_user_mr(
-    pd: *mut b::ib_pd,
+    pd: *mut sys::ib_pd,
     start: u64,
     length: u64,
     iova: u64,
     access: c_int,
-    _udata: *mut b::ib_udata,
-) -> *mut b::ib_mr {
+    _udata: *mut sys::ib_udata,
+) -> *mut sys::ib_mr {
     to_ptr((|| {
         // SAFETY: The core passes a live PD of one of our devices.
         let dev = unsafe { dev((*pd).device) };
@@ -218,15 +218,15 @@ unsafe extern "C" fn reg_user_mr(
 /// driver as the op's contract describes.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn rereg_user_mr(
-    ib: *mut b::ib_mr,
+    ib: *mut sys::ib_mr,
     flags: c_int,
     _start: u64,
     _length: u64,
     _iova: u64,
     access: c_int,
-    pd: *mut b::ib_pd,
-    _udata: *mut b::ib_udata,
-) -> *mut b::ib_mr {
+    pd: *mut sys::ib_pd,
+    _udata: *mut sys::ib_udata,
+) -> *mut sys::ib_mr {
     to_ptr((|| {
         // SAFETY: The core passes one of our live MRs, with the uobject lock
         // held, so nothing else changes its `ib_mr` meanwhile.
@@ -245,12 +245,12 @@ unsafe extern "C" fn rereg_user_mr(
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
 unsafe extern "C" fn alloc_mr(
-    pd: *mut b::ib_pd,
-    mr_type: b::ib_mr_type,
+    pd: *mut sys::ib_pd,
+    mr_type: sys::ib_mr_type,
     max_num_sg: u32,
-) -> *mut b::ib_mr {
+) -> *mut sys::ib_mr {
     to_ptr((|| {
-        if mr_type != b::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        if mr_type != sys::ib_mr_type_IB_MR_TYPE_MEM_REG {
             return Err(EINVAL);
         }
         // SAFETY: The core passes a live PD of one of our devices.
@@ -267,7 +267,7 @@ unsafe extern "C" fn alloc_mr(
 ///
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
-unsafe extern "C" fn dereg_mr(ib: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn dereg_mr(ib: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: The core passes one of our live MRs; after a successful
     // return it never uses the pointer again.
     let o = unsafe { obj(ib) };
@@ -296,7 +296,7 @@ impl MrObj {
 ///
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
-unsafe extern "C" fn set_page(ib: *mut b::ib_mr, addr: u64) -> c_int {
+unsafe extern "C" fn set_page(ib: *mut sys::ib_mr, addr: u64) -> c_int {
     // SAFETY: Called by `ib_sg_to_pages` from our `map_mr_sg` on a live MR.
     let o = unsafe { obj(ib) };
     let page_size = o.mr.map_page_size();
@@ -325,8 +325,8 @@ unsafe extern "C" fn set_page(ib: *mut b::ib_mr, addr: u64) -> c_int {
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
 unsafe extern "C" fn map_mr_sg(
-    ib: *mut b::ib_mr,
-    sg: *mut b::scatterlist,
+    ib: *mut sys::ib_mr,
+    sg: *mut sys::scatterlist,
     sg_nents: c_int,
     sg_offset: *mut c_uint,
 ) -> c_int {
@@ -340,7 +340,7 @@ unsafe extern "C" fn map_mr_sg(
     }
     // SAFETY: Core-provided scatterlist and MR, valid for the call; our
     // callback only appends to the MR's staging list.
-    let n = unsafe { b::ib_sg_to_pages(ib, sg, sg_nents, sg_offset, Some(set_page)) };
+    let n = unsafe { sys::ib_sg_to_pages(ib, sg, sg_nents, sg_offset, Some(set_page)) };
     o.mr.end_map();
     n
 }

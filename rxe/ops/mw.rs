@@ -6,16 +6,16 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::object::CoreObj;
 use crate::rxe::mr::PdId;
 use crate::rxe::mw::Mw;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.alloc_mw = Some(alloc_mw);
     ops.dealloc_mw = Some(dealloc_mw);
-    ops.size_ib_mw = CoreObj::<b::ib_mw, Mw>::SIZE;
+    ops.size_ib_mw = CoreObj::<sys::ib_mw, Mw>::SIZE;
 }
 
 /// `ib_device_ops.alloc_mw`.
@@ -24,7 +24,7 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 ///
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
-unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn alloc_mw(mw: *mut sys::ib_mw, _udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_mw` bytes with
         // `device` set to one of our devices, which outlives its MWs.
@@ -40,7 +40,7 @@ unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_
         // Moving a ready value in cannot fail.
         // SAFETY: `mw` is the core's zeroed allocation of `size_ib_mw`
         // (`SIZE`) bytes, its driver part not initialised yet.
-        unsafe { CoreObj::<b::ib_mw, Mw>::init(mw, alloc::value(m)) }?;
+        unsafe { CoreObj::<sys::ib_mw, Mw>::init(mw, alloc::value(m)) }?;
         Ok(0)
     })
 }
@@ -51,14 +51,14 @@ unsafe extern "C" fn alloc_mw(mw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_
 ///
 /// Called by the RDMA core only, with pointers to live objects of this
 /// driver as the op's contract describes.
-unsafe extern "C" fn dealloc_mw(mw: *mut b::ib_mw) -> c_int {
+unsafe extern "C" fn dealloc_mw(mw: *mut sys::ib_mw) -> c_int {
     // SAFETY: Initialised by `alloc_mw`, alive until the core frees it after
     // this call.
-    let obj = unsafe { CoreObj::<b::ib_mw, Mw>::from_raw(mw) };
+    let obj = unsafe { CoreObj::<sys::ib_mw, Mw>::from_raw(mw) };
     obj.dealloc(obj.device());
     // SAFETY: Initialised by `alloc_mw`; the core frees the memory after we
     // return, so the driver part is dropped here, and `obj` is not used
     // again.
-    unsafe { CoreObj::<b::ib_mw, Mw>::destroy(mw) };
+    unsafe { CoreObj::<sys::ib_mw, Mw>::destroy(mw) };
     0
 }

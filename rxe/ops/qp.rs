@@ -11,21 +11,21 @@ use kernel::{
 
 use super::device::dev;
 use crate::rxe::cq::Cq;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::attr::{modify_attr_from_raw, write_caps};
-use crate::rxe::kernel::cq_srq::ucontext;
-use crate::rxe::kernel::object::CoreObj;
-use crate::rxe::kernel::restrack::EntryMsg;
-use crate::rxe::kernel::udata::Udata;
-use crate::rxe::kernel::wr::{RecvWrs, SendWrs};
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::attr::{modify_attr_from_raw, write_caps};
+use crate::rxe::kapi::cq_srq::ucontext;
+use crate::rxe::kapi::object::CoreObj;
+use crate::rxe::kapi::restrack::EntryMsg;
+use crate::rxe::kapi::udata::Udata;
+use crate::rxe::kapi::wr::{RecvWrs, SendWrs};
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::{Caps, InitAttr};
 use crate::rxe::qp::{CreateArgs, Qp};
 use crate::rxe::srq::Srq;
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 use crate::rxe::{cq, srq};
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.create_qp = Some(create_qp);
     ops.modify_qp = Some(modify_qp);
     ops.query_qp = Some(query_qp);
@@ -36,34 +36,34 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
     ops.post_recv = Some(post_recv);
     ops.attach_mcast = Some(attach_mcast);
     ops.detach_mcast = Some(detach_mcast);
-    ops.size_ib_qp = CoreObj::<b::ib_qp, Qp>::SIZE;
+    ops.size_ib_qp = CoreObj::<sys::ib_qp, Qp>::SIZE;
 }
 
 /// # Safety
 ///
 /// `raw` is null or a live CQ of this driver.
-unsafe fn cq_shared(raw: *mut b::ib_cq) -> Option<Arc<cq::Shared>> {
+unsafe fn cq_shared(raw: *mut sys::ib_cq) -> Option<Arc<cq::Shared>> {
     if raw.is_null() {
         return None;
     }
     // SAFETY: `raw` is non-null (checked), so a live CQ of this driver (the
     // caller's contract), made by `create_cq`; the borrow ends with the
     // clone of its `Arc`.
-    let cq = unsafe { CoreObj::<b::ib_cq, Cq>::from_raw(raw) };
+    let cq = unsafe { CoreObj::<sys::ib_cq, Cq>::from_raw(raw) };
     Some(cq.shared.clone())
 }
 
 /// # Safety
 ///
 /// `raw` is null or a live SRQ of this driver.
-unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
+unsafe fn srq_shared(raw: *mut sys::ib_srq) -> Option<Arc<srq::Shared>> {
     if raw.is_null() {
         return None;
     }
     // SAFETY: `raw` is non-null (checked), so a live SRQ of this driver
     // (the caller's contract), made by `create_srq`; the borrow ends with
     // the clone of its `Arc`.
-    let srq = unsafe { CoreObj::<b::ib_srq, Srq>::from_raw(raw) };
+    let srq = unsafe { CoreObj::<sys::ib_srq, Srq>::from_raw(raw) };
     Some(srq.shared.clone())
 }
 
@@ -74,9 +74,9 @@ unsafe fn srq_shared(raw: *mut b::ib_srq) -> Option<Arc<srq::Shared>> {
 /// Called by the RDMA core with the zeroed QP allocation it made for this
 /// device, the caller's init attribute and a null or valid udata.
 unsafe extern "C" fn create_qp(
-    ibqp: *mut b::ib_qp,
-    init: *mut b::ib_qp_init_attr,
-    udata: *mut b::ib_udata,
+    ibqp: *mut sys::ib_qp,
+    init: *mut sys::ib_qp_init_attr,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The caller's init attribute, valid and ours to update for
@@ -109,7 +109,7 @@ unsafe extern "C" fn create_qp(
                 cap: Caps::from(&init.cap),
                 port_num: init.port_num,
             },
-            sig_all: init.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
+            sig_all: init.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR,
             // SAFETY: The core set `pd` in its fresh object before the
             // create op and does not change it; the address names the PD
             // while it lives.
@@ -124,10 +124,10 @@ unsafe extern "C" fn create_qp(
         let qpn = obj.shared.qpn;
         // SAFETY: `ibqp` is the core's zeroed allocation of `size_ib_qp`
         // (`SIZE`) bytes, its driver part not initialised yet.
-        unsafe { CoreObj::<b::ib_qp, Qp>::init(ibqp, alloc::value(obj)) }?;
+        unsafe { CoreObj::<sys::ib_qp, Qp>::init(ibqp, alloc::value(obj)) }?;
         // SAFETY: Initialised just above; the core frees the QP only after
         // `destroy_qp`, which this call precedes.
-        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        let obj = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
         // SAFETY: `destroy_qp` revokes the event link before the core frees
         // the object.
         unsafe { obj.shared.link.attach(obj) };
@@ -146,10 +146,10 @@ unsafe extern "C" fn create_qp(
 /// Called by the RDMA core on a live QP of this driver with the caller's
 /// attribute, whose AH attributes it resolved where the mask sets them.
 unsafe extern "C" fn modify_qp(
-    ibqp: *mut b::ib_qp,
-    attr: *mut b::ib_qp_attr,
+    ibqp: *mut sys::ib_qp,
+    attr: *mut sys::ib_qp_attr,
     mask: c_int,
-    _udata: *mut b::ib_udata,
+    _udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // The mask is a bit set; a negative int has bits rxe rejects.
@@ -158,7 +158,7 @@ unsafe extern "C" fn modify_qp(
         // attributes the core resolved where the mask sets them.
         let m = unsafe { modify_attr_from_raw(&*attr, mask) };
         // SAFETY: A live QP made by `create_qp`, for the call.
-        let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        let qp = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
         qp.modify(mask, &m)?;
         Ok(0)
     })
@@ -171,13 +171,13 @@ unsafe extern "C" fn modify_qp(
 /// Called by the RDMA core on a live QP of this driver with writable
 /// output structures.
 unsafe extern "C" fn query_qp(
-    ibqp: *mut b::ib_qp,
-    attr: *mut b::ib_qp_attr,
+    ibqp: *mut sys::ib_qp,
+    attr: *mut sys::ib_qp_attr,
     _mask: c_int,
-    init: *mut b::ib_qp_init_attr,
+    init: *mut sys::ib_qp_init_attr,
 ) -> c_int {
     // SAFETY: A live QP made by `create_qp`, for the call.
-    let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+    let obj = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
     // SAFETY: The caller's output structures, distinct, valid and ours to
     // write for the call.
     let (out, init) = unsafe { (&mut *attr, &mut *init) };
@@ -201,9 +201,9 @@ unsafe extern "C" fn query_qp(
         init.cap.max_recv_sge = 0;
     }
     init.sq_sig_type = if q.sig_all {
-        b::ib_sig_type_IB_SIGNAL_ALL_WR
+        sys::ib_sig_type_IB_SIGNAL_ALL_WR
     } else {
-        b::ib_sig_type_IB_SIGNAL_REQ_WR
+        sys::ib_sig_type_IB_SIGNAL_REQ_WR
     };
     init.qp_type = q.qp_type.as_raw();
     init.port_num = 1;
@@ -216,13 +216,13 @@ unsafe extern "C" fn query_qp(
 ///
 /// As for [`fill_res_qp_entry`].
 unsafe fn fill_qp_entry(
-    msg: *mut b::sk_buff,
-    ibqp: *mut b::ib_qp,
+    msg: *mut sys::sk_buff,
+    ibqp: *mut sys::ib_qp,
     put: impl FnOnce(&mut EntryMsg, &Qp) -> Result,
 ) -> c_int {
     from_result(|| {
         // SAFETY: A live QP of ours (the caller's contract), for the call.
-        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        let obj = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
         // SAFETY: The core's message of a `fill_res_qp_entry*` op (the
         // caller's contract); `msg` does not outlive this call.
         let mut msg = unsafe { EntryMsg::from_raw(msg) };
@@ -238,7 +238,7 @@ unsafe fn fill_qp_entry(
 ///
 /// Called by the RDMA core on a live QP of this driver with the netlink
 /// message of its entry.
-unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
+unsafe extern "C" fn fill_res_qp_entry(msg: *mut sys::sk_buff, ibqp: *mut sys::ib_qp) -> c_int {
     // SAFETY: The core calls this on a live QP of ours with the message of
     // its entry: the helper's contract.
     unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_attrs(&qp.details().attrs())) }
@@ -249,7 +249,7 @@ unsafe extern "C" fn fill_res_qp_entry(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp
 /// # Safety
 ///
 /// As for [`fill_res_qp_entry`].
-unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::ib_qp) -> c_int {
+unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut sys::sk_buff, ibqp: *mut sys::ib_qp) -> c_int {
     // SAFETY: The core calls this on a live QP of ours with the message of
     // its entry: the helper's contract.
     unsafe { fill_qp_entry(msg, ibqp, |m, qp| m.put_raw(&qp.details().raw())) }
@@ -261,11 +261,11 @@ unsafe extern "C" fn fill_res_qp_entry_raw(msg: *mut b::sk_buff, ibqp: *mut b::i
 ///
 /// Called by the RDMA core on a live QP of this driver, which it frees
 /// when this returns 0.
-unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ib_qp, udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: A live QP made by `create_qp`, alive until the core frees
         // it after this call.
-        let obj = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        let obj = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
         // SAFETY: `udata` is null or the call's driver udata, on a context
         // of ours.
         let uc = unsafe { ucontext(udata) };
@@ -274,7 +274,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, udata: *mut b::ib_udata) ->
         // SAFETY: Initialised by `create_qp` and unreachable now (the link
         // is revoked, `obj` not used again); the core frees the memory
         // after.
-        unsafe { CoreObj::<b::ib_qp, Qp>::destroy(ibqp) };
+        unsafe { CoreObj::<sys::ib_qp, Qp>::destroy(ibqp) };
         Ok(0)
     })
 }
@@ -286,12 +286,12 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, udata: *mut b::ib_udata) ->
 /// Called by the RDMA core on a live QP of this driver with a null or valid
 /// WR chain typed for the QP and a writable `bad_wr`.
 unsafe extern "C" fn post_send(
-    ibqp: *mut b::ib_qp,
-    wr: *const b::ib_send_wr,
-    bad_wr: *mut *const b::ib_send_wr,
+    ibqp: *mut sys::ib_qp,
+    wr: *const sys::ib_send_wr,
+    bad_wr: *mut *const sys::ib_send_wr,
 ) -> c_int {
     // SAFETY: A live QP made by `create_qp`, for the call.
-    let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+    let qp = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
     // SAFETY: The chain is the caller's, valid for the call and typed by
     // the QP's type, as the verbs API requires.
     let wrs = unsafe { SendWrs::new(wr, qp.shared.qp_type.is_datagram()) };
@@ -313,12 +313,12 @@ unsafe extern "C" fn post_send(
 /// Called by the RDMA core on a live QP of this driver with a null or valid
 /// WR chain and a writable `bad_wr`.
 unsafe extern "C" fn post_recv(
-    ibqp: *mut b::ib_qp,
-    wr: *const b::ib_recv_wr,
-    bad_wr: *mut *const b::ib_recv_wr,
+    ibqp: *mut sys::ib_qp,
+    wr: *const sys::ib_recv_wr,
+    bad_wr: *mut *const sys::ib_recv_wr,
 ) -> c_int {
     // SAFETY: A live QP made by `create_qp`, for the call.
-    let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+    let qp = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
     // SAFETY: The chain is the caller's, valid for the call, each WR with
     // `num_sge` entries in its `sg_list`.
     let wrs = unsafe { RecvWrs::new(wr) };
@@ -356,10 +356,14 @@ unsafe fn nth<W>(first: *const W, n: usize, next: impl Fn(&W) -> *mut W) -> *con
 /// # Safety
 ///
 /// Called by the RDMA core on a live QP of this driver with a valid GID.
-unsafe extern "C" fn attach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
+unsafe extern "C" fn attach_mcast(
+    ibqp: *mut sys::ib_qp,
+    gid: *mut sys::ib_gid,
+    _lid: u16,
+) -> c_int {
     from_result(|| {
         // SAFETY: A live QP made by `create_qp`, for the call.
-        let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        let qp = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
         // SAFETY: The caller's GID, valid for the call; every bit pattern
         // is a valid `raw` GID.
         let mgid = unsafe { (*gid).raw };
@@ -373,10 +377,14 @@ unsafe extern "C" fn attach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid
 /// # Safety
 ///
 /// Called by the RDMA core on a live QP of this driver with a valid GID.
-unsafe extern "C" fn detach_mcast(ibqp: *mut b::ib_qp, gid: *mut b::ib_gid, _lid: u16) -> c_int {
+unsafe extern "C" fn detach_mcast(
+    ibqp: *mut sys::ib_qp,
+    gid: *mut sys::ib_gid,
+    _lid: u16,
+) -> c_int {
     from_result(|| {
         // SAFETY: A live QP made by `create_qp`, for the call.
-        let qp = unsafe { CoreObj::<b::ib_qp, Qp>::from_raw(ibqp) };
+        let qp = unsafe { CoreObj::<sys::ib_qp, Qp>::from_raw(ibqp) };
         // SAFETY: The caller's GID, valid for the call; every bit pattern
         // is a valid `raw` GID.
         let mgid = unsafe { (*gid).raw };

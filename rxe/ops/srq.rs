@@ -5,15 +5,15 @@
 use kernel::{error::from_result, ffi::c_int};
 
 use super::device::dev;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::cq_srq::{ucontext, RecvWrList, UserCall};
-use crate::rxe::kernel::object::CoreObj;
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::cq_srq::{ucontext, RecvWrList, UserCall};
+use crate::rxe::kapi::object::CoreObj;
 use crate::rxe::srq::{Attr, Srq};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
-type Obj = CoreObj<b::ib_srq, Srq>;
+type Obj = CoreObj<sys::ib_srq, Srq>;
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.create_srq = Some(create_srq);
     ops.modify_srq = Some(modify_srq);
     ops.query_srq = Some(query_srq);
@@ -29,9 +29,9 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 /// Called by the RDMA core with a fresh `ib_srq` of `size_ib_srq` bytes, its
 /// init attributes and the call's udata.
 unsafe extern "C" fn create_srq(
-    ibsrq: *mut b::ib_srq,
-    init: *mut b::ib_srq_init_attr,
-    udata: *mut b::ib_udata,
+    ibsrq: *mut sys::ib_srq,
+    init: *mut sys::ib_srq_init_attr,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: The core hands a zeroed object of `size_ib_srq` bytes with
@@ -44,7 +44,7 @@ unsafe extern "C" fn create_srq(
         // udata, on a context of ours.
         let user = unsafe { UserCall::from_raw(udata) }?;
         let mut attr = Attr::from(&init.attr);
-        let basic = init.srq_type == b::ib_srq_type_IB_SRQT_BASIC;
+        let basic = init.srq_type == sys::ib_srq_type_IB_SRQT_BASIC;
         // SAFETY: The core set the event handler in its fresh object before
         // the create op and does not change it.
         let has_handler = unsafe { (*ibsrq).event_handler }.is_some();
@@ -70,10 +70,10 @@ unsafe extern "C" fn create_srq(
 ///
 /// Called by the RDMA core on a live SRQ made by `create_srq`.
 unsafe extern "C" fn modify_srq(
-    ibsrq: *mut b::ib_srq,
-    attr: *mut b::ib_srq_attr,
-    mask: b::ib_srq_attr_mask,
-    udata: *mut b::ib_udata,
+    ibsrq: *mut sys::ib_srq,
+    attr: *mut sys::ib_srq_attr,
+    mask: sys::ib_srq_attr_mask,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: A live SRQ made by `create_srq`, for the call.
@@ -96,7 +96,7 @@ unsafe extern "C" fn modify_srq(
 /// # Safety
 ///
 /// Called by the RDMA core on a live SRQ made by `create_srq`.
-unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
+unsafe extern "C" fn query_srq(ibsrq: *mut sys::ib_srq, attr: *mut sys::ib_srq_attr) -> c_int {
     // SAFETY: A live SRQ made by `create_srq`, for the call.
     let srq = unsafe { Obj::from_raw(ibsrq) };
     // SAFETY: The caller's output attribute, valid and ours to write for the
@@ -112,7 +112,7 @@ unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr)
 ///
 /// Called by the RDMA core on an SRQ made by `create_srq`, once, with no
 /// other op on it running.
-unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, udata: *mut b::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_srq(ibsrq: *mut sys::ib_srq, udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: Initialised by `create_srq`, alive until the core frees it
     // after this call.
     let srq = unsafe { Obj::from_raw(ibsrq) };
@@ -134,9 +134,9 @@ unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, udata: *mut b::ib_udata)
 /// Called on a live SRQ made by `create_srq` with a valid chain of work
 /// requests and a place for the failed one.
 unsafe extern "C" fn post_srq_recv(
-    ibsrq: *mut b::ib_srq,
-    wr: *const b::ib_recv_wr,
-    bad_wr: *mut *const b::ib_recv_wr,
+    ibsrq: *mut sys::ib_srq,
+    wr: *const sys::ib_recv_wr,
+    bad_wr: *mut *const sys::ib_recv_wr,
 ) -> c_int {
     // SAFETY: A live SRQ made by `create_srq`, for the call.
     let srq = unsafe { Obj::from_raw(ibsrq) };

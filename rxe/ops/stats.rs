@@ -6,16 +6,16 @@
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::rxe::counters::{Counter, COUNT};
-use crate::rxe::sys as b;
+use crate::rxe::sys;
 
 /// The counter descriptions the core keeps pointers to for the device's life.
-struct Descs([b::rdma_stat_desc; COUNT]);
+struct Descs([sys::rdma_stat_desc; COUNT]);
 
 // SAFETY: The table is immutable and points only at static strings.
 unsafe impl Sync for Descs {}
 
 static DESCS: Descs = Descs({
-    let mut d = [b::rdma_stat_desc {
+    let mut d = [sys::rdma_stat_desc {
         name: core::ptr::null(),
         flags: 0,
         priv_: core::ptr::null(),
@@ -31,7 +31,7 @@ static DESCS: Descs = Descs({
 /// How long the core may serve cached values, in ms (rdma_rxe's choice).
 const LIFESPAN_MS: kernel::ffi::c_ulong = 10;
 
-pub(super) fn fill(ops: &mut b::ib_device_ops) {
+pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.alloc_hw_port_stats = Some(alloc_hw_port_stats);
     ops.get_hw_stats = Some(get_hw_stats);
 }
@@ -41,11 +41,11 @@ pub(super) fn fill(ops: &mut b::ib_device_ops) {
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn alloc_hw_port_stats(
-    _ib: *mut b::ib_device,
+    _ib: *mut sys::ib_device,
     _port: u32,
-) -> *mut b::rdma_hw_stats {
+) -> *mut sys::rdma_hw_stats {
     // SAFETY: FFI; the descriptions are static. COUNT is small, so the cast is exact.
-    unsafe { b::rdma_alloc_hw_stats_struct(DESCS.0.as_ptr(), COUNT as c_int, LIFESPAN_MS) }
+    unsafe { sys::rdma_alloc_hw_stats_struct(DESCS.0.as_ptr(), COUNT as c_int, LIFESPAN_MS) }
 }
 
 /// # Safety
@@ -53,8 +53,8 @@ unsafe extern "C" fn alloc_hw_port_stats(
 /// Only the kernel calls this, through the table or socket it was
 /// registered with, with arguments valid for the duration of the call.
 unsafe extern "C" fn get_hw_stats(
-    ib: *mut b::ib_device,
-    stats: *mut b::rdma_hw_stats,
+    ib: *mut sys::ib_device,
+    stats: *mut sys::rdma_hw_stats,
     port: u32,
     _index: c_int,
 ) -> c_int {

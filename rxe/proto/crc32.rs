@@ -16,6 +16,10 @@
 //!
 //! Contract of [`crc32_le`]: that of the kernel's `crc32_le(crc, p, len)`,
 //! no inversion on entry or exit.
+//!
+//! [`Mask`] describes bytes to be ORed into a buffer's start before its CRC
+//! (the ICRC's variant header fields), for [`crc32_masked`] here and for the
+//! PCLMULQDQ fold (`rxe/kapi/clmul.rs`), which applies it as it loads.
 
 /// Tables `T[k][b]`: the CRC contribution of byte value `b` followed by `k`
 /// zero bytes. `T[0]` is the classic byte-at-a-time table.
@@ -125,6 +129,78 @@ fn sparse(crc: u32, data: &[u8]) -> u32 {
 fn word(chunk: &[u8]) -> u64 {
     // Callers pass `chunks_exact(8)` items: the conversion cannot fail.
     u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))
+}
+
+/// Bytes the mask covers at the start of a buffer.
+pub(crate) const MASK_LEN: usize = 64;
+
+/// Bytes ORed into the first [`MASK_LEN`] bytes of a buffer before its CRC,
+/// then 16 zero bytes, so that the 16 bytes at any offset up to
+/// [`MASK_LEN`] are the mask of the 16 data bytes at that offset. Aligned
+/// for the vector instructions' memory operands.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mask([u8; MASK_LEN + 16]);
+
+impl Mask {
+    /// All zeros: a plain CRC.
+    pub(crate) const NONE: Mask = Mask([0; MASK_LEN + 16]);
+
+    /// The mask that ORs `head` into a buffer's first bytes.
+    pub(crate) const fn new(head: [u8; MASK_LEN]) -> Mask {
+        let mut m = [0u8; MASK_LEN + 16];
+        let mut i = 0;
+        while i < MASK_LEN {
+            m[i] = head[i];
+            i += 1;
+        }
+        Mask(m)
+    }
+
+    /// The whole mask, zeros after the first [`MASK_LEN`] bytes.
+    pub(crate) fn bytes(&self) -> &[u8; MASK_LEN + 16] {
+        &self.0
+    }
+
+    /// The bytes ORed into a buffer's first [`MASK_LEN`] bytes.
+    pub(crate) fn head(&self) -> &[u8; MASK_LEN] {
+        // `MASK_LEN` of `MASK_LEN + 16` bytes: the chunk always exists.
+        self.0.first_chunk::<MASK_LEN>().unwrap_or(&[0; MASK_LEN])
+    }
+}
+
+/// Continues CRC `crc` over `data` with `mask` ORed into its first
+/// [`MASK_LEN`] bytes.
+pub(crate) fn crc32_masked(crc: u32, data: &[u8], mask: &Mask) -> u32 {
+    masked_with(crc, data, mask, crc32_le)
+}
+
+/// [`crc32_masked`] with the CRC function `f`: `f` runs over a masked copy
+/// of the first [`MASK_LEN`] bytes, then over the rest.
+pub(crate) fn masked_with(
+    crc: u32,
+    data: &[u8],
+    mask: &Mask,
+    mut f: impl FnMut(u32, &[u8]) -> u32,
+) -> u32 {
+    let n = data.len().min(MASK_LEN);
+    let (head, rest) = data.split_at(n);
+    let mut buf = [0u8; MASK_LEN];
+    let Some(masked) = buf.get_mut(..n) else {
+        // `n` <= `MASK_LEN`.
+        return crc;
+    };
+    masked.copy_from_slice(head);
+    for (b, m) in buf.chunks_exact_mut(8).zip(mask.head().chunks_exact(8)) {
+        let w = word(b) | word(m);
+        b.copy_from_slice(&w.to_le_bytes());
+    }
+    let crc = f(crc, buf.get(..n).unwrap_or(&[]));
+    if rest.is_empty() {
+        crc
+    } else {
+        f(crc, rest)
+    }
 }
 
 /// Continues CRC `crc` over `data` with the tables alone.
@@ -292,37 +368,117 @@ pub(crate) mod tests {
         }
     }
 
-    /// The PCLMULQDQ fold (`rxe/kernel/clmul.rs`) against the bitwise
-    /// definition: every length to 300 and random lengths, offsets and seeds
-    /// to 9 KiB.
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn clmul_matches_table() {
-        if !std::is_x86_feature_detected!("pclmulqdq") || !std::is_x86_feature_detected!("sse2") {
-            std::println!("no PCLMULQDQ on this CPU: skipped");
-            return;
+    /// `bitwise` over `data` with `mask` ORed into its first bytes.
+    fn masked_bitwise(crc: u32, data: &[u8], mask: &Mask) -> u32 {
+        let v: Vec<u8> = data
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| b | mask.head().get(i).copied().unwrap_or(0))
+            .collect();
+        bitwise(crc, &v)
+    }
+
+    fn random_mask(rng: &mut crate::proto::test_rng::Rng) -> Mask {
+        let mut head = [0u8; MASK_LEN];
+        for b in head.iter_mut() {
+            // Mostly zero bytes, some all ones, some single bits.
+            *b = match rng.below(8) {
+                0 => 0xff,
+                1 => 1 << rng.below(8),
+                _ => 0,
+            };
         }
-        // SAFETY: the features were just detected; the host owns its vector
-        // registers.
-        let clmul = |crc, d: &[u8]| unsafe { crate::clmul::crc32(crc, d, crc32_le) };
-        let mut rng = crate::proto::test_rng::Rng::new(0x2545_f491_4f6c_dd1d);
-        let mut next = move || rng.next();
-        let data: Vec<u8> = (0..9300).map(|_| next() as u8).collect();
+        Mask::new(head)
+    }
+
+    #[test]
+    fn masked_software() {
+        let mut rng = crate::proto::test_rng::Rng::new(0x1357_9bdf_2468_ace0);
+        let data: Vec<u8> = (0..600).map(|_| rng.next() as u8).collect();
         for len in 0..300 {
-            let seed = next() as u32;
+            let mask = random_mask(&mut rng);
+            let start = rng.below(64) as usize;
+            let seed = rng.u32();
+            let s = &data[start..start + len];
             assert_eq!(
-                clmul(seed, &data[..len]),
-                bitwise(seed, &data[..len]),
+                crc32_masked(seed, s, &mask),
+                masked_bitwise(seed, s, &mask),
                 "len {len}"
             );
+            assert_eq!(crc32_masked(seed, s, &Mask::NONE), bitwise(seed, s));
+        }
+    }
+
+    /// The PCLMULQDQ fold (`rxe/kapi/clmul.rs`) against the bitwise
+    /// definition: every length to 300 from every offset within a block,
+    /// with and without masks, and random lengths, offsets, seeds and
+    /// masks to 9 KiB.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn clmul_matches_bitwise() {
+        if !std::is_x86_feature_detected!("pclmulqdq") || !std::is_x86_feature_detected!("ssse3") {
+            std::println!("no PCLMULQDQ or SSSE3 on this CPU: skipped");
+            return;
+        }
+        let wide =
+            std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx2");
+        if !wide {
+            std::println!("no VPCLMULQDQ on this CPU: the 256-bit loop is not tested");
+        }
+        for w in [false, true] {
+            if w && !wide {
+                continue;
+            }
+            // SAFETY: the features were just detected; the host owns its
+            // vector registers.
+            clmul_against_bitwise(|crc, d: &[u8], m: &Mask| unsafe {
+                crate::clmul::crc32(crc, d, m, w)
+            });
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn clmul_against_bitwise(clmul: impl Fn(u32, &[u8], &Mask) -> Option<u32>) {
+        let mut rng = crate::proto::test_rng::Rng::new(0x2545_f491_4f6c_dd1d);
+        let data: Vec<u8> = (0..9300).map(|_| rng.next() as u8).collect();
+        for start in 0..16 {
+            for len in 0..600 {
+                let seed = rng.u32();
+                let s = &data[start..start + len];
+                let want = (len >= crate::clmul::MIN_LEN).then(|| bitwise(seed, s));
+                assert_eq!(clmul(seed, s, &Mask::NONE), want, "start {start} len {len}");
+                let mask = random_mask(&mut rng);
+                let want = (len >= crate::clmul::MIN_LEN).then(|| masked_bitwise(seed, s, &mask));
+                assert_eq!(
+                    clmul(seed, s, &mask),
+                    want,
+                    "masked: start {start} len {len}"
+                );
+            }
         }
         for _ in 0..3000 {
-            let start = (next() % 64) as usize;
-            let len = (next() % 9200) as usize;
-            let seed = next() as u32;
+            let start = rng.below(64) as usize;
+            let len = 16 + rng.below(9200 - 16) as usize;
+            let seed = rng.u32();
             let s = &data[start..start + len];
-            assert_eq!(clmul(seed, s), crc32_le(seed, s), "start {start} len {len}");
+            let mask = random_mask(&mut rng);
+            assert_eq!(
+                clmul(seed, s, &mask),
+                Some(masked_bitwise(seed, s, &mask)),
+                "start {start} len {len}"
+            );
         }
-        assert_eq!(!clmul(!0, &[0x31u8; 64]), !bitwise(!0, &[0x31u8; 64]));
+        // All-ones and all-zero data, all-ones mask.
+        let ones = Mask::new([0xff; MASK_LEN]);
+        for len in 16..200 {
+            assert_eq!(
+                clmul(!0, &[0x31u8; 200][..len], &Mask::NONE),
+                Some(bitwise(!0, &[0x31u8; 200][..len]))
+            );
+            assert_eq!(
+                clmul(0, &[0u8; 200][..len], &ones),
+                Some(masked_bitwise(0, &[0u8; 200][..len], &ones))
+            );
+        }
     }
 }

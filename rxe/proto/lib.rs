@@ -16,5 +16,12 @@ mod proto;
 /// The PCLMULQDQ CRC kernel lives in the wrapper layer (it is `unsafe` and
 /// x86-only); it is built here too, to be checked against the table CRC.
 #[cfg(all(test, target_arch = "x86_64"))]
-#[path = "../kernel/clmul.rs"]
+#[path = "../kapi/clmul.rs"]
 mod clmul;
+
+/// The module path the kernel crate gives `proto`, for the files built in
+/// both (`clmul.rs`).
+#[cfg(all(test, target_arch = "x86_64"))]
+mod rxe {
+    pub(crate) use super::proto;
+}

@@ -35,6 +35,7 @@ pub(crate) mod qp;
 pub(crate) mod qp_attr;
 pub(crate) mod req_rules;
 pub(crate) mod res_details;
+pub(crate) mod resp_fast;
 pub(crate) mod resp_io;
 pub(crate) mod resp_machine;
 pub(crate) mod resp_rules;

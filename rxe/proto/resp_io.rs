@@ -164,6 +164,11 @@ pub(crate) trait Io {
     }
     /// Reports `ev` for the port counters.
     fn count(&mut self, _ev: Event) {}
+    /// Whether the QP's state or attributes changed since the engine read
+    /// them for this run: header prediction is then off.
+    fn status_moved(&mut self) -> bool {
+        false
+    }
     /// Whether the access that just failed failed only because a page of
     /// an on-demand-paging MR was absent: the run then stops with the
     /// request kept ([`Outcome::fault`]) for the engine to fault the page

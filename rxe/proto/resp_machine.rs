@@ -11,7 +11,12 @@
 //! - [`run`]`(state, qp, io) -> Outcome`: one `rxe_receiver()` call. It
 //!   handles the head request until it is done, or sends one packet of a
 //!   read reply; the engine calls it again while `progress`, and moves the
-//!   QP to ERR on `qp_error`
+//!   QP to ERR on `qp_error`. A request [`resp_fast::predict`] takes (the
+//!   in-order MIDDLE or LAST of a SEND or WRITE under way, or a SEND ONLY
+//!   between messages) skips the
+//!   checks that cannot fail for it and runs the execute, complete and
+//!   acknowledge steps straight; any failure there goes on in the state
+//!   machine as it would have
 //! - [`recv_cqe`]`(state, request, status, received) -> RecvCqe`
 //! - the types [`Io`] uses: [`Target`](resp_rules::Target), [`ReadResponse`],
 //!   [`ReadSource`], [`Ack`], [`RecvCqe`] and the error types
@@ -39,6 +44,7 @@ use super::opcode::{Mask, Opcode};
 use super::params::pacing::MAX_COALESCED_PSNS;
 use super::psn::{psn_add, psn_before, psn_sub};
 use super::qp;
+use super::resp_fast;
 pub(crate) use super::resp_io::{
     recv_cqe, AccessFault, Ack, AtomicError, CqFull, Io, Outcome, ReadResponse, ReadSource,
     RecvCopyError, RecvCqe, RecvError, SendFailed,
@@ -102,6 +108,18 @@ struct Run<'a, I: Io> {
 
 /// Runs the responder once over the request at the head of the queue.
 pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
+    run_with(st, qp, io, true)
+}
+
+/// [`run`] with header prediction off: every request goes through the
+/// state machine (the reference the fast path is tested against).
+#[cfg(test)]
+pub(crate) fn run_slow(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
+    run_with(st, qp, io, false)
+}
+
+#[inline(always)]
+fn run_with(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io, predict: bool) -> Outcome {
     let mut r = Run {
         st,
         qp,
@@ -119,84 +137,136 @@ pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> 
         return Outcome::default();
     };
     let p = &pkt;
-    let mut s = if r.flush_pending() {
+    if predict {
+        let ctx = resp_fast::Ctx {
+            wqe_held: r.io.has_recv(),
+            status_moved: r.io.status_moved(),
+        };
+        if let Some(kind) = resp_fast::predict(r.st, r.qp, p, ctx) {
+            return r.fast(kind, p);
+        }
+    }
+    let s = if r.flush_pending() {
         St::FlushResume
     } else if r.st.cur.is_some() {
         St::ReadReply
     } else {
         St::ChkPsn
     };
-    loop {
-        s = match s {
-            St::ChkPsn => match check_request(r.st, r.qp, p) {
-                Check::Drop => St::Cleanup,
-                Check::Duplicate => {
-                    r.io.count(Event::DuplicateRequest);
-                    St::Duplicate
-                }
-                Check::Error(e) => {
-                    if e == RespError::PsnOutOfSeq {
-                        r.io.count(Event::OutOfSeqRequest);
-                    }
-                    St::Err(e)
-                }
-                Check::Valid => St::ChkResource,
+    r.drive(s, p)
+}
+
+impl<I: Io> Run<'_, I> {
+    /// A predicted request ([`resp_fast::predict`]): the steps the state
+    /// machine would take after its checks, in a row. Anything but the
+    /// plain outcome goes on in the state machine from where it stands.
+    #[inline(always)]
+    fn fast(&mut self, kind: resp_fast::Fast, p: &Request) -> Outcome {
+        let mut s = match kind {
+            resp_fast::Fast::Send => self.execute(p),
+            resp_fast::Fast::Write => match self.check_rkey(p) {
+                St::Execute => self.execute(p),
+                s => s,
             },
-            St::ChkResource => r.check_resource(p),
-            St::ChkLength => r.check_length(p),
-            St::ChkRkey => r.check_rkey(p),
-            St::Execute => r.execute(p),
-            St::Complete => r.complete(p),
-            St::ReadReply => r.read_reply(p),
-            St::AtomicReply => r.atomic_reply(p),
-            St::AtomicWriteReply => r.atomic_write_reply(p),
-            St::ProcessFlush => r.process_flush(p),
-            St::FlushResume => r.resume_flush(p),
-            St::FlushMore => {
-                r.release_mr();
-                // Earlier requests are not kept waiting for their ACK while
-                // the write-back goes on.
-                r.flush_ack();
-                return Outcome {
-                    progress: true,
-                    qp_error: false,
-                    fault: false,
-                };
-            }
-            St::Acknowledge => r.acknowledge(p),
-            St::Cleanup => {
-                r.io.pop();
-                r.release_mr();
-                St::Done
-            }
-            St::Duplicate => r.duplicate(p),
-            St::Err(e) => r.error(e, p),
-            St::Done if r.goto_error => St::Error,
-            St::Done => {
-                return Outcome {
-                    progress: true,
-                    qp_error: false,
-                    fault: false,
-                }
-            }
-            St::Error => {
-                r.flush_ack();
-                return Outcome {
-                    progress: false,
-                    qp_error: true,
-                    fault: false,
-                };
-            }
-            St::Fault => {
-                r.release_mr();
-                r.flush_ack();
-                return Outcome {
-                    progress: false,
-                    qp_error: false,
-                    fault: true,
-                };
-            }
+            // The lengths were checked by the prediction.
+            resp_fast::Fast::SendOnly => match self.check_resource(p) {
+                St::ChkLength => self.execute(p),
+                s => s,
+            },
         };
+        if s == St::Complete {
+            s = self.complete(p);
+        }
+        if s == St::Acknowledge {
+            s = self.acknowledge(p);
+        }
+        if s == St::Cleanup && !self.goto_error {
+            self.io.pop();
+            self.release_mr();
+            return Outcome {
+                progress: true,
+                qp_error: false,
+                fault: false,
+            };
+        }
+        self.drive(s, p)
+    }
+
+    /// The state machine from state `s` until the run ends.
+    fn drive(&mut self, mut s: St, p: &Request) -> Outcome {
+        let r = self;
+        loop {
+            s = match s {
+                St::ChkPsn => match check_request(r.st, r.qp, p) {
+                    Check::Drop => St::Cleanup,
+                    Check::Duplicate => {
+                        r.io.count(Event::DuplicateRequest);
+                        St::Duplicate
+                    }
+                    Check::Error(e) => {
+                        if e == RespError::PsnOutOfSeq {
+                            r.io.count(Event::OutOfSeqRequest);
+                        }
+                        St::Err(e)
+                    }
+                    Check::Valid => St::ChkResource,
+                },
+                St::ChkResource => r.check_resource(p),
+                St::ChkLength => r.check_length(p),
+                St::ChkRkey => r.check_rkey(p),
+                St::Execute => r.execute(p),
+                St::Complete => r.complete(p),
+                St::ReadReply => r.read_reply(p),
+                St::AtomicReply => r.atomic_reply(p),
+                St::AtomicWriteReply => r.atomic_write_reply(p),
+                St::ProcessFlush => r.process_flush(p),
+                St::FlushResume => r.resume_flush(p),
+                St::FlushMore => {
+                    r.release_mr();
+                    // Earlier requests are not kept waiting for their ACK while
+                    // the write-back goes on.
+                    r.flush_ack();
+                    return Outcome {
+                        progress: true,
+                        qp_error: false,
+                        fault: false,
+                    };
+                }
+                St::Acknowledge => r.acknowledge(p),
+                St::Cleanup => {
+                    r.io.pop();
+                    r.release_mr();
+                    St::Done
+                }
+                St::Duplicate => r.duplicate(p),
+                St::Err(e) => r.error(e, p),
+                St::Done if r.goto_error => St::Error,
+                St::Done => {
+                    return Outcome {
+                        progress: true,
+                        qp_error: false,
+                        fault: false,
+                    }
+                }
+                St::Error => {
+                    r.flush_ack();
+                    return Outcome {
+                        progress: false,
+                        qp_error: true,
+                        fault: false,
+                    };
+                }
+                St::Fault => {
+                    r.release_mr();
+                    r.flush_ack();
+                    return Outcome {
+                        progress: false,
+                        qp_error: false,
+                        fault: true,
+                    };
+                }
+            };
+        }
     }
 }
 
@@ -583,4 +653,4 @@ mod reply;
 
 #[cfg(test)]
 #[path = "resp_machine_tests/mod.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -106,6 +106,32 @@ impl Request {
     /// always has them).
     pub(crate) fn from_packet(info: &PacketInfo, pkt: &[u8]) -> Option<Request> {
         let mask = info.mask;
+        let payload = u32::try_from(info.payload_len).ok()?;
+        // Most packets of a long message (MIDDLE, plain LAST) carry no
+        // extension header: nothing to look for.
+        const EXT: Mask = Mask::RETH
+            .union(Mask::ATMETH)
+            .union(Mask::FETH)
+            .union(Mask::IMMDT)
+            .union(Mask::IETH)
+            .union(Mask::DETH);
+        let plain = Request {
+            opcode: info.opcode,
+            psn: info.bth.psn,
+            ack_req: info.bth.ack_req,
+            se: info.bth.se,
+            pad: info.bth.pad,
+            payload,
+            reth: None,
+            atmeth: None,
+            feth: None,
+            imm: None,
+            invalidate: None,
+            src_qp: None,
+        };
+        if !mask.intersects(EXT) {
+            return Some(plain);
+        }
         fn want<T>(present: bool, v: Option<T>) -> Option<Option<T>> {
             if present {
                 v.map(Some)
@@ -114,12 +140,6 @@ impl Request {
             }
         }
         Some(Request {
-            opcode: info.opcode,
-            psn: info.bth.psn,
-            ack_req: info.bth.ack_req,
-            se: info.bth.se,
-            pad: info.bth.pad,
-            payload: u32::try_from(info.payload_len).ok()?,
             reth: want(mask.contains(Mask::RETH), info.reth(pkt))?,
             atmeth: want(mask.contains(Mask::ATMETH), info.atmeth(pkt))?,
             feth: want(mask.contains(Mask::FETH), info.feth(pkt))?,
@@ -129,6 +149,7 @@ impl Request {
             )?,
             invalidate: want(mask.contains(Mask::IETH), info.ieth(pkt).map(|i| i.rkey))?,
             src_qp: want(mask.contains(Mask::DETH), info.deth(pkt).map(|d| d.src_qpn))?,
+            ..plain
         })
     }
 

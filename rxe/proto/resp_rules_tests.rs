@@ -520,6 +520,23 @@ fn request_from_packet() {
         (Some(0x42), Some(u32::from_ne_bytes([1, 2, 3, 4])), 0)
     );
     let _ = Deth::parse(&buf[12..]);
+
+    // A MIDDLE packet: no extension header, the BTH fields and the length.
+    let op = Opcode::RcWriteMiddle;
+    let mut buf = vec![0u8; 12 + 256 + 4];
+    let mut bth = Bth::new(op, 0xffff, 9, 77);
+    bth.ack_req = true;
+    bth.write(&mut buf).unwrap();
+    let info = packet::parse(&buf).unwrap();
+    let r = Request::from_packet(&info, &buf).unwrap();
+    assert_eq!(
+        (r.opcode, r.psn, r.ack_req, r.se, r.pad, r.payload),
+        (op, 77, true, false, 0, 256)
+    );
+    assert_eq!(
+        (r.reth, r.atmeth, r.feth, r.imm, r.invalidate, r.src_qp),
+        (None, None, None, None, None, None)
+    );
 }
 
 #[test]

@@ -74,6 +74,8 @@ pub(crate) struct RespModel {
     /// Report the requests queued behind the head ([`Io::more_queued`]),
     /// as the driver does; off, every ACK goes out at once.
     pub(crate) coalesce: bool,
+    /// The QP's status changed since the run began ([`Io::status_moved`]).
+    pub(crate) status_moved: bool,
 }
 
 impl RespModel {
@@ -318,6 +320,10 @@ impl Io for RespModel {
 
     fn count(&mut self, ev: Event) {
         self.events.push(ev);
+    }
+
+    fn status_moved(&mut self) -> bool {
+        self.status_moved
     }
 
     fn absent(&self) -> bool {

@@ -12,8 +12,8 @@ use kernel::sync::Arc;
 
 use super::{Shared, State, Type, SEND_TASK};
 use crate::rxe::counters::{self, Counter};
-use crate::rxe::kernel::event::QpEvent;
-use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::kapi::event::QpEvent;
+use crate::rxe::kapi::task::{Progress, TaskOwner};
 use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::recv::RxPacket;
 use crate::rxe::{completer, requester};
@@ -54,11 +54,11 @@ impl Shared {
         let (queued, alone) = {
             let mut f = fifo.lock();
             let alone = f.is_empty();
-            (f.push(pkt).is_ok(), alone)
+            (f.push(pkt), alone)
         };
         // A full queue drops the packet: the peer retransmits.
-        if !queued {
-            counters::inc(&self.dev, Counter::RcvdQueueFull);
+        if let Err(pkt) = queued {
+            pkt.drop_for(Counter::RcvdQueueFull);
             return;
         }
         if to_comp {

@@ -5,7 +5,7 @@
 //! An engine whose access finds an ODP page absent keeps its packet or
 //! WQE, starts a fault job ([`Shared::start_fault`]) and stops: its task
 //! is free for the QP's other work and the worker for other QPs. The job
-//! runs on the fault workqueue (`kernel::fault`), where it may sleep as
+//! runs on the fault workqueue (`kapi::fault`), where it may sleep as
 //! long as the page takes, forever if its file system never answers; when
 //! it ends it records how it went and kicks the engine, which runs the
 //! access again and asks [`Faults::check`] about the result. Each engine
@@ -22,8 +22,8 @@ use kernel::{prelude::*, sync::Arc};
 
 use super::Shared;
 use crate::rxe::device::DeviceRef;
-use crate::rxe::kernel::fault::{self, Job};
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::fault::{self, Job};
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::mr::PendingFault;
 
 /// The engine a fault is for.

@@ -59,7 +59,7 @@
 //! (`send_task`), one after the other, never nested; the responder is its
 //! own task, and neither runs the other inline.
 //!
-//! Consumer callbacks (`kernel/cq_srq.rs`, `kernel/event.rs`):
+//! Consumer callbacks (`kapi/cq_srq.rs`, `kapi/event.rs`):
 //!
 //! - `rxe_cq_link` -> `rxe_cq`: a CQ's completion handler and its CQ error
 //!   event run under the link, not under `rxe_cq`, with no engine lock but
@@ -85,7 +85,7 @@
 //! `rxe_task` and run by a softirq work item that takes `rxe_task` alone.
 //!
 //! Keys and memory (`pool.rs`, `mr/`, `mw.rs`, `ah.rs`,
-//! `kernel/odp.rs`): `rxe_pool` (an index to an object, released before
+//! `kapi/odp.rs`): `rxe_pool` (an index to an object, released before
 //! the object's lock), then one of `rxe_mr`, `rxe_mw` or `rxe_ah_av`;
 //! `rxe_mr` -> `rxe_odp_table` (an access to an ODP MR). Faults and
 //! registration, in process context with no spinlock held: the core's
@@ -100,7 +100,7 @@
 //!
 //! Dropping cached routes (`device.rs`, process context: the netdev
 //! notifier under RTNL, a namespace's exit): `rxe_rs_devices_mutex` (the
-//! list of devices, `kernel/ibdev.rs`) -> `rxe_pool` (released before the
+//! list of devices, `kapi/ibdev.rs`) -> `rxe_pool` (released before the
 //! QP is visited), the requester's `rxe_route_cache`, and `rxe_qp_resp` ->
 //! its `rxe_route_cache`. A device's registration and `dealloc_driver`
 //! take the mutex alone.
@@ -134,15 +134,16 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::device::{Device, DeviceRef, DeviceState, ObjCount, ObjKind};
 use crate::rxe::fifo::Fifo;
-use crate::rxe::kernel::errno;
-use crate::rxe::kernel::event::QpLink;
-use crate::rxe::kernel::lock::{
+use crate::rxe::kapi::errno;
+use crate::rxe::kapi::event::QpLink;
+use crate::rxe::kapi::lock::{
     new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq, SpinLockIrqGuard,
 };
-use crate::rxe::kernel::route::RouteScope;
-use crate::rxe::kernel::task::{impl_has_task, new_task, Task};
-use crate::rxe::kernel::timer::{impl_has_timer, new_timer, Timer};
-use crate::rxe::kernel::udata::Udata;
+use crate::rxe::kapi::route::RouteScope;
+use crate::rxe::kapi::task::{impl_has_task, new_task, Task};
+use crate::rxe::kapi::timer::{impl_has_timer, new_timer, Timer};
+use crate::rxe::kapi::trace::{self, StateCause};
+use crate::rxe::kapi::udata::Udata;
 use crate::rxe::mcast::Mgid;
 use crate::rxe::net::TxFlow;
 use crate::rxe::proto::accept::QpFacts;
@@ -384,6 +385,23 @@ impl Shared {
         if !matches!(status, WcStatus::Success | WcStatus::WrFlushErr) {
             self.last_err.store(status.as_raw(), Ordering::Relaxed);
         }
+    }
+
+    /// The `qp_state` trace event: the QP moved from `old` to `new` for
+    /// `cause`. A move to ERR after an error completion names its status
+    /// (the last one noted); the others name `Success`.
+    pub(crate) fn trace_state(&self, old: State, new: State, cause: StateCause) {
+        if !trace::qp_state_on() {
+            return;
+        }
+        let status = match cause {
+            StateCause::Completion | StateCause::Receive => {
+                WcStatus::try_from(self.last_err.load(Ordering::Relaxed))
+                    .unwrap_or(WcStatus::Success)
+            }
+            StateCause::Modify | StateCause::SendFailed => WcStatus::Success,
+        };
+        trace::qp_state(self.qpn, old, new, cause, status);
     }
 
     /// Drops the routes the requester and the responder cached within
@@ -717,8 +735,9 @@ impl Qp {
     pub(crate) fn modify(&self, mask: AttrMask, attr: &ModifyAttr) -> Result {
         let sh = &self.shared;
         qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
-        let (new_state, attrs) = {
+        let (old_state, new_state, attrs) = {
             let mut st = sh.status_mut();
+            let old_state = st.attrs.state;
             let new_state = st
                 .attrs
                 .modify(mask, attr, sh.qp_type)
@@ -729,8 +748,11 @@ impl Qp {
             {
                 st.src_port = av::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
             }
-            (new_state, st.attrs)
+            (old_state, new_state, st.attrs)
         };
+        if let Some(new) = new_state {
+            sh.trace_state(old_state, new, StateCause::Modify);
+        }
         requester::modified(sh, mask);
         sh.resp_modified(mask, &attrs);
         match new_state {

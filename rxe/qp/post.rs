@@ -8,7 +8,7 @@ use kernel::prelude::*;
 
 use super::{Qp, Rq, Shared, Sq, State};
 use crate::rxe::ah::Ah;
-use crate::rxe::kernel::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
+use crate::rxe::kapi::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::post::{self as p, PostError};
 

@@ -6,7 +6,7 @@
 use super::Snap;
 use crate::rxe::ah;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
-use crate::rxe::kernel::page::PayloadPages;
+use crate::rxe::kapi::page::PayloadPages;
 use crate::rxe::mr::{PdId, PendingFault};
 use crate::rxe::net;
 use crate::rxe::proto::conv::to_usize;
@@ -48,20 +48,63 @@ pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
     }
 }
 
-/// The address a packet of `wqe` goes to.
-fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
+/// The address a packet of `wqe` goes to; `cache` keeps the AV of the AH
+/// a UD WQE names.
+fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe, cache: &mut ah::AvCache) -> Option<net::Av> {
     if qp.qp_type.is_datagram() {
         let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
             return None;
         };
-        let av = if ah_num != 0 {
-            ah::lookup(qp.dev.state(), ah_num, qp.pd)?.av()
+        if ah_num != 0 {
+            let sport = snap.sport;
+            let mut av = *cache.get(qp.dev.state(), ah_num, qp.pd, |a| net_av(a, sport))?;
+            av.sport = sport;
+            Some(av)
         } else {
-            ah::embedded_av(&qp.dev, av?)?
-        };
-        Some(net_av(&av, snap.sport))
+            Some(net_av(&ah::embedded_av(&qp.dev, av?)?, snap.sport))
+        }
     } else {
-        snap.av.as_ref().map(|av| net_av(av, snap.sport))
+        snap.av
+    }
+}
+
+/// The requester's place in the SGEs of the WQE it sends: each packet of
+/// a message goes on from where the one before ended, with the MR of the
+/// SGE it is in kept (its key rechecked per packet, see [`Cursor`]),
+/// instead of walking the SGEs from the start and looking the MR up again.
+pub(super) struct SendCursor {
+    /// The WQE copy ([`super::sq::WqeCopy::seq`]) the cursor walks; `None`
+    /// when it walks none.
+    seq: Option<u64>,
+    cur: Cursor,
+}
+
+impl SendCursor {
+    pub(super) fn new() -> Self {
+        Self {
+            seq: None,
+            cur: Cursor::new(0),
+        }
+    }
+
+    /// Lets go of the WQE and of the MR held for it.
+    pub(super) fn forget(&mut self) {
+        self.seq = None;
+        self.cur.reset(0);
+    }
+
+    /// The cursor `done` bytes into the payload of `wqe`, the WQE copy
+    /// `seq`: where the last packet left it when that is the place, else
+    /// walked there from the start.
+    fn at(&mut self, seq: u64, wqe: &SendWqe, done: u32) -> Result<&mut Cursor, DmaError> {
+        let here = self.seq == Some(seq) && wqe.length.checked_sub(self.cur.resid()) == Some(done);
+        if !here {
+            self.seq = None;
+            self.cur.reset(wqe.length);
+            self.cur.advance(wqe, done)?;
+            self.seq = Some(seq);
+        }
+        Ok(&mut self.cur)
     }
 }
 
@@ -70,20 +113,22 @@ fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe) -> Option<net::Av> {
 fn ref_payload(
     qp: &Shared,
     wqe: &SendWqe,
+    at: (&mut SendCursor, u64),
     done: u32,
     len: u32,
     pages: &mut PayloadPages,
 ) -> Result<bool, WcStatus> {
     let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
-    let mut cur = Cursor::new(wqe.length);
-    cur.advance(wqe, done).map_err(|e| e.requester_status())?;
+    let cur = at.0.at(at.1, wqe, done).map_err(|e| e.requester_status())?;
     cur.ref_from_mem(&mem, wqe, to_usize(len), pages)
         .map_err(|e| e.requester_status())
 }
 
 /// Builds the packet `p` of `wqe`, `done` bytes into its payload, with the
 /// empty page list `pages` for a payload sent from the MR's pages (what the
-/// skb does not take stays there for the caller to clear).
+/// skb does not take stays there for the caller to clear); `at` is the
+/// send cursor and the number of the WQE copy `wqe`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn build<'a>(
     qp: &'a Shared,
     snap: &Snap,
@@ -92,18 +137,21 @@ pub(super) fn build<'a>(
     done: u32,
     odp_give_up: bool,
     pages: &mut PayloadPages,
+    av_cache: &mut ah::AvCache,
+    at: (&mut SendCursor, u64),
 ) -> Result<net::TxPacket<'a>, BuildError> {
-    let av = packet_av(qp, snap, wqe).ok_or(WcStatus::LocQpOpErr)?;
+    let av = packet_av(qp, snap, wqe, av_cache).ok_or(WcStatus::LocQpOpErr)?;
     let op: Opcode = p.opcode;
     let mask = op.mask();
+    let (cursor, seq) = at;
     let referenced = match wqe.payload {
         Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
-            ref_payload(qp, wqe, done, p.payload, pages)?
+            ref_payload(qp, wqe, (&mut *cursor, seq), done, p.payload, pages)?
         }
         _ => false,
     };
     let pages = referenced.then_some(pages);
-    let fill = |out: &mut [u8]| fill_payload(qp, wqe, done, odp_give_up, out);
+    let fill = |out: &mut [u8]| fill_payload(qp, wqe, (cursor, seq), done, odp_give_up, out);
     let mut tx = net::alloc_packet_filled(&qp.dev, &av, op, to_usize(p.payload), pages, fill)
         .map_err(|e| match e {
             net::FillError::Alloc => BuildError::Status(WcStatus::LocQpOpErr),
@@ -185,11 +233,12 @@ pub(super) fn build<'a>(
     Ok(tx)
 }
 
-/// Writes all of `out`, the linear payload of a packet of `wqe` from `done`
-/// bytes into the message on.
+/// Writes all of `out`, the linear payload of a packet of `wqe` (walked by
+/// the send cursor `at`) from `done` bytes into the message on.
 fn fill_payload(
     qp: &Shared,
     wqe: &SendWqe,
+    at: (&mut SendCursor, u64),
     done: u32,
     odp_give_up: bool,
     out: &mut [u8],
@@ -209,8 +258,7 @@ fn fill_payload(
         }
         Payload::Sges { .. } => {
             let mem = LocalAccess::new(qp.dev.state(), PdId(qp.pd), Access::NONE);
-            let mut cur = Cursor::new(wqe.length);
-            cur.advance(wqe, done).map_err(|e| e.requester_status())?;
+            let cur = at.0.at(at.1, wqe, done).map_err(|e| e.requester_status())?;
             match cur.copy_from_mem(&mem, wqe, out) {
                 Ok(()) => {}
                 Err(DmaError::Absent) if !odp_give_up => {

@@ -17,15 +17,17 @@
 mod build;
 mod sq;
 
-use build::{build, BuildError};
+use build::{build, BuildError, SendCursor};
 pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::kernel::lock::{new_spinlock_irq, SpinLockIrq};
-use crate::rxe::kernel::page::PayloadPages;
-use crate::rxe::kernel::task::Progress as TaskProgress;
-use crate::rxe::kernel::timer::{Jiffies, TimerOwner};
+use crate::rxe::ah;
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
+use crate::rxe::kapi::page::PayloadPages;
+use crate::rxe::kapi::task::Progress as TaskProgress;
+use crate::rxe::kapi::timer::{Jiffies, TimerOwner};
+use crate::rxe::kapi::trace::StateCause;
 use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
@@ -35,7 +37,7 @@ use crate::rxe::proto::odp_logic::{Next, Retry};
 use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::req_rules::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
-use crate::rxe::proto::uapi::{self, SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
+use crate::rxe::proto::uapi::{SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Check, Engine, Shared};
 
@@ -94,6 +96,10 @@ pub(crate) struct State {
     /// kept here, the list (272 bytes) is neither initialised nor moved per
     /// packet.
     pages: PayloadPages,
+    /// The AV of the AH the last UD packet went to.
+    av_cache: ah::AvCache,
+    /// Where the packets of the WQE being sent have got to in its SGEs.
+    cursor: SendCursor,
 }
 
 impl State {
@@ -106,6 +112,8 @@ impl State {
             odp_retry: Retry::new(),
             odp_give_up: false,
             pages: PayloadPages::new(),
+            av_cache: ah::AvCache::new(),
+            cursor: SendCursor::new(),
         })
     }
 }
@@ -117,7 +125,8 @@ struct Snap {
     dest_qpn: u32,
     qkey: u32,
     timeout: u8,
-    av: Option<uapi::Av>,
+    /// A connected QP's destination (its primary AV), from `sport`.
+    av: Option<net::Av>,
     sport: u16,
 }
 
@@ -138,19 +147,27 @@ fn snapshot(qp: &Shared) -> Option<Snap> {
         dest_qpn: a.dest_qp_num,
         qkey: a.qkey,
         timeout: a.timeout,
-        av: a.pri_av,
+        av: if qp.qp_type.is_datagram() {
+            None
+        } else {
+            a.pri_av.as_ref().map(|av| build::net_av(av, s.src_port))
+        },
         sport: s.src_port,
     })
 }
 
-/// Moves the QP to ERR (`rxe_qp_error()`) and lets the engines flush.
-pub(crate) fn qp_error(qp: &Arc<Shared>) {
-    {
+/// Moves the QP to ERR (`rxe_qp_error()`) for `cause` and lets the
+/// engines flush.
+pub(crate) fn qp_error(qp: &Arc<Shared>, cause: StateCause) {
+    let old = {
         let mut s = qp.status_mut();
         if !s.valid {
             return;
         }
-        s.attrs.state = qp::State::Err;
+        core::mem::replace(&mut s.attrs.state, qp::State::Err)
+    };
+    if old != qp::State::Err {
+        qp.trace_state(old, qp::State::Err, cause);
     }
     qp.on_error();
 }
@@ -202,6 +219,7 @@ pub(crate) fn reset(qp: &Arc<Shared>) {
     st.sq.touched = 0;
     st.sq.cur.forget();
     st.sq.head.forget();
+    st.cursor.forget();
 }
 
 /// What one requester decision leaves for the task.
@@ -345,24 +363,31 @@ fn run_once<'a>(
             }
             st.sq.touched = st.sq.touched.max(off + 1);
             st.sq.off = off + 1;
+            st.cursor.forget();
             return (Outcome::Failed, None);
         }
     };
-    let mut r = run_wqe(qp, snap, st, off, slot, fresh, &wqe, holding);
+    let seq = st.sq.cur.seq();
+    let mut r = run_wqe(qp, snap, st, (off, seq), slot, fresh, &wqe, holding);
     st.sq.cur.put(wqe);
+    if matches!(r.0, Outcome::Failed) {
+        // Pins no MR for a QP going to ERR.
+        st.cursor.forget();
+    }
     if let Outcome::Sent { last, .. } = &mut r.0 {
         *last = !more && st.sq.off > off;
     }
     r
 }
 
-/// The part of [`run_once`] that acts on the parsed WQE `wqe` of `slot`.
+/// The part of [`run_once`] that acts on the parsed WQE `wqe` of `slot`,
+/// `off` entries past the consumer, the WQE copy `seq`.
 #[allow(clippy::too_many_arguments)]
 fn run_wqe<'a>(
     qp: &'a Arc<Shared>,
     snap: &Snap,
     st: &mut State,
-    off: u32,
+    (off, seq): (u32, u64),
     slot: u32,
     fresh: bool,
     wqe: &SendWqe,
@@ -385,6 +410,8 @@ fn run_wqe<'a>(
         odp_retry,
         odp_give_up,
         pages,
+        av_cache,
+        cursor,
     } = st;
     // The shadow entry is worked on in place; the WQE is done with once
     // `next` is set.
@@ -456,7 +483,17 @@ fn run_wqe<'a>(
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);
-            let built = build(qp, snap, wqe, &p, done, *odp_give_up, pages);
+            let built = build(
+                qp,
+                snap,
+                wqe,
+                &p,
+                done,
+                *odp_give_up,
+                pages,
+                av_cache,
+                (cursor, seq),
+            );
             // The pieces the skb did not take (a failure, or a packet to
             // our own MAC address, whose payload is copied) give their
             // references back.
@@ -623,7 +660,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
         Outcome::Sent { .. } => TaskProgress::More,
         Outcome::Failed => {
             qp.kick_completer();
-            qp_error(qp);
+            qp_error(qp, StateCause::SendFailed);
             TaskProgress::Done
         }
         Outcome::Fault(pending) => {

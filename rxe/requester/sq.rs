@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use crate::rxe::kernel::alloc;
+use crate::rxe::kapi::alloc;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{self, SendFlags, SendWqe, SqLimits, WrOpcode};
@@ -59,6 +59,8 @@ pub(super) struct WqeCopy {
     wqe: Option<KBox<SendWqe>>,
     /// The slot `wqe` was parsed from; `None` when it is stale.
     slot: Option<u32>,
+    /// Counts the parses into `wqe`: the same count means the same copy.
+    seq: u64,
 }
 
 impl WqeCopy {
@@ -66,6 +68,7 @@ impl WqeCopy {
         Ok(Self {
             wqe: Some(KBox::new(SendWqe::empty(), GFP_KERNEL)?),
             slot: None,
+            seq: 0,
         })
     }
 
@@ -117,9 +120,16 @@ impl WqeCopy {
             self.slot = None;
             (slot, more, read_wqe(q, buf, slot).ok_or(None)?)
         };
+        self.seq = self.seq.wrapping_add(1);
         parse_wqe(qp, buf.get(..len).unwrap_or(&[]), wqe).map_err(|e| Some((slot, e)))?;
         self.slot = Some(slot);
         Ok((slot, more))
+    }
+
+    /// Which copy the WQE [`WqeCopy::take`] last gave is: the next parse
+    /// gives another number.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
     }
 
     /// Returns the box [`WqeCopy::take`] lent.

@@ -11,7 +11,8 @@ use crate::rxe::counters;
 use crate::rxe::cq::Due;
 use crate::rxe::device::Device;
 use crate::rxe::dma::{Cursor, DmaError, LocalAccess};
-use crate::rxe::kernel::page::PayloadPages;
+use crate::rxe::kapi::page::PayloadPages;
+use crate::rxe::kapi::trace;
 use crate::rxe::mr::{self, AccessError, KeyKind, PdId, PendingFault, QpId};
 use crate::rxe::net::{self, Av};
 use crate::rxe::proto::conv::{len64, to_usize};
@@ -170,6 +171,11 @@ impl resp_machine::Io for Io<'_> {
         !self.sh.resp_pkts.lock().is_empty()
     }
 
+    #[inline]
+    fn status_moved(&mut self) -> bool {
+        self.sh.status_gen() != self.gen
+    }
+
     fn qp_in_error(&mut self) -> bool {
         // The step started in a live state other than ERR: only a change
         // since can have moved it there.
@@ -290,6 +296,7 @@ impl resp_machine::Io for Io<'_> {
                 .is_some_and(|p| p.network_type() == NetworkType::Ipv6),
             vlan_id: self.head.as_ref().and_then(|p| p.vlan_id()),
         };
+        trace::completion(&cqe, true);
         let Some(handle) = self.sh.link.handle() else {
             return Ok(());
         };
@@ -442,6 +449,11 @@ impl resp_machine::Io for Io<'_> {
     }
 
     fn send_ack(&mut self, a: &Ack) {
+        if trace::nak_send_on()
+            && !matches!(Syndrome::try_from(a.syndrome), Ok(Syndrome::Ack { .. }))
+        {
+            trace::nak_send(self.sh.qpn, a.psn, a.syndrome);
+        }
         let aeth = Aeth {
             syndrome: a.syndrome,
             msn: a.msn,

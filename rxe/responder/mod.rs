@@ -20,10 +20,11 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::cq::Due;
 use crate::rxe::dma::Cursor;
-use crate::rxe::kernel::alloc;
-use crate::rxe::kernel::event::QpEvent;
-use crate::rxe::kernel::route::RouteScope;
-use crate::rxe::kernel::task::{Progress, TaskOwner};
+use crate::rxe::kapi::alloc;
+use crate::rxe::kapi::event::QpEvent;
+use crate::rxe::kapi::route::RouteScope;
+use crate::rxe::kapi::task::{Progress, TaskOwner};
+use crate::rxe::kapi::trace::{self, StateCause};
 use crate::rxe::mr::PendingFault;
 use crate::rxe::net::{self, TxFlow};
 use crate::rxe::proto::odp_logic::{Next, Retry};
@@ -227,15 +228,13 @@ impl Shared {
 
     /// Moves the QP to ERR after a fatal receive error (`rxe_qp_error`).
     fn resp_enter_error(self: &Arc<Self>) {
-        let changed = {
+        let old = {
             let mut s = self.status_mut();
             let c = s.valid && s.attrs.state != qp::State::Err;
-            if c {
-                s.attrs.state = qp::State::Err;
-            }
-            c
+            c.then(|| core::mem::replace(&mut s.attrs.state, qp::State::Err))
         };
-        if changed {
+        if let Some(old) = old {
+            self.trace_state(old, qp::State::Err, StateCause::Receive);
             self.on_error();
         }
     }
@@ -286,6 +285,7 @@ impl Shared {
             };
             if notify {
                 let cqe = Cqe::new(wr_id, WcStatus::WrFlushErr, self.qpn);
+                trace::completion(&cqe, true);
                 let Some(h) = self.link.handle() else {
                     notify = false;
                     continue;

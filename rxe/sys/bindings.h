@@ -2,7 +2,7 @@
 /*
  * The kernel headers rxe_rs generates its private bindings from. Only
  * rxe/sys/mod.rs includes the result; the rest of the driver goes through
- * the wrappers in rxe/kernel/.
+ * the wrappers in rxe/kapi/.
  */
 #include <linux/crc32.h>
 #include <linux/delay.h>
@@ -36,3 +36,4 @@
 #include <uapi/rdma/ib_user_verbs.h>
 
 #include "helpers.h"
+#include "rxe_rs_trace.h"

@@ -40,6 +40,7 @@ bool rxe_rs_netif_running(const struct net_device *ndev);
 int rxe_rs_param_icrc_fold(void);
 bool rxe_rs_crc32_is_arch(void);
 bool rxe_rs_cpu_has_clmul(void);
+bool rxe_rs_cpu_has_vpclmul(void);
 bool rxe_rs_cpu_is_tcg(void);
 bool rxe_rs_simd_begin(void);
 void rxe_rs_simd_end(void);
@@ -171,5 +172,23 @@ bool rxe_rs_odp_invalidate_begin(struct mmu_interval_notifier *mni,
 				 unsigned long cur_seq, void **priv,
 				 u64 *start, u64 *end);
 void rxe_rs_odp_invalidate_end(struct mmu_interval_notifier *mni, u64 start, u64 end);
+
+
+/*
+ * The trace event emitters (helpers_trace.c); bindings.h brings the
+ * events' tracepoints, whose static keys rxe/kapi/trace.rs tests inline.
+ */
+#ifdef CONFIG_TRACEPOINTS
+void rxe_rs_trace_qp_state(u32 qpn, u8 old_state, u8 new_state, u8 cause,
+			   u8 status);
+void rxe_rs_trace_pkt_send(u32 qpn, u8 opcode, u32 psn, u32 len);
+void rxe_rs_trace_pkt_recv(u32 qpn, u8 opcode, u32 psn, u32 len);
+void rxe_rs_trace_retransmit(u32 qpn, u8 cause, u32 psn);
+void rxe_rs_trace_nak_send(u32 qpn, u32 psn, u8 syndrome);
+void rxe_rs_trace_nak_recv(u32 qpn, u32 psn, u8 syndrome);
+void rxe_rs_trace_cqe_error(u32 qpn, u64 wr_id, u8 status, u32 vendor_err,
+			    bool recv);
+void rxe_rs_trace_pkt_drop(u8 reason, u32 qpn, u8 opcode, u32 psn);
+#endif
 
 #endif

@@ -67,7 +67,19 @@ bool rxe_rs_crc32_is_arch(void)
 bool rxe_rs_cpu_has_clmul(void)
 {
 #ifdef CONFIG_X86_64
-	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2);
+	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2) &&
+	       boot_cpu_has(X86_FEATURE_SSSE3);
+#else
+	return false;
+#endif
+}
+
+/* 256-bit carry-less multiplies (VPCLMULQDQ with AVX2), usable by the kernel. */
+bool rxe_rs_cpu_has_vpclmul(void)
+{
+#ifdef CONFIG_X86_64
+	return boot_cpu_has(X86_FEATURE_VPCLMULQDQ) && boot_cpu_has(X86_FEATURE_AVX2) &&
+	       cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL);
 #else
 	return false;
 #endif
@@ -95,7 +107,8 @@ bool rxe_rs_simd_begin(void)
 #ifdef CONFIG_X86_64
 	if (!irq_fpu_usable())
 		return false;
-	kernel_fpu_begin();
+	/* Integer vector instructions only: neither MXCSR nor x87 state. */
+	kernel_fpu_begin_mask(0);
 	return true;
 #else
 	return false;

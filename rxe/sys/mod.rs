@@ -2,7 +2,7 @@
 
 //! Bindings generated at build time from the headers of the target kernel.
 //!
-//! Private to the driver and used by its unsafe layers only: `rxe::kernel`,
+//! Private to the driver and used by its unsafe layers only: `rxe::kapi`,
 //! which builds the safe wrappers the driver logic is written against; the
 //! C entry points in `rxe::ops`, which take the core's structures as the
 //! C ABI hands them over; and the in-kernel self-test (`rxe::selftest`).

@@ -23,7 +23,7 @@ const ACK_SYN: u8 = 0x1f;
 const RKEY: u32 = 0x1234;
 const BASE: u64 = 0x10_0000;
 
-fn rq(opcode: Opcode, psn: u32, payload: u32) -> Request {
+pub(crate) fn rq(opcode: Opcode, psn: u32, payload: u32) -> Request {
     Request {
         opcode,
         psn,
