@@ -9,11 +9,11 @@
 //! SGE is kept between copies and only its key rechecked, which spares the
 //! device-wide pool lookup on every packet of a large SGE.
 //!
-//! ```ignore
-//! let mem = LocalAccess::new(dev.state(), qp_pd, Access::LOCAL_WRITE);
-//! let mut cur = Cursor::new(wqe.length);
-//! cur.copy_to_mem(&mem, &wqe, payload)?; // responder: SEND payload -> RQ buffers
-//! ```
+//! The responder's receive copy is the model of use
+//! (`rxe/responder/io.rs`, `take_recv` and `recv_data`): a [`Cursor`] made
+//! from the receive WQE's length, then [`Cursor::copy_to_mem`] with a
+//! [`LocalAccess`] of the QP's PD and `LOCAL_WRITE` for each packet's
+//! payload.
 
 use kernel::{prelude::*, sync::Arc};
 

@@ -5,14 +5,14 @@
 //!
 //! # How the requester, responder and completer send a packet
 //!
-//! ```ignore
-//! let mut pkt = net::alloc_packet_with(dev, &av, Opcode::RcSendOnly, payload_len, None)?;
-//! pkt.write_bth(Bth::new(op, pkey, dest_qpn, psn))?; // pad and opcode are set for you
-//! pkt.write_ext(&Reth { .. })?;                       // the opcode's extension headers
-//! pkt.payload_mut().copy_from_slice(data);            // exactly payload_len bytes
-//! batch.send(pkt)?;                                   // headers, ICRC, into the batch
-//! batch.flush();                                      // step's end: out to the device
-//! ```
+//! The responder's `send_reply` (`rxe/responder/io.rs`) is the whole
+//! sequence in compiled code: [`alloc_packet_with`] for the opcode and
+//! payload length (payload pages or none), [`TxPacket::write_bth`] (pad and
+//! opcode are set from the packet), [`TxPacket::write_ext`] for each of the
+//! opcode's extension headers, the payload written through
+//! [`TxPacket::payload_mut`] unless it travels in page fragments, then
+//! [`TxBatch::send`], which adds the headers and the ICRC; the step's end
+//! flushes the batch ([`TxBatch::flush`]) to the device.
 //!
 //! A sender's step gathers its packets in a [`TxBatch`] (made with
 //! `TxBatch::new(&qp_flow)`), which hands them to the IP layer together at
