@@ -632,5 +632,5 @@ pub(crate) fn must_post(sig_all: bool, flags: SendFlags, status: WcStatus) -> bo
 }
 
 #[cfg(test)]
-#[path = "comp_machine_tests/mod.rs"]
+#[path = "comp_machine_tests.rs"]
 mod tests;

@@ -51,8 +51,9 @@ use super::resp_machine::{
     RecvCqe, RecvError, SendFailed,
 };
 use super::resp_rules::{self, Request, RespQp, Target};
-use super::test_model::RespModel;
-use super::test_rng::Rng;
+use super::testing::model::RespModel;
+use super::testing::rng::Rng;
+use super::testing::sq::{SentWqe, SqModel};
 use super::uapi::{access, SendFlags, WcStatus, WqeState, WrMask, WrOpcode};
 use std::boxed::Box;
 use std::collections::VecDeque;
@@ -328,7 +329,7 @@ fn clean_exchange(w: &mut World) {
     let n = tx.sq.wqes.len();
     let mut rng = Rng::new(11);
     let mut guard = 0;
-    while tx.sq.retired < n && tx.sq.errors == 0 {
+    while tx.sq.retired.len() < n && tx.sq.errors == 0 {
         guard += 1;
         assert!(guard < 100, "clean completion stalls");
         let resets = tx.resets;
@@ -343,7 +344,7 @@ fn clean_exchange(w: &mut World) {
         }
         assert_eq!(tx.resets, resets);
     }
-    assert_eq!((tx.sq.retired, tx.sq.errors), (n, 0));
+    assert_eq!((tx.sq.retired.len(), tx.sq.errors), (n, 0));
 }
 
 fn run_fuzz(seed: u64, iters: u64) -> World {

@@ -50,6 +50,4 @@ mod fuzz_tests;
 #[cfg(test)]
 mod sim_tests;
 #[cfg(test)]
-mod test_model;
-#[cfg(test)]
-mod test_rng;
+mod testing;

@@ -738,5 +738,5 @@ pub(crate) fn retry_wqe(
 }
 
 #[cfg(test)]
-#[path = "req_rules_tests/mod.rs"]
+#[path = "req_rules_tests.rs"]
 mod tests;

@@ -10,8 +10,8 @@ use crate::proto::mr_logic::Access;
 use crate::proto::opcode::Mask;
 use crate::proto::resp_machine::tests::rq;
 use crate::proto::resp_machine::{run, run_slow, Io, Outcome};
-use crate::proto::test_model::RespModel;
-use crate::proto::test_rng::Rng;
+use crate::proto::testing::model::RespModel;
+use crate::proto::testing::rng::Rng;
 use std::vec::Vec;
 use std::{format, vec};
 

@@ -652,5 +652,5 @@ impl<I: Io> Run<'_, I> {
 mod reply;
 
 #[cfg(test)]
-#[path = "resp_machine_tests/mod.rs"]
+#[path = "resp_machine_tests.rs"]
 pub(crate) mod tests;

@@ -7,7 +7,7 @@ use crate::proto::headers::{self, Bth, Deth, ExtHeader, Ieth, ImmDt};
 use crate::proto::opcode::ALL;
 use crate::proto::packet;
 use crate::proto::psn::{psn_sub, PSN_MASK};
-use crate::proto::test_rng::Rng;
+use crate::proto::testing::rng::Rng;
 use std::vec;
 use std::vec::Vec;
 

@@ -17,8 +17,9 @@ use super::req_rules::{
 };
 use super::resp_machine;
 use super::resp_rules::{self, Request, RespQp};
-use super::test_model::{Out, RespModel};
-use super::test_rng::Rng;
+use super::testing::model::{Out, RespModel};
+use super::testing::rng::Rng;
+use super::testing::sq::{SentWqe, SqModel};
 use super::uapi::{access, SendFlags, WcOpcode, WcStatus, WrOpcode};
 use std::collections::VecDeque;
 use std::vec;
@@ -33,75 +34,6 @@ const KEY_A: u32 = 0x300; // atomics
 const BASE_W: u64 = 0x1000_0000;
 const BASE_R: u64 = 0x2000_0000;
 const BASE_A: u64 = 0x3000_0000;
-
-struct SWqe {
-    info: WqeInfo,
-    progress: Progress,
-    data: Vec<u8>,
-    local: Vec<u8>,
-    rkey: u32,
-    add: u64,
-    imm: Option<u32>,
-}
-
-#[derive(Default)]
-struct SqModel {
-    wqes: Vec<SWqe>,
-    consumer: usize,
-    inbox: VecDeque<(Response, Vec<u8>, u64)>,
-    cur: Option<(Response, Vec<u8>, u64)>,
-    retired: Vec<(usize, WcStatus)>,
-}
-
-impl Sq for SqModel {
-    fn next_response(&mut self) -> Option<Response> {
-        self.cur = self.inbox.pop_front();
-        self.cur.as_ref().map(|c| c.0)
-    }
-
-    fn head(&mut self) -> Option<Head> {
-        self.wqes.get(self.consumer).map(|w| Head {
-            info: w.info,
-            progress: w.progress,
-        })
-    }
-
-    fn read_data(&mut self) -> Result<u32, CopyFault> {
-        let payload = self.cur.as_ref().map(|c| c.1.clone()).unwrap_or_default();
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        let n = payload.len() as u32;
-        if n > w.progress.resid {
-            return Err(CopyFault);
-        }
-        let off = (w.info.length - w.progress.resid) as usize;
-        w.local[off..off + payload.len()].copy_from_slice(&payload);
-        w.progress.resid -= n;
-        Ok(w.progress.resid)
-    }
-
-    fn atomic_data(&mut self) -> Result<(), CopyFault> {
-        let orig = self.cur.as_ref().map_or(0, |c| c.2);
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        w.local[..8].copy_from_slice(&orig.to_ne_bytes());
-        Ok(())
-    }
-
-    fn retire(&mut self, status: WcStatus) {
-        if trace() {
-            let w = &self.wqes[self.consumer];
-            std::println!(
-                "RETIRE {} {:?} psns {}..{} {status:?} by {:?}",
-                self.consumer,
-                w.info.opcode,
-                w.progress.first_psn,
-                w.progress.last_psn,
-                self.cur.as_ref().map(|c| c.0)
-            );
-        }
-        self.retired.push((self.consumer, status));
-        self.consumer += 1;
-    }
-}
 
 struct Sender {
     qp: ReqQp,
@@ -121,7 +53,7 @@ struct Sender {
 
 impl Sender {
     /// A sender of `qp_type` with `wqes` posted, its PSNs from `start_psn`.
-    fn new(qp_type: qp::Type, max_rd_atomic: u32, start_psn: u32, wqes: Vec<SWqe>) -> Sender {
+    fn new(qp_type: qp::Type, max_rd_atomic: u32, start_psn: u32, wqes: Vec<SentWqe>) -> Sender {
         Sender {
             qp: ReqQp {
                 qp_type,
@@ -133,6 +65,7 @@ impl Sender {
             comp: comp_machine::State::new(start_psn, 7, 7),
             sq: SqModel {
                 wqes,
+                trace: trace(),
                 ..SqModel::default()
             },
             wqe_index: 0,
@@ -283,7 +216,7 @@ fn build(
     io: &mut RespModel,
     qp_type: qp::Type,
     reads: bool,
-) -> (Vec<SWqe>, Expect) {
+) -> (Vec<SentWqe>, Expect) {
     let mut wqes = Vec::new();
     let mut ex = Expect {
         recvs: Vec::new(),
@@ -340,7 +273,7 @@ fn build(
             _ => {}
         }
         let info = WqeInfo::new(op, qp_type, SendFlags(0), length, iova);
-        wqes.push(SWqe {
+        wqes.push(SentWqe {
             info,
             progress: Progress::posted(length, iova),
             data,
@@ -348,6 +281,7 @@ fn build(
             rkey,
             add: u64::from(rng.below(1000)) + 1,
             imm,
+            atomic_done: false,
         });
     }
     (wqes, ex)

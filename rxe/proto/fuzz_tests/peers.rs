@@ -454,91 +454,10 @@ impl RxQp {
 // ---------------------------------------------------------------------------
 // The completer side.
 
-pub(super) struct CWqe {
-    info: WqeInfo,
-    progress: Progress,
-    atomic_done: bool,
-}
-
-#[derive(Default)]
-pub(super) struct CompModel {
-    pub(super) wqes: Vec<CWqe>,
-    consumer: usize,
-    pub(super) inbox: VecDeque<(Response, Vec<u8>, u64)>,
-    cur: Option<(Response, Vec<u8>, u64)>,
-    pub(super) retired: usize,
-    pub(super) errors: u64,
-    /// Successful completions by work request opcode.
-    pub(super) ok: [u64; 16],
-}
-
-impl Sq for CompModel {
-    fn next_response(&mut self) -> Option<Response> {
-        self.cur = self.inbox.pop_front();
-        self.cur.as_ref().map(|c| c.0)
-    }
-
-    fn head(&mut self) -> Option<Head> {
-        self.wqes.get(self.consumer).map(|w| Head {
-            info: w.info,
-            progress: w.progress,
-        })
-    }
-
-    fn read_data(&mut self) -> Result<u32, CopyFault> {
-        let n = self.cur.as_ref().map_or(0, |c| c.1.len()) as u32;
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        assert!(
-            w.info.mask.intersects(WrMask::READ) || w.info.opcode == WrOpcode::Flush,
-            "read data into {:?}",
-            w.info.opcode
-        );
-        if n > w.progress.resid {
-            return Err(CopyFault);
-        }
-        w.progress.resid -= n;
-        Ok(w.progress.resid)
-    }
-
-    fn atomic_data(&mut self) -> Result<(), CopyFault> {
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        assert!(
-            w.info.mask.intersects(WrMask::ATOMIC),
-            "atomic data into {:?}",
-            w.info.opcode
-        );
-        w.atomic_done = true;
-        Ok(())
-    }
-
-    fn retire(&mut self, status: WcStatus) {
-        let i = self.consumer;
-        let w = self.wqes.get(i).expect("retired a WQE that is not there");
-        assert_eq!(self.retired, i, "retired out of order");
-        if status == WcStatus::Success {
-            if w.info.opcode == WrOpcode::RdmaRead {
-                assert_eq!(
-                    w.progress.resid, 0,
-                    "read completed without all its data: {:?} by {:?}",
-                    w.progress, self.cur
-                );
-            }
-            if w.info.mask.intersects(WrMask::ATOMIC) {
-                assert!(w.atomic_done, "atomic completed without its value");
-            }
-            self.ok[w.info.opcode as usize] += 1;
-        } else {
-            self.errors += 1;
-        }
-        self.retired += 1;
-        self.consumer += 1;
-    }
-}
-
 pub(super) struct Tx {
     pub(super) comp: comp_machine::State,
     pub(super) req: req_rules::State,
-    pub(super) sq: CompModel,
+    pub(super) sq: SqModel,
     pub(super) resets: u64,
 }
 
@@ -557,7 +476,7 @@ impl Tx {
         let mut t = Tx {
             comp: comp_machine::State::new(psn, 3, 3),
             req: req_rules::State::new(psn, 16),
-            sq: CompModel::default(),
+            sq: SqModel::default(),
             resets: 0,
         };
         let n = 1 + rng.below(6) as usize;
@@ -569,9 +488,9 @@ impl Tx {
     /// modelled: every WQE is sent whole).
     fn post(&mut self, rng: &mut Rng, n: usize) {
         let ok = self.sq.ok;
-        self.sq = CompModel {
+        self.sq = SqModel {
             ok,
-            ..CompModel::default()
+            ..SqModel::default()
         };
         let mut psn = self.comp.psn;
         for _ in 0..n {
@@ -595,11 +514,7 @@ impl Tx {
             p.last_psn = psn_add(psn, pkts - 1);
             p.resid = if op == WrOpcode::RdmaRead { len } else { 0 };
             p.has_rd_atomic = info.mask.intersects(WrMask::ATOMIC_OR_READ);
-            self.sq.wqes.push(CWqe {
-                info,
-                progress: p,
-                atomic_done: false,
-            });
+            self.sq.wqes.push(SentWqe::new(info, p));
             psn = psn_add(psn, pkts);
         }
         self.req.psn = psn;

@@ -11,11 +11,13 @@ use super::*;
 use crate::proto::opcode::ALL;
 use crate::proto::params::pacing::MAX_DEFERRED_ACK_PKTS;
 use crate::proto::psn::{psn_sub, PSN_MASK};
-use crate::proto::test_rng::Rng;
+use crate::proto::testing::rng::Rng;
 use std::vec;
 use std::vec::Vec;
 
+#[path = "req_rules_tests/retry.rs"]
 mod retry;
+#[path = "req_rules_tests/rules.rs"]
 mod rules;
 
 const EINVAL: i32 = -22;

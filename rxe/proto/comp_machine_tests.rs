@@ -11,12 +11,14 @@ use super::*;
 use crate::proto::opcode::ALL;
 use crate::proto::psn::{psn_sub, PSN_MASK};
 use crate::proto::qp;
-use crate::proto::test_rng::Rng;
+use crate::proto::testing::rng::Rng;
 use std::collections::VecDeque;
 use std::vec;
 use std::vec::Vec;
 
+#[path = "comp_machine_tests/completions.rs"]
 mod completions;
+#[path = "comp_machine_tests/retry.rs"]
 mod retry;
 
 /// A send queue in memory; responses carry their payload length.

@@ -11,7 +11,9 @@ use super::*;
 use std::vec;
 use std::vec::Vec;
 
+#[path = "uapi_tests/fuzz.rs"]
 mod fuzz;
+#[path = "uapi_tests/send.rs"]
 mod send;
 
 /// `sizeof`/`offsetof` printed by a C program compiled with clang-19

@@ -174,7 +174,7 @@ fn fuzz_wqe_parsers() {
 /// whole slot into a fresh WQE gives, errors included.
 #[test]
 fn partial_copy_parses_like_the_whole_slot() {
-    use crate::proto::test_rng::Rng;
+    use crate::proto::testing::rng::Rng;
     let mut rng = Rng::new(0x5eed_0a11);
     let ops = [0u32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16, 99];
     let mut recycled = SendWqe::empty();

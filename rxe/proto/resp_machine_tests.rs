@@ -11,12 +11,13 @@ use crate::proto::headers::{AtmEth, Feth, Reth};
 use crate::proto::mr_logic::Access;
 use crate::proto::opcode::ALL;
 use crate::proto::psn::{psn_sub, PSN_MASK};
-use crate::proto::test_model::{Out, RespModel};
-use crate::proto::test_rng::Rng;
+use crate::proto::testing::model::{Out, RespModel};
+use crate::proto::testing::rng::Rng;
 use crate::proto::uapi::{access, wc_flags, WcOpcode};
 use std::vec;
 use std::vec::Vec;
 
+#[path = "resp_machine_tests/edges.rs"]
 mod edges;
 
 const ACK_SYN: u8 = 0x1f;

@@ -3,13 +3,13 @@
 //! In-memory models of the engines' primitives, for the state machine tests:
 //! a responder [`Io`] with receive buffers, memory regions and a wire log.
 
-use super::events::Event;
-use super::mr_logic::{Access, AtomicOp, InvalidateError};
-use super::resp_machine::{
+use crate::proto::events::Event;
+use crate::proto::mr_logic::{Access, AtomicOp, InvalidateError};
+use crate::proto::resp_machine::{
     AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
-use super::resp_rules::{Request, Target, GRH_LEN};
+use crate::proto::resp_rules::{Request, Target, GRH_LEN};
 use std::collections::{BTreeMap, VecDeque};
 use std::vec::Vec;
 
