@@ -20,7 +20,7 @@ use crate::rxe::kapi::{
     random,
 };
 use crate::rxe::mr::{self, AccessError, PdId, QpId};
-use crate::rxe::proto::mr_logic::{
+use crate::rxe::proto::mr::{
     self as rules, Access, BindReq, InvalidateError, MwType, RuleError, State,
 };
 use crate::rxe::qp;

@@ -60,14 +60,14 @@ use crate::rxe::kapi::{
 };
 use crate::rxe::mw;
 use crate::rxe::proto::conv::len64;
-use crate::rxe::proto::mr_logic::{
+use crate::rxe::proto::mr::{
     self as rules, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
 };
-use crate::rxe::proto::odp_logic::{self, Span};
+use crate::rxe::proto::odp::{self, Span};
 use crate::rxe::qp;
 
 /// The rights (`ib_access_flags`) and atomics of the API, for its users.
-pub(crate) use crate::rxe::proto::mr_logic::{Access, AtomicOp};
+pub(crate) use crate::rxe::proto::mr::{Access, AtomicOp};
 
 /// The identity of a protection domain: the address of its `ib_pd`, stable
 /// while the PD lives (PDs outlive the objects created in them).
@@ -515,7 +515,7 @@ pub(crate) fn lookup_range(
 pub(crate) fn advise(
     dev: &DeviceState,
     pd: PdId,
-    advice: odp_logic::Advice,
+    advice: odp::Advice,
     sync: bool,
     sges: impl Iterator<Item = (u32, u64, u32)>,
 ) -> Result {

@@ -15,8 +15,8 @@ use crate::rxe::kapi::{
     umem::Umem,
 };
 use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::mr_logic::{self as rules, rereg, MrType, State};
-use crate::rxe::proto::odp_logic;
+use crate::rxe::proto::mr::{self as rules, rereg, MrType, State};
+use crate::rxe::proto::odp;
 
 /// A memory region, as its `ib_mr` owns it.
 pub(crate) struct Mr {
@@ -105,7 +105,7 @@ impl Mr {
         iova: u64,
         access: Access,
     ) -> Result<Self> {
-        odp_logic::check_reg(start, length, iova).map_err(|_| EINVAL)?;
+        odp::check_reg(start, length, iova).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
         let odp = Odp::get(dev, start, length, access.bits())?;
         // The rule of other user MRs: persistent flushes only on persistent

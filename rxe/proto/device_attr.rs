@@ -8,7 +8,7 @@
 //! `query_device` and `query_port` must return exactly these numbers: user space
 //! (rdma-core, perftest, MPI stacks) sizes its queues from them.
 
-use super::odp_logic;
+use super::odp;
 use super::params::{limits, pool, IbMtu, MAX_MSG_SZ};
 
 /// Bits of `enum ib_device_cap_flags` (values of `IB_UVERBS_DEVICE_*`).
@@ -177,7 +177,7 @@ pub(crate) struct DeviceReport {
     /// wire order, read as a native `u64`.
     pub(crate) sys_image_guid: u64,
     /// The on-demand paging capabilities.
-    pub(crate) odp: odp_logic::Caps,
+    pub(crate) odp: odp::Caps,
 }
 
 impl DeviceReport {
@@ -189,7 +189,7 @@ impl DeviceReport {
         Self {
             attr,
             sys_image_guid,
-            odp: odp_logic::CAPS,
+            odp: odp::CAPS,
         }
     }
 }

@@ -4,9 +4,9 @@
 //! or MW rather than move data: fast register (REG_MR), invalidate
 //! (LOCAL_INV, or the invalidate a received send carries) and BIND_MW.
 //! The keys, rights and states they check live in
-//! [`mr_logic`](super::mr_logic), which re-exports these checks.
+//! [`mr`](super::mr), which re-exports these checks.
 
-use super::mr_logic::{range_ok, same_index, Access, MrType, MwType, RuleError, State};
+use super::mr::{range_ok, same_index, Access, MrType, MwType, RuleError, State};
 use super::uapi::WcStatus;
 
 /// What the fast-register and invalidate rules need to know about an MR.

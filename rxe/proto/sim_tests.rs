@@ -1,26 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! End-to-end check of the three state machines: an RC requester and
-//! completer (req_rules, comp_machine) talk to a responder (resp_rules,
-//! resp_machine) over a network that drops, duplicates and delays packets.
+//! completer (requester, completer) talk to a responder (responder::rules,
+//! responder::machine) over a network that drops, duplicates and delays packets.
 //! Every message must complete once, in order, with the right data, and
 //! every atomic must execute exactly once.
 
-use super::comp_machine::{self, CopyFault, Head, Response, Sq};
+use super::completer::{self, CopyFault, Head, Response, Sq};
 use super::headers::{AtmEth, Reth};
-use super::mr_logic::Access;
+use super::mr::Access;
 use super::opcode::Mask;
 use super::psn::{psn_add, PSN_MASK};
 use super::qp;
-use super::req_rules::{
+use super::requester::{
     self, begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, Step, WqeInfo,
 };
-use super::resp_machine;
-use super::resp_rules::{self, Request, RespQp};
+use super::responder::machine;
+use super::responder::rules::{self, Request, RespQp};
 use super::testing::model::{Out, RespModel};
 use super::testing::rng::Rng;
 use super::testing::sq::{SentWqe, SqModel};
 use super::uapi::{access, SendFlags, WcOpcode, WcStatus, WrOpcode};
+use crate::proto::responder;
 use std::collections::VecDeque;
 use std::vec;
 use std::vec::Vec;
@@ -37,8 +38,8 @@ const BASE_A: u64 = 0x3000_0000;
 
 struct Sender {
     qp: ReqQp,
-    req: req_rules::State,
-    comp: comp_machine::State,
+    req: requester::State,
+    comp: completer::State,
     sq: SqModel,
     wqe_index: usize,
     /// The END packet held back in `wire` (as the engine holds it), until
@@ -61,8 +62,8 @@ impl Sender {
                 port_mtu: 4096,
                 max_rd_atomic,
             },
-            req: req_rules::State::new(start_psn, max_rd_atomic),
-            comp: comp_machine::State::new(start_psn, 7, 7),
+            req: requester::State::new(start_psn, max_rd_atomic),
+            comp: completer::State::new(start_psn, 7, 7),
             sq: SqModel {
                 wqes,
                 trace: trace(),
@@ -143,13 +144,13 @@ impl Sender {
                     self.wqe_index += 1;
                 }
                 let held = self.held.take();
-                if req_rules::next_built(&mut self.req, held.is_some(), &p) {
+                if requester::next_built(&mut self.req, held.is_some(), &p) {
                     if let Some((h, _)) = held.and_then(|i| wire.get_mut(i)) {
                         h.ack_req = false;
                     }
                 }
-                if req_rules::may_hold(self.qp.qp_type, &p) {
-                    req_rules::hold(&mut self.req, &p);
+                if requester::may_hold(self.qp.qp_type, &p) {
+                    requester::hold(&mut self.req, &p);
                     self.held = Some(wire.len() - 1);
                 }
                 true
@@ -170,7 +171,7 @@ impl Sender {
 }
 
 struct Receiver {
-    st: resp_rules::State,
+    st: responder::rules::State,
     qp: RespQp,
     io: RespModel,
 }
@@ -320,7 +321,7 @@ fn simulate_with(
     io.mr(KEY_A, BASE_A, 64, Access::REMOTE);
     let (wqes, ex) = build(&mut rng, n, &mut io, qp::Type::Rc, reads);
     let mut rx = Receiver {
-        st: resp_rules::State::new(start_psn, 4),
+        st: responder::rules::State::new(start_psn, 4),
         qp: RespQp {
             qp_type: qp::Type::Rc,
             mtu: MTU,
@@ -413,7 +414,7 @@ fn simulate_with(
         }
         let ncqe = rx.io.cqes.len();
         for _ in 0..10_000 {
-            let o = resp_machine::run(&mut rx.st, &rx.qp, &mut rx.io);
+            let o = responder::machine::run(&mut rx.st, &rx.qp, &mut rx.io);
             assert!(!o.qp_error, "seed {seed}: responder failed");
             if !o.progress {
                 break;
@@ -450,7 +451,7 @@ fn simulate_with(
         // Responses still on their way keep the retransmit timer quiet.
         let mut idle = !moved && returning.iter().all(|(_, out)| out.is_empty());
         for _ in 0..10_000 {
-            let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            let o = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             if trace() {
                 std::println!(
                     "{tick} COMP {o:?} comp.psn={} op={:?} req.psn={} consumer={} retry={}",
@@ -485,7 +486,7 @@ fn simulate_with(
             if trace() {
                 std::println!("{tick} TIMEOUT");
             }
-            let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            let o = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             assert!(!o.qp_error, "seed {seed}: retries exhausted");
             tx.woken |= o.again;
         }

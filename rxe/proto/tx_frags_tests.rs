@@ -2,7 +2,7 @@
 
 //! Host tests of [`super`] (`tx_frags.rs`).
 
-use super::super::mr_logic::Layout;
+use super::super::mr::Layout;
 use super::*;
 
 #[test]

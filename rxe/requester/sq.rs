@@ -8,7 +8,7 @@ use kernel::prelude::*;
 
 use crate::rxe::kapi::alloc;
 use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
+use crate::rxe::proto::requester::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{self, SendFlags, SendWqe, SqLimits, WrOpcode};
 use crate::rxe::qp::{self, Shared};
 use crate::rxe::queue::Queue;

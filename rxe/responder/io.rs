@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! The responder's kernel side: what `proto::resp_machine` asks of the QP
+//! The responder's kernel side: what `proto::responder::machine` asks of the QP
 //! for one run (the request queue, receive WQEs, MR lookups and accesses,
-//! receive completions, replies) through [`resp_machine::Io`].
+//! receive completions, replies) through [`machine::Io`].
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -20,14 +20,14 @@ use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
-use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
+use crate::rxe::proto::mr::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
-use crate::rxe::proto::resp_machine::{
+use crate::rxe::proto::responder::machine::{
     self, AccessFault, Ack, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
-use crate::rxe::proto::resp_rules::{Request, Target};
+use crate::rxe::proto::responder::rules::{Request, Target};
 use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
@@ -142,7 +142,7 @@ impl<'a> Io<'a> {
     }
 }
 
-impl resp_machine::Io for Io<'_> {
+impl machine::Io for Io<'_> {
     #[inline(always)]
     fn peek(&mut self) -> Option<Request> {
         loop {

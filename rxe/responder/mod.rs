@@ -5,8 +5,8 @@
 //! flushes), answers RC requests with ACKs, NAKs, read responses and atomic
 //! ACKs, and posts receive completions.
 //!
-//! The decisions are `proto::resp_machine` (rdma_rxe's `rxe_receiver()` state
-//! machine); `io.rs` gives it the kernel side through [`resp_machine::Io`].
+//! The decisions are `proto::responder::machine` (rdma_rxe's `rxe_receiver()` state
+//! machine); `io.rs` gives it the kernel side through [`machine::Io`].
 //! The task holds `Shared::resp` while it runs one request; under it it
 //! takes the RQ, SRQ and CQ locks, never another engine's. Receive
 //! completions go into the CQ under it, in order, but the CQ's handler (and
@@ -27,12 +27,12 @@ use crate::rxe::kapi::task::{Progress, TaskOwner};
 use crate::rxe::kapi::trace::{self, StateCause};
 use crate::rxe::mr::PendingFault;
 use crate::rxe::net::{self, TxFlow};
-use crate::rxe::proto::odp_logic::{Next, Retry};
+use crate::rxe::proto::odp::{Next, Retry};
 use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::QpAttrs;
-use crate::rxe::proto::resp_machine;
-use crate::rxe::proto::resp_rules::{self, Res, ResKind, RespQp, MAX_RESOURCES};
+use crate::rxe::proto::responder::machine;
+use crate::rxe::proto::responder::rules::{self, Res, ResKind, RespQp, MAX_RESOURCES};
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::qp::{self, Check, Engine, Shared};
 use crate::rxe::recv::RxPacket;
@@ -90,7 +90,7 @@ impl WqeHold {
 
 /// Per-QP state of the responder, behind `Shared::resp`.
 pub(crate) struct State {
-    rs: KBox<resp_rules::State>,
+    rs: KBox<rules::State>,
     /// The request being worked on: taken off `resp_pkts`, kept while a
     /// read reply spans several runs.
     head: Option<RxPacket>,
@@ -110,9 +110,9 @@ pub(crate) struct State {
 /// The responder state (9 KiB, mostly the read/atomic resources), built in
 /// place on the heap: as a value it would not fit on a 16 KiB kernel stack
 /// beside the verbs call that creates the QP.
-fn resp_state_init() -> impl Init<resp_rules::State, Error> {
+fn resp_state_init() -> impl Init<rules::State, Error> {
     // `try_init!` takes a bare type name.
-    use resp_rules::State as Rules;
+    use rules::State as Rules;
     kernel::try_init!(Rules {
         psn: 0,
         msn: 0,
@@ -443,13 +443,13 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             // Run after run while each handles something; the last one
             // tells the step what to do next.
             let mut handled = false;
-            let mut out = resp_machine::run(rs, &f.qp, &mut io);
+            let mut out = machine::run(rs, &f.qp, &mut io);
             for _ in 1..RUNS_PER_STEP {
                 if !out.progress || out.qp_error || out.fault {
                     break;
                 }
                 handled = true;
-                out = resp_machine::run(rs, &f.qp, &mut io);
+                out = machine::run(rs, &f.qp, &mut io);
             }
             handled |= out.progress;
             io.batch.flush();

@@ -5,6 +5,7 @@
 //! access, and the sender whose completer takes the fuzzed responses.
 
 use super::*;
+use crate::proto::responder;
 
 // ---------------------------------------------------------------------------
 // The receive checks of rxe/recv.rs.
@@ -233,7 +234,7 @@ impl Io for Guard<'_> {
     fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault> {
         let t = self.held("flush", Access::FLUSH_PERSISTENT);
         assert!(
-            len <= crate::proto::resp_rules::FLUSH_STEP,
+            len <= crate::proto::responder::rules::FLUSH_STEP,
             "flush piece of {len} bytes"
         );
         // A piece of a ranged or whole-region flush: inside the region.
@@ -288,7 +289,7 @@ impl Io for Guard<'_> {
 pub(super) struct RxQp {
     pub(super) qpn: u32,
     pub(super) qp: RespQp,
-    pub(super) st: Box<resp_rules::State>,
+    pub(super) st: Box<responder::rules::State>,
     pub(super) io: RespModel,
     pub(super) resets: u64,
     pub(super) executed: u64,
@@ -307,7 +308,7 @@ impl RxQp {
                 srq: false,
                 min_rnr_timer: 3,
             },
-            st: Box::new(resp_rules::State::new(psn, 16)),
+            st: Box::new(responder::rules::State::new(psn, 16)),
             io: RespModel::default(),
             resets: 0,
             executed: 0,
@@ -388,7 +389,7 @@ impl RxQp {
                     m: &mut self.io,
                     target: None,
                 };
-                resp_machine::run(&mut self.st, &self.qp, &mut g)
+                responder::machine::run(&mut self.st, &self.qp, &mut g)
             };
             // The engine's Io lives for one run: a region still held goes with it.
             self.io.held_mr = None;
@@ -421,7 +422,7 @@ impl RxQp {
         before: u32,
         head: Option<Request>,
         reading: Option<usize>,
-        out: &resp_machine::Outcome,
+        out: &responder::machine::Outcome,
     ) {
         let after = self.st.psn;
         if after == before {
@@ -455,8 +456,8 @@ impl RxQp {
 // The completer side.
 
 pub(super) struct Tx {
-    pub(super) comp: comp_machine::State,
-    pub(super) req: req_rules::State,
+    pub(super) comp: completer::State,
+    pub(super) req: requester::State,
     pub(super) sq: SqModel,
     pub(super) resets: u64,
 }
@@ -474,8 +475,8 @@ pub(super) const TX_OPS: [WrOpcode; 7] = [
 impl Tx {
     pub(super) fn new(rng: &mut Rng, psn: u32) -> Tx {
         let mut t = Tx {
-            comp: comp_machine::State::new(psn, 3, 3),
-            req: req_rules::State::new(psn, 16),
+            comp: completer::State::new(psn, 3, 3),
+            req: requester::State::new(psn, 16),
             sq: SqModel::default(),
             resets: 0,
         };
@@ -532,7 +533,7 @@ impl Tx {
         self.comp.set_sq_psn(psn);
         self.comp.set_retry_cnt(3);
         self.comp.set_rnr_retry(3);
-        self.req = req_rules::State::new(psn, 16);
+        self.req = requester::State::new(psn, 16);
         let n = 1 + rng.below(6) as usize;
         self.post(rng, n);
         self.resets += 1;
@@ -548,7 +549,7 @@ impl Tx {
             guard += 1;
             assert!(guard < 64, "completer does not settle");
             let before = self.comp.psn;
-            let out = comp_machine::run(&mut self.comp, &mut self.req, &mut self.sq);
+            let out = completer::run(&mut self.comp, &mut self.req, &mut self.sq);
             assert!(
                 psn_diff(self.comp.psn, before) >= 0,
                 "comp.psn went back {before:#x} -> {:#x}",

@@ -4,12 +4,12 @@
 //! a responder [`Io`] with receive buffers, memory regions and a wire log.
 
 use crate::proto::events::Event;
-use crate::proto::mr_logic::{Access, AtomicOp, InvalidateError};
-use crate::proto::resp_machine::{
+use crate::proto::mr::{Access, AtomicOp, InvalidateError};
+use crate::proto::responder::machine::{
     AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
-use crate::proto::resp_rules::{Request, Target, GRH_LEN};
+use crate::proto::responder::rules::{Request, Target, GRH_LEN};
 use std::collections::{BTreeMap, VecDeque};
 use std::vec::Vec;
 

@@ -5,8 +5,8 @@
 //! order; a successful READ with all its data, an atomic with its value)
 //! and recorded.
 
-use crate::proto::comp_machine::{CopyFault, Head, Response, Sq};
-use crate::proto::req_rules::{Progress, WqeInfo};
+use crate::proto::completer::{CopyFault, Head, Response, Sq};
+use crate::proto::requester::{Progress, WqeInfo};
 use crate::proto::uapi::{WcStatus, WrMask, WrOpcode};
 use std::collections::VecDeque;
 use std::vec::Vec;

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! The boundary between the responder state machine
-//! ([`resp_machine`](super::resp_machine), which re-exports all of this)
+//! ([`super::machine`](super::machine), which re-exports all of this)
 //! and its engine: the [`Io`] trait the engine implements, the replies,
 //! completions and errors that cross it, [`recv_cqe`] (the completion a
 //! message produces) and the [`Outcome`] of a run.
 
-use super::events::Event;
-use super::mr_logic::{AtomicOp, InvalidateError};
-use super::opcode::{Mask, Opcode};
-use super::resp_rules::{self, Request, Target};
-use super::uapi::{wc_flags, WcOpcode, WcStatus};
+use super::super::events::Event;
+use super::super::mr::{AtomicOp, InvalidateError};
+use super::super::opcode::{Mask, Opcode};
+use super::super::uapi::{wc_flags, WcOpcode, WcStatus};
+use super::rules::{self, Request, Target};
 
 /// Why [`Io::take_recv`] has no receive WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +107,7 @@ pub(crate) struct RecvCqe {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CqFull;
 
-/// What [`run`](super::resp_machine::run) needs from the engine: the
+/// What [`run`](super::machine::run) needs from the engine: the
 /// request queue, the receive queue, remote memory and the wire.
 pub(crate) trait Io {
     /// The request packet at the head of the queue, not removed.
@@ -145,7 +145,7 @@ pub(crate) trait Io {
     /// FLUSH of the whole region.
     fn region_bounds(&self) -> Option<(u64, u64)>;
     /// Writes `va..va+len` of the held region back to persistence: one
-    /// piece of a FLUSH, at most [`FLUSH_STEP`](resp_rules::FLUSH_STEP)
+    /// piece of a FLUSH, at most [`FLUSH_STEP`](rules::FLUSH_STEP)
     /// bytes, with every lock it takes dropped again before it returns.
     fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault>;
     /// Orders every write placed before a FLUSH before its reply (global
@@ -184,7 +184,7 @@ pub(crate) trait Io {
     }
 }
 
-/// What the engine does after [`run`](super::resp_machine::run).
+/// What the engine does after [`run`](super::machine::run).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Outcome {
     /// A request (or one read response) was handled: run again.
@@ -198,7 +198,7 @@ pub(crate) struct Outcome {
 
 /// The receive completion of a message (`do_complete()`).
 pub(crate) fn recv_cqe(
-    st: &resp_rules::State,
+    st: &rules::State,
     pkt: &Request,
     status: WcStatus,
     received: u32,

@@ -5,6 +5,7 @@
 //! queued, the PSN wrap, ODP faults and the random run.
 
 use super::*;
+use crate::proto::responder;
 
 /// A message resent after a timeout: each duplicate is answered with its
 /// own PSN, so only the resent last packet acknowledges the whole message.
@@ -276,7 +277,7 @@ fn psn_wraps() {
 
 #[test]
 fn recv_cqe_on_error_is_bare() {
-    let st = resp_rules::State::new(0, 0);
+    let st = responder::rules::State::new(0, 0);
     let mut r = rq(Opcode::RcSendOnlyImm, 0, 4);
     r.imm = Some(1);
     r.se = true;

@@ -206,5 +206,5 @@ impl Advice {
 }
 
 #[cfg(test)]
-#[path = "odp_logic_tests.rs"]
+#[path = "odp_tests.rs"]
 mod tests;

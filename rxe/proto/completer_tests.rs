@@ -16,9 +16,9 @@ use std::collections::VecDeque;
 use std::vec;
 use std::vec::Vec;
 
-#[path = "comp_machine_tests/completions.rs"]
+#[path = "completer_tests/completions.rs"]
 mod completions;
-#[path = "comp_machine_tests/retry.rs"]
+#[path = "completer_tests/retry.rs"]
 mod retry;
 
 /// A send queue in memory; responses carry their payload length.
@@ -116,13 +116,13 @@ fn head(wr: WrOpcode, len: u32, first: u32, last: u32, state: WqeState) -> Head 
 
 struct Fixture {
     comp: State,
-    req: req_rules::State,
+    req: requester::State,
     sq: Model,
 }
 
 impl Fixture {
     fn new(comp_psn: u32, req_psn: u32) -> Fixture {
-        let mut req = req_rules::State::new(req_psn, 4);
+        let mut req = requester::State::new(req_psn, 4);
         req.rd_atomic = 2;
         Fixture {
             comp: State::new(comp_psn, 3, 2),

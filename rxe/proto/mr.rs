@@ -435,5 +435,5 @@ pub(crate) const fn atomic_aligned(addr: u64) -> bool {
 }
 
 #[cfg(test)]
-#[path = "mr_logic_tests.rs"]
+#[path = "mr_tests.rs"]
 mod tests;

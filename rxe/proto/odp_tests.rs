@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! Host tests of [`super`] (`odp_logic.rs`).
+//! Host tests of [`super`] (`odp.rs`).
 
 use super::*;
 

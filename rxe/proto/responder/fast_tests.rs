@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! Tests of header prediction: what [`predict`] takes and refuses, and that
-//! `resp_machine::run` with prediction gives exactly what the state machine
+//! `responder::machine::run` with prediction gives exactly what the state machine
 //! alone gives, for in-order messages and for every kind of deviation.
 
 use super::*;
 use crate::proto::headers::Reth;
-use crate::proto::mr_logic::Access;
+use crate::proto::mr::Access;
 use crate::proto::opcode::Mask;
-use crate::proto::resp_machine::tests::rq;
-use crate::proto::resp_machine::{run, run_slow, Io, Outcome};
+use crate::proto::responder::machine::tests::rq;
+use crate::proto::responder::machine::{run, run_slow, Io, Outcome};
 use crate::proto::testing::model::RespModel;
 use crate::proto::testing::rng::Rng;
 use std::vec::Vec;

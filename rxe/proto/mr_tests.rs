@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! Host tests of [`super`] (`mr_logic.rs`).
+//! Host tests of [`super`] (`mr.rs`).
 
 use super::*;
 use std::vec::Vec;

@@ -5,7 +5,7 @@
 //! the responder resources, the ACK/NAK to send, error classes, and the
 //! receive completion a message produces.
 //!
-//! The whole `rxe_receiver()` state machine runs in `resp_machine` on top of
+//! The whole `rxe_receiver()` state machine runs in `super::machine` on top of
 //! these pieces; the engine implements its `Io` trait, the primitives that
 //! touch queues, memory regions and the wire.
 //!
@@ -18,23 +18,23 @@
 //! - [`Request`]`::from_packet(&PacketInfo, pkt) -> Option<Request>`
 //! - [`check_request`]`(state, qp, &Request) -> Check`: the classification
 //!   of a request before it takes resources (`check_psn` .. `check_op_valid`)
-//! - the pure steps `resp_machine` strings together: [`check_length`],
+//! - the pure steps `super::machine` strings together: [`check_length`],
 //!   [`rdma_target`], [`check_rdma_len`], [`State::prepare_res`],
 //!   [`State::find_res`]
-//! - in `resp_machine`: trait `Io`, `run(state, qp, io) -> Outcome`, `recv_cqe`
+//! - in `super::machine`: trait `Io`, `run(state, qp, io) -> Outcome`, `recv_cqe`
 //!
 //! Before `run`, as `rxe_receiver()` does: when the QP is in ERR or RESET
 //! (or going away) the engine drops every queued request, and in ERR
 //! completes every posted receive WQE with `IB_WC_WR_FLUSH_ERR` (with an
 //! SRQ it raises `IB_EVENT_QP_LAST_WQE_REACHED` instead).
 
-use super::headers::{AtmEth, Feth, Reth, FLUSH_GLOBAL, FLUSH_PERSISTENT};
-use super::mr_logic::Access;
-use super::opcode::{Mask, Opcode, Transport};
-use super::packet::PacketInfo;
-use super::psn::{psn_add, psn_before, psn_diff};
-use super::qp;
-use super::uapi::access;
+use super::super::headers::{AtmEth, Feth, Reth, FLUSH_GLOBAL, FLUSH_PERSISTENT};
+use super::super::mr::Access;
+use super::super::opcode::{Mask, Opcode, Transport};
+use super::super::packet::PacketInfo;
+use super::super::psn::{psn_add, psn_before, psn_diff};
+use super::super::qp;
+use super::super::uapi::access;
 
 /// The most responder resources a QP has (`max_dest_rd_atomic` is at most
 /// 128 and stored rounded up to a power of two).
@@ -653,5 +653,5 @@ pub(crate) fn check_rdma_len(st: &State, qp: &RespQp, pkt: &Request) -> Result<(
 }
 
 #[cfg(test)]
-#[path = "resp_rules_tests.rs"]
+#[path = "rules_tests.rs"]
 mod tests;

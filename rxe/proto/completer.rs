@@ -44,12 +44,12 @@
 //! - a sent write/send-like WQE whose PSNs are all acknowledged retires at
 //!   the next run (C waits for a later response, and a timeout meanwhile
 //!   makes `req_retry()` resend it as a bogus packet; see
-//!   `req_rules::Step::Skip`).
+//!   `requester::Step::Skip`).
 
 use super::events::Event;
 use super::opcode::{Mask, Opcode};
 use super::psn::{psn_add, psn_after, psn_before, psn_diff};
-use super::req_rules::{self, Progress, WqeInfo};
+use super::requester::{self, Progress, WqeInfo};
 use super::uapi::{wc_flags, SendFlags, WcOpcode, WcStatus, WqeState, WrMask, WrOpcode};
 use super::wire::{NakCode, Syndrome, RNR_RETRY_INFINITE};
 
@@ -190,7 +190,7 @@ pub(crate) struct Outcome {
     /// task looping even when `progress` is false.
     pub(crate) again: bool,
     /// Arm the RNR NAK timer for this 5-bit timer code (`wire::rnr_timer_us`);
-    /// when it fires, call `req_rules::State::rnr_timer_fired` and run the requester.
+    /// when it fires, call `requester::State::rnr_timer_fired` and run the requester.
     pub(crate) rnr_timer: Option<u8>,
     /// Packets are outstanding: restart the retransmit timer, if the QP is
     /// RC, has a timeout and is at least RTS (`reset_retry_timer()`).
@@ -334,7 +334,7 @@ fn is_ack(syndrome: u8) -> bool {
 
 fn check_ack(
     comp: &mut State,
-    req: &mut req_rules::State,
+    req: &mut requester::State,
     h: &Head,
     pkt: &Response,
     sq: &mut impl Sq,
@@ -409,7 +409,7 @@ fn check_ack(
                 if psn_after(pkt.psn, comp.psn) {
                     sq.count(Event::RcvdSeqNak);
                     comp.psn = pkt.psn;
-                    req_rules::window_moved(req, comp.psn);
+                    requester::window_moved(req, comp.psn);
                 }
                 St::ErrorRetry
             }
@@ -433,7 +433,7 @@ fn check_ack(
 }
 
 /// `do_complete()`: retire the head and let a fenced requester go on.
-fn retire(req: &mut req_rules::State, sq: &mut impl Sq, status: WcStatus) {
+fn retire(req: &mut requester::State, sq: &mut impl Sq, status: WcStatus) {
     sq.retire(status);
     if req.wait_fence {
         req.wait_fence = false;
@@ -449,7 +449,7 @@ fn retire(req: &mut req_rules::State, sq: &mut impl Sq, status: WcStatus) {
 /// size of the step around it (the trace events' calls were enough to tip
 /// it).
 #[inline(always)]
-pub(crate) fn run(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq) -> Outcome {
+pub(crate) fn run(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq) -> Outcome {
     req.again = false;
     comp.timeout_retry = core::mem::take(&mut comp.timeout);
     let mut out = Outcome::default();
@@ -463,7 +463,7 @@ pub(crate) fn run(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq
 
 /// [`run`]'s state machine; inlined as `run` is.
 #[inline(always)]
-fn drive(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq, out: &mut Outcome) {
+fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &mut Outcome) {
     let pkt = sq.next_response();
     if pkt.is_some() {
         comp.timeout_retry = false;
@@ -521,7 +521,7 @@ fn drive(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq, out: &m
                         comp.psn = psn_add(h.progress.last_psn, 1);
                         comp.opcode = None;
                     }
-                    req_rules::window_moved(req, comp.psn);
+                    requester::window_moved(req, comp.psn);
                 }
                 retire(req, sq, h.progress.status);
                 St::GetWqe
@@ -535,7 +535,7 @@ fn drive(comp: &mut State, req: &mut req_rules::State, sq: &mut impl Sq, out: &m
                 if !psn_before(p.psn, comp.psn) {
                     comp.psn = psn_add(p.psn, 1);
                 }
-                req_rules::window_moved(req, comp.psn);
+                requester::window_moved(req, comp.psn);
                 St::Done
             }
             (St::Exit, h, _) => {
@@ -632,5 +632,5 @@ pub(crate) fn must_post(sig_all: bool, flags: SendFlags, status: WcStatus) -> bo
 }
 
 #[cfg(test)]
-#[path = "comp_machine_tests.rs"]
+#[path = "completer_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 
 //! The responder state machine (`rxe_receiver()`) over the engine's [`Io`].
 //! [`Io`], the values that cross it and [`Outcome`] live in
-//! [`resp_io`](super::resp_io); this module re-exports them.
+//! [`super::io`](super::io); this module re-exports them.
 //!
 //! # API
 //!
@@ -11,14 +11,14 @@
 //! - [`run`]`(state, qp, io) -> Outcome`: one `rxe_receiver()` call. It
 //!   handles the head request until it is done, or sends one packet of a
 //!   read reply; the engine calls it again while `progress`, and moves the
-//!   QP to ERR on `qp_error`. A request [`resp_fast::predict`] takes (the
+//!   QP to ERR on `qp_error`. A request [`fast::predict`] takes (the
 //!   in-order MIDDLE or LAST of a SEND or WRITE under way, or a SEND ONLY
 //!   between messages) skips the
 //!   checks that cannot fail for it and runs the execute, complete and
 //!   acknowledge steps straight; any failure there goes on in the state
 //!   machine as it would have
 //! - [`recv_cqe`]`(state, request, status, received) -> RecvCqe`
-//! - the types [`Io`] uses: [`Target`](resp_rules::Target), [`ReadResponse`],
+//! - the types [`Io`] uses: [`Target`](rules::Target), [`ReadResponse`],
 //!   [`ReadSource`], [`Ack`], [`RecvCqe`] and the error types
 //!
 //! # Where this differs from rdma_rxe
@@ -37,24 +37,24 @@
 //! A duplicate send or write is acknowledged with its own PSN (C uses the
 //! newest executed PSN; see [`Run::duplicate`]).
 
-use super::events::Event;
-use super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
-use super::mr_logic::{AtomicOp, InvalidateError};
-use super::opcode::{Mask, Opcode};
-use super::params::pacing::MAX_COALESCED_PSNS;
-use super::psn::{psn_add, psn_before, psn_sub};
-use super::qp;
-use super::resp_fast;
-pub(crate) use super::resp_io::{
+use super::super::events::Event;
+use super::super::headers::{FLUSH_GLOBAL, FLUSH_PERSISTENT};
+use super::super::mr::{AtomicOp, InvalidateError};
+use super::super::opcode::{Mask, Opcode};
+use super::super::params::pacing::MAX_COALESCED_PSNS;
+use super::super::psn::{psn_add, psn_before, psn_sub};
+use super::super::qp;
+use super::super::uapi::WcStatus;
+use super::super::wire::{NakCode, Syndrome};
+use super::fast;
+pub(crate) use super::io::{
     recv_cqe, AccessFault, Ack, AtomicError, CqFull, Io, Outcome, ReadResponse, ReadSource,
     RecvCopyError, RecvCqe, RecvError, SendFailed,
 };
-use super::resp_rules::{
+use super::rules::{
     self, check_length, check_rdma_len, check_request, flush_piece_end, flush_rights, rdma_target,
     Check, OwedAck, Request, Res, ResKind, ResState, RespError, RespQp, Target, GRH_LEN,
 };
-use super::uapi::WcStatus;
-use super::wire::{NakCode, Syndrome};
 
 /// `enum resp_states`, minus the states folded into others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +95,7 @@ struct ResUndo {
 
 /// One run of the responder.
 struct Run<'a, I: Io> {
-    st: &'a mut resp_rules::State,
+    st: &'a mut rules::State,
     qp: &'a RespQp,
     io: &'a mut I,
     /// `qp->resp.aeth_syndrome`, `status` and `goto_error`: per request.
@@ -107,19 +107,19 @@ struct Run<'a, I: Io> {
 }
 
 /// Runs the responder once over the request at the head of the queue.
-pub(crate) fn run(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
+pub(crate) fn run(st: &mut rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
     run_with(st, qp, io, true)
 }
 
 /// [`run`] with header prediction off: every request goes through the
 /// state machine (the reference the fast path is tested against).
 #[cfg(test)]
-pub(crate) fn run_slow(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
+pub(crate) fn run_slow(st: &mut rules::State, qp: &RespQp, io: &mut impl Io) -> Outcome {
     run_with(st, qp, io, false)
 }
 
 #[inline(always)]
-fn run_with(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io, predict: bool) -> Outcome {
+fn run_with(st: &mut rules::State, qp: &RespQp, io: &mut impl Io, predict: bool) -> Outcome {
     let mut r = Run {
         st,
         qp,
@@ -138,11 +138,11 @@ fn run_with(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io, predict: 
     };
     let p = &pkt;
     if predict {
-        let ctx = resp_fast::Ctx {
+        let ctx = fast::Ctx {
             wqe_held: r.io.has_recv(),
             status_moved: r.io.status_moved(),
         };
-        if let Some(kind) = resp_fast::predict(r.st, r.qp, p, ctx) {
+        if let Some(kind) = fast::predict(r.st, r.qp, p, ctx) {
             return r.fast(kind, p);
         }
     }
@@ -157,19 +157,19 @@ fn run_with(st: &mut resp_rules::State, qp: &RespQp, io: &mut impl Io, predict: 
 }
 
 impl<I: Io> Run<'_, I> {
-    /// A predicted request ([`resp_fast::predict`]): the steps the state
+    /// A predicted request ([`fast::predict`]): the steps the state
     /// machine would take after its checks, in a row. Anything but the
     /// plain outcome goes on in the state machine from where it stands.
     #[inline(always)]
-    fn fast(&mut self, kind: resp_fast::Fast, p: &Request) -> Outcome {
+    fn fast(&mut self, kind: fast::Fast, p: &Request) -> Outcome {
         let mut s = match kind {
-            resp_fast::Fast::Send => self.execute(p),
-            resp_fast::Fast::Write => match self.check_rkey(p) {
+            fast::Fast::Send => self.execute(p),
+            fast::Fast::Write => match self.check_rkey(p) {
                 St::Execute => self.execute(p),
                 s => s,
             },
             // The lengths were checked by the prediction.
-            resp_fast::Fast::SendOnly => match self.check_resource(p) {
+            fast::Fast::SendOnly => match self.check_resource(p) {
                 St::ChkLength => self.execute(p),
                 s => s,
             },
@@ -648,9 +648,9 @@ impl<I: Io> Run<'_, I> {
     }
 }
 
-#[path = "resp_reply.rs"]
+#[path = "reply.rs"]
 mod reply;
 
 #[cfg(test)]
-#[path = "resp_machine_tests.rs"]
+#[path = "machine_tests.rs"]
 pub(crate) mod tests;

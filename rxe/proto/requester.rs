@@ -52,7 +52,7 @@
 //!
 //! The retransmit timeout is `wire::local_ack_timeout_ns(attr.timeout)`; the
 //! engine arms it after each packet when it is not pending, and the
-//! completer asks for it to be pushed back (`comp_machine::Outcome`).
+//! completer asks for it to be pushed back (`completer::Outcome`).
 
 pub(crate) use super::ack_req::{ack_req, hold, may_hold, next_built};
 use super::opcode::{Mask, Opcode};
@@ -175,7 +175,7 @@ pub(crate) const fn wqe_packets(len: u32, mtu: u32) -> u32 {
 
 /// `qp->req`: the requester's per-QP state. The completer clears
 /// `wait_psn`/`wait_fence`/`need_rd_atomic`, returns rd_atomic credits and
-/// sets `need_retry`/`wait_for_rnr_timer` (see `comp_machine`).
+/// sets `need_retry`/`wait_for_rnr_timer` (see `completer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct State {
     /// PSN of the next packet.
@@ -738,5 +738,5 @@ pub(crate) fn retry_wqe(
 }
 
 #[cfg(test)]
-#[path = "req_rules_tests.rs"]
+#[path = "requester_tests.rs"]
 mod tests;

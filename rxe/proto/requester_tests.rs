@@ -15,9 +15,9 @@ use crate::proto::testing::rng::Rng;
 use std::vec;
 use std::vec::Vec;
 
-#[path = "req_rules_tests/retry.rs"]
+#[path = "requester_tests/retry.rs"]
 mod retry;
-#[path = "req_rules_tests/rules.rs"]
+#[path = "requester_tests/rules.rs"]
 mod rules;
 
 const EINVAL: i32 = -22;

@@ -9,7 +9,7 @@
 //! continues the message the QP is receiving, or a plain SEND ONLY that
 //! carries it between two messages, with a payload length the slow path
 //! would accept, on a QP with no reply, sequence NAK or status change
-//! pending. `resp_machine::run` executes it straight (copy, PSN and
+//! pending. `super::machine::run` executes it straight (copy, PSN and
 //! message state, completion, acknowledgement); every per-packet check
 //! that depends on memory (the WRITE's key lookup and range, the SEND
 //! ONLY's receive WQE, the WQE's remaining space, the copy itself) is
@@ -22,10 +22,10 @@
 //! - [`predict`]`(state, qp, request, ctx) -> Option<Fast>`
 //! - [`Ctx`] `{ wqe_held, status_moved }`: what the engine knows besides
 
-use super::opcode::Opcode;
-use super::qp;
-use super::resp_rules::{check_length, check_rdma_len, Request, RespQp, State};
-use super::uapi::access;
+use super::super::opcode::Opcode;
+use super::super::qp;
+use super::super::uapi::access;
+use super::rules::{check_length, check_rdma_len, Request, RespQp, State};
 
 /// What a predicted packet does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,5 +102,5 @@ pub(crate) fn predict(st: &State, qp: &RespQp, p: &Request, ctx: Ctx) -> Option<
 }
 
 #[cfg(test)]
-#[path = "resp_fast_tests.rs"]
+#[path = "fast_tests.rs"]
 mod tests;

@@ -8,16 +8,17 @@
 
 use super::*;
 use crate::proto::headers::{AtmEth, Feth, Reth};
-use crate::proto::mr_logic::Access;
+use crate::proto::mr::Access;
 use crate::proto::opcode::ALL;
 use crate::proto::psn::{psn_sub, PSN_MASK};
+use crate::proto::responder;
 use crate::proto::testing::model::{Out, RespModel};
 use crate::proto::testing::rng::Rng;
 use crate::proto::uapi::{access, wc_flags, WcOpcode};
 use std::vec;
 use std::vec::Vec;
 
-#[path = "resp_machine_tests/edges.rs"]
+#[path = "machine_tests/edges.rs"]
 mod edges;
 
 const ACK_SYN: u8 = 0x1f;
@@ -55,7 +56,7 @@ fn bytes(n: u32, seed: u8) -> Vec<u8> {
 }
 
 struct T {
-    st: resp_rules::State,
+    st: responder::rules::State,
     qp: RespQp,
     io: RespModel,
 }
@@ -84,7 +85,7 @@ impl T {
             Access::REMOTE.union(Access::FLUSH_GLOBAL),
         );
         T {
-            st: resp_rules::State::new(100, 4),
+            st: responder::rules::State::new(100, 4),
             qp,
             io,
         }
@@ -641,7 +642,7 @@ fn atomic_write_and_flush() {
 }
 
 const PRKEY: u32 = 0x5678;
-const STEP: u64 = resp_rules::FLUSH_STEP;
+const STEP: u64 = responder::rules::FLUSH_STEP;
 
 /// A responder whose QP allows persistent flushes, with a region of `len`
 /// bytes at `BASE` (aligned to the flush step) under `PRKEY` that allows them too.
