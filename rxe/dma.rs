@@ -100,7 +100,7 @@ impl<'a> LocalAccess<'a> {
 struct Held {
     index: usize,
     lkey: u32,
-    mr: Arc<mr::Shared>,
+    mr: Arc<mr::MrShared>,
 }
 
 /// The progress of one WQE's transfer through its SGEs.
@@ -208,7 +208,7 @@ impl Cursor {
         sges: &L,
         len: usize,
         write: bool,
-        mut copy: impl FnMut(&mr::Shared, u64, &Piece) -> Result<(), DmaError>,
+        mut copy: impl FnMut(&mr::MrShared, u64, &Piece) -> Result<(), DmaError>,
     ) -> Result<(), DmaError> {
         let len = u32::try_from(len).map_err(|_| DmaError::TooLong)?;
         let mut walk = self.pos.walk(sges, len)?;
@@ -239,7 +239,7 @@ impl Cursor {
     /// else a fresh lookup. Each SGE is checked once per copy, as C looks it
     /// up once.
     #[inline(always)]
-    fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::Shared, DmaError> {
+    fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::MrShared, DmaError> {
         let lkey = piece.sge.lkey;
         let reuse = match &self.held {
             Some(h) => {

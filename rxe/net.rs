@@ -20,7 +20,7 @@
 //!
 //! An RC packet whose payload comes from registered memory may carry it
 //! without a copy: [`alloc_packet_with`] takes the payload as referenced
-//! page pieces ([`PayloadPages`], from `mr::Shared::ref_pages`), which become
+//! page pieces ([`PayloadPages`], from `mr::MrShared::ref_pages`), which become
 //! the skb's fragments; pad and ICRC then go in a small trailer fragment,
 //! and the ICRC is computed over the mapped fragments. The receiving side
 //! copies once in any case. Packets to one of our own MAC addresses are

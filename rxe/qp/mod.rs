@@ -10,10 +10,10 @@
 //! Interface for the datapath:
 //! - The device's QP pool (`DeviceState::qps`) finds the QP a packet is
 //!   for (`recv.rs`; QPN 1 is the GSI QP's index).
-//! - [`Shared`] holds the QP's identity (QPN, type, PD), its CQs and SRQ,
-//!   its state and attributes (`status`, read with [`Shared::status`]), its
+//! - [`QpShared`] holds the QP's identity (QPN, type, PD), its CQs and SRQ,
+//!   its state and attributes (`status`, read with [`QpShared::status`]), its
 //!   rings (`sq`, `rq`) and the `link` to raise asynchronous events with.
-//! - The hooks `Shared::kick_requester`, `kick_responder`, `on_error`,
+//! - The hooks `QpShared::kick_requester`, `kick_responder`, `on_error`,
 //!   `on_reset` and `on_destroy` are where the requester, responder and
 //!   completer plug in; `finish_sq_drain` is for the requester to call.
 //!   They live in `engine.rs`, with the receive hand-off and the doorbell.
@@ -31,12 +31,12 @@
 //!
 //! QP engines (this module, `completer.rs`, `requester/`, `responder/`):
 //!
-//! - `rxe_qp_comp` (`Shared::comp`: the completer's CQE batch and ODP
+//! - `rxe_qp_comp` (`QpShared::comp`: the completer's CQE batch and ODP
 //!   retry state, held for a whole completer step) -> `rxe_qp_comp_pkts`
 //!   (flush) and `rxe_qp_req`; after `rxe_qp_req` is released, the send
 //!   CQ: its ring `rxe_cq`, then `rxe_cq_link` for the consumer's handler
 //!   (so everything a handler may take, below, nests under `rxe_qp_comp`).
-//! - `rxe_qp_req` (`Shared::req`: the requester's and the completer's
+//! - `rxe_qp_req` (`QpShared::req`: the requester's and the completer's
 //!   protocol state, one lock for both) -> `rxe_qp_sq` (the WQEs read and
 //!   retired), `rxe_qp_comp_pkts` (the responses the completer takes),
 //!   `rxe_qp_link` (a completion's `ib_qp` handle, copied out), the send
@@ -44,7 +44,7 @@
 //!   waits for the batch's post), local operations and payload reads (the
 //!   key lookups below) and the AH (`rxe_pool` -> `rxe_ah_av`). The
 //!   packet is sent after the lock is released.
-//! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
+//! - `rxe_qp_resp` (`QpShared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
 //!   `rxe_qp_state` (the responder's view of the status when its change
 //!   count moved, `is_in`; the QP's path for a reply with no request
 //!   at hand), `rxe_srq`, `rxe_qp_link` (handle copied out), the receive
@@ -231,7 +231,7 @@ pub(crate) struct Status {
 /// sockets to a work item. Not under a lock that only masks interrupts,
 /// where `vfree` may sleep.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct QpShared {
     /// The number on the wire (1 for GSI).
     pub(crate) qpn: u32,
     /// The index in the device's QP pool (the QPN, except for GSI).
@@ -243,13 +243,13 @@ pub(crate) struct Shared {
     pub(crate) is_user: bool,
     /// Every send completes (`IB_SIGNAL_ALL_WR`).
     pub(crate) sig_all: bool,
-    pub(crate) scq: Arc<cq::Shared>,
-    pub(crate) rcq: Arc<cq::Shared>,
-    pub(crate) srq: Option<Arc<srq::Shared>>,
+    pub(crate) scq: Arc<cq::CqShared>,
+    pub(crate) rcq: Arc<cq::CqShared>,
+    pub(crate) srq: Option<Arc<srq::SrqShared>>,
     pub(crate) sq_caps: SqCaps,
     pub(crate) rq_caps: RqCaps,
-    /// Read through [`Shared::status`], changed through
-    /// [`Shared::status_mut`] only.
+    /// Read through [`QpShared::status`], changed through
+    /// [`QpShared::status_mut`] only.
     #[pin]
     status: SpinLockIrq<Status>,
     /// Counts the changes of `status` (bumped under its lock): an engine
@@ -294,22 +294,22 @@ pub(crate) struct Shared {
     /// and `want_req` say which half has work; each is set before the
     /// task is scheduled and cleared by the run that takes it.
     #[pin]
-    pub(crate) send_task: Task<Shared, SEND_TASK>,
+    pub(crate) send_task: Task<QpShared, SEND_TASK>,
     want_comp: AtomicBool,
     want_req: AtomicBool,
     /// `ib_wc_status` of the QP's last completion in error (flushes aside),
     /// `u32::MAX` before any; for `rdma resource show`.
     last_err: AtomicU32,
     #[pin]
-    pub(crate) resp_task: Task<Shared, RESP_TASK>,
+    pub(crate) resp_task: Task<QpShared, RESP_TASK>,
     /// The engines' ODP faults in progress (`faults.rs`).
     pub(crate) faults: Arc<faults::Faults>,
     /// Local ACK timeout: retransmit when nothing was acknowledged.
     #[pin]
-    pub(crate) retrans_timer: Timer<Shared, RETRANS_TIMER>,
+    pub(crate) retrans_timer: Timer<QpShared, RETRANS_TIMER>,
     /// RNR NAK wait before the requester resends.
     #[pin]
-    pub(crate) rnr_timer: Timer<Shared, RNR_TIMER>,
+    pub(crate) rnr_timer: Timer<QpShared, RNR_TIMER>,
 }
 
 /// Task and timer identities of a QP.
@@ -326,15 +326,15 @@ const PKT_QUEUE_INITIAL: usize = 64;
 const PKT_QUEUE_LIMIT: usize = 8192;
 
 impl_has_task! {
-    impl HasTask<SEND_TASK> for Shared { self.send_task }
-    impl HasTask<RESP_TASK> for Shared { self.resp_task }
+    impl HasTask<SEND_TASK> for QpShared { self.send_task }
+    impl HasTask<RESP_TASK> for QpShared { self.resp_task }
 }
 
 impl_has_timer! {
-    impl HasTimer<RETRANS_TIMER> for Shared { self.retrans_timer }
+    impl HasTimer<RETRANS_TIMER> for QpShared { self.retrans_timer }
 }
 impl_has_timer! {
-    impl HasTimer<RNR_TIMER> for Shared { self.rnr_timer }
+    impl HasTimer<RNR_TIMER> for QpShared { self.rnr_timer }
 }
 
 /// The QP's status, locked for reading.
@@ -375,7 +375,7 @@ impl Drop for StatusWrite<'_> {
     }
 }
 
-impl Shared {
+impl QpShared {
     /// Remembers `status` as the QP's last completion in error; success and
     /// flushes (which only follow an error) are not.
     pub(crate) fn note_completion(&self, status: WcStatus) {

@@ -28,13 +28,13 @@ use crate::rxe::{completer, requester};
 use crate::rxe::{cq, srq};
 
 use super::{
-    attr_errno, faults, size_errno, Rq, RqCaps, Shared, Sq, SqCaps, State, Status, Type, MAX_SGE,
+    attr_errno, faults, size_errno, QpShared, Rq, RqCaps, Sq, SqCaps, State, Status, Type, MAX_SGE,
     PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT,
 };
 
 /// A QP as the core holds it.
 pub(crate) struct Qp {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<QpShared>,
     /// Where the SQ and RQ rings are published for mmap; destroy takes
     /// back the ones user space never mapped.
     mmaps: [Option<u64>; 2],
@@ -46,9 +46,9 @@ pub(crate) struct CreateArgs<'a> {
     pub(crate) init: InitAttr,
     pub(crate) sig_all: bool,
     pub(crate) pd: usize,
-    pub(crate) send_cq: Option<Arc<cq::Shared>>,
-    pub(crate) recv_cq: Option<Arc<cq::Shared>>,
-    pub(crate) srq: Option<Arc<srq::Shared>>,
+    pub(crate) send_cq: Option<Arc<cq::CqShared>>,
+    pub(crate) recv_cq: Option<Arc<cq::CqShared>>,
+    pub(crate) srq: Option<Arc<srq::SrqShared>>,
     /// The command's driver data; `None` for kernel QPs.
     pub(crate) udata: Option<&'a Udata>,
     pub(crate) ucontext: Option<&'a Ucontext>,
@@ -215,7 +215,7 @@ impl Qp {
             src_port: av::src_port_for_qpn(qpn),
         };
         let shared = Arc::pin_init(
-            try_pin_init!(Shared {
+            try_pin_init!(QpShared {
                 qpn,
                 index,
                 qp_type,

@@ -31,13 +31,13 @@ use crate::rxe::proto::responder::rules::{Request, Target};
 use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, QpShared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::srq;
 
 /// The kernel side of the responder for one run.
 pub(super) struct Io<'a> {
-    pub(super) sh: &'a Arc<Shared>,
+    pub(super) sh: &'a Arc<QpShared>,
     pub(super) f: &'a Facts,
     /// The status change count `f` was read at.
     pub(super) gen: u32,
@@ -46,7 +46,7 @@ pub(super) struct Io<'a> {
     /// The step's replies, flushed to the device together when it ends.
     pub(super) batch: net::TxBatch<'a, ()>,
     /// The region `lookup` resolved, until `release_mr`.
-    pub(super) mr: Option<Arc<mr::Shared>>,
+    pub(super) mr: Option<Arc<mr::MrShared>>,
     /// The receive CQ's callbacks, run after the `resp` lock.
     pub(super) due: Due,
     /// The SRQ's limit event, raised after the `resp` lock.
@@ -98,7 +98,7 @@ impl<'a> Io<'a> {
         }
     }
 
-    fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::Shared>, AccessError> {
+    fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::MrShared>, AccessError> {
         let dev = self.dev().ok_or(AccessError::Key)?;
         mr::lookup(
             dev.state(),
@@ -122,7 +122,7 @@ impl<'a> Io<'a> {
         pages: Option<&mut PayloadPages>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
     ) -> Result<(), SendFailed> {
-        let sh: &'a Arc<Shared> = self.sh;
+        let sh: &'a Arc<QpShared> = self.sh;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
         let mut tx = net::alloc_packet_with(&sh.dev, &av, opcode, to_usize(len), pages)
             .map_err(|_| SendFailed::Send)?;
@@ -488,7 +488,7 @@ impl machine::Io for Io<'_> {
 
 /// A consumed SRQ WQE as the responder's held WQE; `true` when the SRQ's
 /// limit event is due.
-fn take_srq(srq: &srq::Shared, wqe: &mut RecvWqe) -> Result<bool, RecvError> {
+fn take_srq(srq: &srq::SrqShared, wqe: &mut RecvWqe) -> Result<bool, RecvError> {
     match srq.take_into(wqe) {
         None => Err(RecvError::Empty),
         Some(Err(_)) => Err(RecvError::Malformed),

@@ -7,7 +7,7 @@
 //!
 //! The decisions are `proto::responder::machine` (rdma_rxe's `rxe_receiver()` state
 //! machine); `io.rs` gives it the kernel side through [`machine::Io`].
-//! The task holds `Shared::resp` while it runs one request; under it it
+//! The task holds `QpShared::resp` while it runs one request; under it it
 //! takes the RQ, SRQ and CQ locks, never another engine's. Receive
 //! completions go into the CQ under it, in order, but the CQ's handler (and
 //! the QP's LAST_WQE_REACHED event) run after it is released.
@@ -34,7 +34,7 @@ use crate::rxe::proto::qp_attr::QpAttrs;
 use crate::rxe::proto::responder::machine;
 use crate::rxe::proto::responder::rules::{self, Res, ResKind, RespQp, MAX_RESOURCES};
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
-use crate::rxe::qp::{self, Check, Engine, Shared};
+use crate::rxe::qp::{self, Check, Engine, QpShared};
 use crate::rxe::recv::RxPacket;
 
 /// The receive WQE the current message lands in, with its progress.
@@ -88,7 +88,7 @@ impl WqeHold {
     }
 }
 
-/// Per-QP state of the responder, behind `Shared::resp`.
+/// Per-QP state of the responder, behind `QpShared::resp`.
 pub(crate) struct State {
     rs: KBox<rules::State>,
     /// The request being worked on: taken off `resp_pkts`, kept while a
@@ -177,7 +177,7 @@ fn rounded_rd_atomic(n: u8) -> u32 {
     }
 }
 
-impl Shared {
+impl QpShared {
     /// The PSN the responder expects next, which query_qp reports as
     /// `rq_psn`.
     pub(crate) fn resp_psn(&self) -> u32 {
@@ -319,7 +319,7 @@ struct Facts {
     sport: u16,
 }
 
-fn facts(sh: &Shared, attrs: &QpAttrs, sport: u16) -> Facts {
+fn facts(sh: &QpShared, attrs: &QpAttrs, sport: u16) -> Facts {
     let mtu = IbMtu::from_raw(attrs.path_mtu).map_or(256, |m| m.bytes());
     Facts {
         qp: RespQp {
@@ -354,7 +354,7 @@ struct View {
 
 /// The responder's view of the QP's status, read again if it changed.
 /// Under `resp` (the state lock nests inside it).
-fn view<'a>(sh: &Shared, cached: &'a mut Option<View>) -> &'a View {
+fn view<'a>(sh: &QpShared, cached: &'a mut Option<View>) -> &'a View {
     if cached.as_ref().is_some_and(|v| v.gen == sh.status_gen()) {
         if let Some(v) = cached {
             return v;
@@ -386,7 +386,7 @@ enum OdpStep {
     Rerun,
 }
 
-impl TaskOwner<{ qp::RESP_TASK }> for Shared {
+impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
     fn step(this: &Arc<Self>) -> Progress {
         let mut guard = this.resp.lock();
         let (valid, state) = {
