@@ -28,7 +28,7 @@
 //!
 //! Each sending QP owns a [`TxFlow`]: the socket its skbs belong to while in
 //! flight, and the count of them (as `rdma_rxe`, the requester pauses
-//! above `pacing::INFLIGHT_SKBS_PER_QP_HIGH`, a check of `requester`, and
+//! above `pacing::INFLIGHT_SKBS_PER_QP_HIGH`, a check of `proto::requester`, and
 //! the flow wakes it below [`INFLIGHT_LOW`]; see [`TxFlow::pause`]).
 //!
 //! # The address vector

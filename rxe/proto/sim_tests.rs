@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! End-to-end check of the three state machines: an RC requester and
-//! completer (requester, completer) talk to a responder (responder::rules,
-//! responder::machine) over a network that drops, duplicates and delays packets.
+//! completer (`requester`, `completer`) talk to a responder (`responder::rules`,
+//! `responder::machine`) over a network that drops, duplicates and delays packets.
 //! Every message must complete once, in order, with the right data, and
 //! every atomic must execute exactly once.
 
