@@ -27,6 +27,8 @@
 #   make soak                SOAK_MINUTES (30) of mixed traffic on the debug kernel;
 #                            slab, vmalloc and kmemleak checked after it
 #                            (SOAK_DRIVERS, SOAK_SEED, SOAK_RC_LANES)
+#   make selftest            the module's load-time self-test of its task, timer and
+#                            FIFO wrappers (a module built with RXE_RS_SELFTEST=1)
 #
 # Developer tools (docs/benchmark.md):
 #   make host-test           the host unit tests (cargo test in rxe/proto)
@@ -60,7 +62,7 @@ SOURCES := Kbuild rxe_rs.rs rxe
 # (scripts/retry.sh).
 export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
 
-.PHONY: help deb all module module-path testmod-path clean test test-full test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
 
 all: module
 	@echo "built $(MODULE)"
@@ -168,6 +170,13 @@ test:
 
 test-full:
 	scripts/test --full
+	$(MAKE) selftest
+
+# The module's load-time self-test of its task, timer and FIFO wrappers
+# (rxe/selftest.rs): a module built with RXE_RS_SELFTEST=1, on the debug
+# kernel (the next plain build of the module drops the self-test again).
+selftest:
+	RXE_RS_SELFTEST=1 qemu-test/run --nodes 1 --debug qemu-test/tests/selftest_tasks.sh
 
 test-7.3:
 	scripts/test 7.3

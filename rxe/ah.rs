@@ -3,7 +3,7 @@
 //! Address handles: the destinations of UD sends.
 //!
 //! Interface for the datapath: [`lookup`] finds the AH a UD send WQE names
-//! by number, checked against the QP's PD; [`Shared::av`] is its address
+//! by number, checked against the QP's PD; [`AhShared::av`] is its address
 //! vector; [`AvCache`] keeps a QP's last one while no AH changes. [`embedded_av`] checks an AV a WQE carries instead.
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +24,7 @@ use crate::rxe::qp;
 
 /// The part of an AH the datapath reaches through the device's pool.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct AhShared {
     /// Identity of the PD the AH belongs to.
     pub(crate) pd: usize,
     /// modify_ah replaces it; the lock tolerates callers with interrupts
@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     av: SpinLockIrq<Av>,
 }
 
-impl Shared {
+impl AhShared {
     /// A copy of the address vector.
     pub(crate) fn av(&self) -> Av {
         *self.av.lock()
@@ -42,7 +42,7 @@ impl Shared {
 
 /// An AH as the core holds it.
 pub(crate) struct Ah {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<AhShared>,
     index: u32,
     /// The number UD WQEs use; 0 for AHs of old providers, which embed
     /// the AV in each WQE instead.
@@ -67,7 +67,7 @@ fn errno(e: AttrError) -> Error {
 }
 
 /// The AH numbered `ah_num`, if it exists and belongs to the PD `pd`.
-pub(crate) fn lookup(dev: &DeviceState, ah_num: u32, pd: usize) -> Option<Arc<Shared>> {
+pub(crate) fn lookup(dev: &DeviceState, ah_num: u32, pd: usize) -> Option<Arc<AhShared>> {
     dev.ahs.get(ah_num).filter(|ah| ah.pd == pd)
 }
 
@@ -144,7 +144,7 @@ impl Ah {
         pav::check_ah_attr(&args.attr).map_err(errno)?;
         let av = pav::av_from_ah_attr(&args.attr).map_err(errno)?;
         let shared = Arc::pin_init(
-            pin_init!(Shared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }),
+            pin_init!(AhShared { pd: args.pd, av <- new_spinlock_irq!(av, "rxe_ah_av") }),
             flags,
         )?;
         let index = state.ahs.reserve(flags)?;

@@ -15,21 +15,21 @@ use crate::rxe::kapi::task::Progress;
 use crate::rxe::kapi::timer::Jiffies;
 use crate::rxe::kapi::trace::{self, RetryCause, StateCause};
 use crate::rxe::mr::{PdId, PendingFault};
-use crate::rxe::proto::comp_machine::{self as cl, CopyFault, Head, Response};
+use crate::rxe::proto::completer::{self as cl, CopyFault, Head, Response};
 use crate::rxe::proto::events::Event;
-use crate::rxe::proto::mr_logic::Access;
-use crate::rxe::proto::odp_logic::{Next, Retry};
+use crate::rxe::proto::mr::Access;
+use crate::rxe::proto::odp::{Next, Retry};
 use crate::rxe::proto::opcode::Opcode;
 use crate::rxe::proto::psn::psn_after;
-use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
+use crate::rxe::proto::requester::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpcode};
 use crate::rxe::proto::wire::{rnr_timer_us, Syndrome};
-use crate::rxe::qp::{self, Check, Engine, Shared};
+use crate::rxe::qp::{self, Check, Engine, QpShared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::requester::{self, Track};
 
-/// Per-QP state of the engine, behind `Shared::comp`, which the completer
-/// holds for a whole step (outside the engines' lock `Shared::req`). The
+/// Per-QP state of the engine, behind `QpShared::comp`, which the completer
+/// holds for a whole step (outside the engines' lock `QpShared::req`). The
 /// completer's protocol state sits with the requester's (see `requester::State`);
 /// here is only the batch of send completions a step collects under the
 /// engines' lock and posts after releasing it. It lives with the QP so that
@@ -83,7 +83,7 @@ impl Cqes {
 
     /// Past the batch the completions go to the CQ at once, still in order,
     /// their handler left for [`Self::post`].
-    fn push(&mut self, qp: &Shared, cqe: Cqe) {
+    fn push(&mut self, qp: &QpShared, cqe: Cqe) {
         if self.is_full() {
             self.produce(qp);
         }
@@ -93,7 +93,7 @@ impl Cqes {
         }
     }
 
-    fn produce(&mut self, qp: &Shared) {
+    fn produce(&mut self, qp: &QpShared) {
         let handle = qp.link.handle();
         for c in self.list.iter_mut().take(self.n) {
             if let (Some(cqe), Some(h)) = (c.take(), handle) {
@@ -104,8 +104,8 @@ impl Cqes {
     }
 
     /// Puts the batch into the CQ and runs the consumer's handler: with no
-    /// engine lock held (`Shared::comp` is not one).
-    fn post(&mut self, qp: &Shared) {
+    /// engine lock held (`QpShared::comp` is not one).
+    fn post(&mut self, qp: &QpShared) {
         self.produce(qp);
         qp.scq.run_due(&mut self.due);
     }
@@ -115,7 +115,7 @@ impl Cqes {
 /// goes to `cqes`. `None` when the SQ had no head to retire, else whether
 /// the SQ is empty now.
 fn retire_head(
-    qp: &Shared,
+    qp: &QpShared,
     track: &mut Track,
     info: &WqeInfo,
     status: WcStatus,
@@ -138,7 +138,7 @@ fn retire_head(
 
 /// [`cl::Sq`] over the real send queue and one dequeued packet.
 struct Io<'a> {
-    qp: &'a Shared,
+    qp: &'a QpShared,
     track: &'a mut Track,
     pkt: Option<RxPacket>,
     cqes: &'a mut Cqes,
@@ -292,7 +292,7 @@ impl cl::Sq for Io<'_> {
 
 /// `flush_send_queue()`: a QP in ERR completes every WQE, the first one
 /// that failed with its own status, the others with `WR_FLUSH_ERR`.
-fn flush(qp: &Arc<Shared>, cqes: &mut Cqes, notify: bool) -> Progress {
+fn flush(qp: &Arc<QpShared>, cqes: &mut Cqes, notify: bool) -> Progress {
     qp.comp_pkts.lock().clear();
     let more = {
         let mut st = qp.req.lock();
@@ -352,7 +352,7 @@ fn is_nak(syndrome: u8) -> bool {
 /// `comp_psn` the oldest PSN not acknowledged, where the resend starts.
 #[cold]
 fn trace_retry(
-    qp: &Shared,
+    qp: &QpShared,
     comp_psn: u32,
     pkt: Option<&RxPacket>,
     started: bool,
@@ -377,7 +377,7 @@ fn trace_retry(
     trace::retransmit(qp.qpn, cause, comp_psn);
 }
 
-pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
+pub(crate) fn step(qp: &Arc<QpShared>) -> Progress {
     let (state, valid, timeout) = {
         let s = qp.status();
         (s.attrs.state, s.valid, s.attrs.timeout)
@@ -476,7 +476,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> Progress {
         if qp.qp_type == qp::Type::Rc && !psn_after(st.req.psn, st.comp.psn) {
             qp.retrans_timer.cancel(qp);
             // A doorbell that still saw the timer armed left its WQEs to
-            // the send task (`Shared::ring_doorbell`): order the disarm
+            // the send task (`QpShared::ring_doorbell`): order the disarm
             // before the requester half reads `want_req`.
             fence(Ordering::SeqCst);
         }

@@ -8,10 +8,10 @@
 //! - `Cq` is what the core allocates; `Cq::shared` is what QPs keep. The
 //!   core refuses to destroy a CQ its QPs use (its `usecnt`); a QP that
 //!   outlives its destroy op (work in flight) finds the CQ severed.
-//! - [`Shared::produce`] queues a completion (receive completions carry the
+//! - [`CqShared::produce`] queues a completion (receive completions carry the
 //!   packet's network facts to kernel consumers) and notes whether the
 //!   consumer's completion handler (or CQ error event) is due;
-//!   [`Shared::run_due`] runs it once the poster holds no QP lock.
+//!   [`CqShared::run_due`] runs it once the poster holds no QP lock.
 //!
 //! Locks: `link` (the core's `ib_cq`, held while its callbacks run) nests
 //! outside `inner` (the ring and its arming). Completion handlers run with
@@ -42,7 +42,7 @@ use crate::rxe::queue::{Queue, Role};
 use crate::rxe::ucontext::{Ucontext, UserCall};
 
 /// Consumer callbacks that completions made due, run after the poster's
-/// QP locks are released ([`Shared::produce`], [`Shared::run_due`]).
+/// QP locks are released ([`CqShared::produce`], [`CqShared::run_due`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Due {
     /// The completion handler (the CQ was armed).
@@ -60,7 +60,7 @@ impl Due {
 
 /// A completion queue, as the core holds it.
 pub(crate) struct Cq {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<CqShared>,
     _slot: ObjCount,
 }
 
@@ -78,7 +78,7 @@ struct Inner {
 
 /// The part of a CQ its QPs reach.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct CqShared {
     #[pin]
     link: CqLink,
     #[pin]
@@ -173,7 +173,7 @@ impl Cq {
         let (queue, published) = new_ring(cqe, user)?;
         let mmap = published.offset();
         let shared = Arc::pin_init(
-            pin_init!(Shared {
+            pin_init!(CqShared {
                 link <- CqLink::new(),
                 inner <- new_spinlock_irq!(
                     Inner {
@@ -253,7 +253,7 @@ pub(crate) fn unpublish(user: Option<&UserCall<'_>>, offset: Option<u64>) {
     }
 }
 
-impl Shared {
+impl CqShared {
     /// `destroy_cq`: cuts the CQ off from the core object, which the core
     /// frees next.
     pub(crate) fn destroy(&self) -> Result {

@@ -96,15 +96,15 @@ pub(crate) struct DeviceState {
     counts: Arc<Counts>,
     /// QPs by QPN, for packet demux.
     #[pin]
-    pub(crate) qps: Pool<Arc<qp::Shared>>,
+    pub(crate) qps: Pool<Arc<qp::QpShared>>,
     /// MRs and MWs by key index (the top 24 bits of lkey/rkey).
     #[pin]
-    pub(crate) mrs: Pool<Arc<mr::Shared>>,
+    pub(crate) mrs: Pool<Arc<mr::MrShared>>,
     #[pin]
-    pub(crate) mws: Pool<Arc<mw::Shared>>,
+    pub(crate) mws: Pool<Arc<mw::MwShared>>,
     /// AHs by the number user space puts in UD send WQEs.
     #[pin]
-    pub(crate) ahs: Pool<Arc<ah::Shared>>,
+    pub(crate) ahs: Pool<Arc<ah::AhShared>>,
     /// SRQ numbers handed to user space.
     #[pin]
     pub(crate) srqs: Pool<()>,

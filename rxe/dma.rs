@@ -9,11 +9,11 @@
 //! SGE is kept between copies and only its key rechecked, which spares the
 //! device-wide pool lookup on every packet of a large SGE.
 //!
-//! ```ignore
-//! let mem = LocalAccess::new(dev.state(), qp_pd, Access::LOCAL_WRITE);
-//! let mut cur = Cursor::new(wqe.length);
-//! cur.copy_to_mem(&mem, &wqe, payload)?; // responder: SEND payload -> RQ buffers
-//! ```
+//! The responder's receive copy is the model of use
+//! (`rxe/responder/io.rs`, `take_recv` and `recv_data`): a [`Cursor`] made
+//! from the receive WQE's length, then [`Cursor::copy_to_mem`] with a
+//! [`LocalAccess`] of the QP's PD and `LOCAL_WRITE` for each packet's
+//! payload.
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -100,7 +100,7 @@ impl<'a> LocalAccess<'a> {
 struct Held {
     index: usize,
     lkey: u32,
-    mr: Arc<mr::Shared>,
+    mr: Arc<mr::MrShared>,
 }
 
 /// The progress of one WQE's transfer through its SGEs.
@@ -208,7 +208,7 @@ impl Cursor {
         sges: &L,
         len: usize,
         write: bool,
-        mut copy: impl FnMut(&mr::Shared, u64, &Piece) -> Result<(), DmaError>,
+        mut copy: impl FnMut(&mr::MrShared, u64, &Piece) -> Result<(), DmaError>,
     ) -> Result<(), DmaError> {
         let len = u32::try_from(len).map_err(|_| DmaError::TooLong)?;
         let mut walk = self.pos.walk(sges, len)?;
@@ -239,7 +239,7 @@ impl Cursor {
     /// else a fresh lookup. Each SGE is checked once per copy, as C looks it
     /// up once.
     #[inline(always)]
-    fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::Shared, DmaError> {
+    fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::MrShared, DmaError> {
         let lkey = piece.sge.lkey;
         let reuse = match &self.held {
             Some(h) => {

@@ -35,7 +35,7 @@ const MAX_PER_GROUP: usize = to_usize(limits::MAX_MCAST_QP_ATTACH);
 pub(crate) type Mgid = [u8; 16];
 
 struct Group {
-    members: [Option<Arc<qp::Shared>>; MAX_PER_GROUP],
+    members: [Option<Arc<qp::QpShared>>; MAX_PER_GROUP],
     count: u32,
 }
 
@@ -47,7 +47,7 @@ impl Group {
         }
     }
 
-    fn position(&self, qp: &Arc<qp::Shared>) -> Option<usize> {
+    fn position(&self, qp: &Arc<qp::QpShared>) -> Option<usize> {
         self.members
             .iter()
             .position(|m| m.as_ref().is_some_and(|m| Arc::ptr_eq(m, qp)))
@@ -64,7 +64,7 @@ struct Inner {
 
 impl Inner {
     /// `__rxe_init_mca()`: adds `qp` to `group`, unless it is there already.
-    fn attach(num_attached: &mut u32, group: &mut Group, qp: &Arc<qp::Shared>) -> Result {
+    fn attach(num_attached: &mut u32, group: &mut Group, qp: &Arc<qp::QpShared>) -> Result {
         if group.position(qp).is_some() {
             return Ok(());
         }
@@ -105,7 +105,7 @@ impl Groups {
 
     /// attach_mcast: `qp` receives the packets sent to `mgid` from now on.
     /// Attaching twice is not an error.
-    pub(crate) fn attach(&self, dev: &Device, qp: &Arc<qp::Shared>, mgid: &Mgid) -> Result {
+    pub(crate) fn attach(&self, dev: &Device, qp: &Arc<qp::QpShared>, mgid: &Mgid) -> Result {
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         {
             let mut g = self.inner.lock();
@@ -150,7 +150,7 @@ impl Groups {
 
     /// detach_mcast: `EINVAL` unless `qp` is attached to `mgid`. The group
     /// goes with its last member.
-    pub(crate) fn detach(&self, dev: &Device, qp: &Arc<qp::Shared>, mgid: &Mgid) -> Result {
+    pub(crate) fn detach(&self, dev: &Device, qp: &Arc<qp::QpShared>, mgid: &Mgid) -> Result {
         let mut g = self.inner.lock();
         let inner = &mut *g;
         let group = inner.groups.get_mut(mgid).ok_or(EINVAL)?;
@@ -175,7 +175,7 @@ impl Groups {
 
     /// The QPs attached to `mgid`; `None` when there is no such group (or
     /// no memory for the list, as a multicast packet may be dropped).
-    pub(crate) fn members(&self, mgid: &Mgid) -> Option<KVec<Arc<qp::Shared>>> {
+    pub(crate) fn members(&self, mgid: &Mgid) -> Option<KVec<Arc<qp::QpShared>>> {
         // A failure drops the packet, as multicast may: no warning.
         let mut list = KVec::with_capacity(MAX_PER_GROUP, GFP_ATOMIC | __GFP_NOWARN).ok()?;
         let found = self.for_each_member(mgid, |qp| {
@@ -187,7 +187,11 @@ impl Groups {
 
     /// Calls `f` on every QP attached to `mgid`; returns whether the group
     /// exists. Runs under the groups' lock.
-    pub(crate) fn for_each_member(&self, mgid: &Mgid, mut f: impl FnMut(&Arc<qp::Shared>)) -> bool {
+    pub(crate) fn for_each_member(
+        &self,
+        mgid: &Mgid,
+        mut f: impl FnMut(&Arc<qp::QpShared>),
+    ) -> bool {
         let g = self.inner.lock();
         let Some(group) = g.groups.get(mgid) else {
             return false;

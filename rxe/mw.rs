@@ -7,7 +7,7 @@
 //! which rdma-core's rxe provider turns into a BIND_MW work request; type 2
 //! windows start free, are bound by BIND_MW work requests to one QP, and
 //! are freed again by an invalidate. A bound window holds a view of its MR
-//! ([`mr::Shared::window`]) that rkey lookups hand to the datapath.
+//! ([`mr::MrShared::window`]) that rkey lookups hand to the datapath.
 //!
 //! API for the requester: [`bind`] (BIND_MW) and, through
 //! [`mr::invalidate_key`], [`invalidate`].
@@ -20,7 +20,7 @@ use crate::rxe::kapi::{
     random,
 };
 use crate::rxe::mr::{self, AccessError, PdId, QpId};
-use crate::rxe::proto::mr_logic::{
+use crate::rxe::proto::mr::{
     self as rules, Access, BindReq, InvalidateError, MwType, RuleError, State,
 };
 use crate::rxe::qp;
@@ -28,12 +28,12 @@ use crate::rxe::qp;
 /// A bound MR: counts as one window on the MR while it lives.
 struct Binding {
     /// What rkey lookups of the window return.
-    view: Arc<mr::Shared>,
-    mr: Arc<mr::Shared>,
+    view: Arc<mr::MrShared>,
+    mr: Arc<mr::MrShared>,
 }
 
 impl Binding {
-    fn new(mr: Arc<mr::Shared>, view: Arc<mr::Shared>) -> Self {
+    fn new(mr: Arc<mr::MrShared>, view: Arc<mr::MrShared>) -> Self {
         mr.add_bound_mw();
         Self { view, mr }
     }
@@ -53,12 +53,12 @@ struct Inner {
     length: u64,
     binding: Option<Binding>,
     /// Type 2: the QP the window is bound to; only it may use the rkey.
-    qp: Option<Arc<qp::Shared>>,
+    qp: Option<Arc<qp::QpShared>>,
 }
 
 impl Inner {
     /// Unbinds, returning what was held so it is dropped after the lock.
-    fn clear(&mut self, state: State) -> (Option<Binding>, Option<Arc<qp::Shared>>) {
+    fn clear(&mut self, state: State) -> (Option<Binding>, Option<Arc<qp::QpShared>>) {
         self.state = state;
         self.access = Access::NONE;
         self.addr = 0;
@@ -69,14 +69,14 @@ impl Inner {
 
 /// The part of a window the device's pool holds.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct MwShared {
     mw_type: MwType,
     pd: PdId,
     #[pin]
     inner: SpinLockBh<Inner>,
 }
 
-impl Shared {
+impl MwShared {
     pub(crate) fn rkey(&self) -> u32 {
         self.inner.lock().rkey
     }
@@ -84,7 +84,7 @@ impl Shared {
 
 /// A memory window, as the core's `ib_mw` holds it.
 pub(crate) struct Mw {
-    shared: Arc<Shared>,
+    shared: Arc<MwShared>,
     index: u32,
     _slot: ObjCount,
 }
@@ -104,7 +104,7 @@ impl Mw {
             qp: None,
         };
         let shared = Arc::pin_init(
-            pin_init!(Shared {
+            pin_init!(MwShared {
                 mw_type,
                 pd,
                 inner <- new_spinlock_bh!(inner, "rxe_mw"),
@@ -155,7 +155,7 @@ pub(crate) struct BindWr {
 /// Binds (or, for type 1 with length 0, unbinds) the window `wr.mw_rkey`
 /// names for `qp` of PD `qp_pd`. `EINVAL`/`EOPNOTSUPP` as in C; the
 /// requester completes the work request with `IB_WC_MW_BIND_ERR`.
-pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &BindWr) -> Result {
+pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::QpShared>, qp_pd: PdId, wr: &BindWr) -> Result {
     let mw = dev.mws.get(rules::key_index(wr.mw_rkey)).ok_or(EINVAL)?;
     if mw.rkey() != wr.mw_rkey {
         return Err(EINVAL);
@@ -184,7 +184,7 @@ pub(crate) fn bind(dev: &DeviceState, qp: &Arc<qp::Shared>, qp_pd: PdId, wr: &Bi
     let view = match &mr {
         Some(m) => {
             let zero_based = req.access.contains(Access::ZERO_BASED);
-            Some(mr::Shared::window(
+            Some(mr::MrShared::window(
                 m, wr.addr, wr.length, zero_based, mw.pd,
             )?)
         }
@@ -258,7 +258,7 @@ pub(crate) fn lookup(
     qp: QpId,
     pd: PdId,
     access: Access,
-) -> Result<Arc<mr::Shared>, AccessError> {
+) -> Result<Arc<mr::MrShared>, AccessError> {
     let mw = dev
         .mws
         .get(rules::key_index(rkey))

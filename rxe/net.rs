@@ -5,14 +5,14 @@
 //!
 //! # How the requester, responder and completer send a packet
 //!
-//! ```ignore
-//! let mut pkt = net::alloc_packet_with(dev, &av, Opcode::RcSendOnly, payload_len, None)?;
-//! pkt.write_bth(Bth::new(op, pkey, dest_qpn, psn))?; // pad and opcode are set for you
-//! pkt.write_ext(&Reth { .. })?;                       // the opcode's extension headers
-//! pkt.payload_mut().copy_from_slice(data);            // exactly payload_len bytes
-//! batch.send(pkt)?;                                   // headers, ICRC, into the batch
-//! batch.flush();                                      // step's end: out to the device
-//! ```
+//! The responder's `send_reply` (`rxe/responder/io.rs`) is the whole
+//! sequence in compiled code: [`alloc_packet_with`] for the opcode and
+//! payload length (payload pages or none), [`TxPacket::write_bth`] (pad and
+//! opcode are set from the packet), [`TxPacket::write_ext`] for each of the
+//! opcode's extension headers, the payload written through
+//! [`TxPacket::payload_mut`] unless it travels in page fragments, then
+//! [`TxBatch::send`], which adds the headers and the ICRC; the step's end
+//! flushes the batch ([`TxBatch::flush`]) to the device.
 //!
 //! A sender's step gathers its packets in a [`TxBatch`] (made with
 //! `TxBatch::new(&qp_flow)`), which hands them to the IP layer together at
@@ -20,7 +20,7 @@
 //!
 //! An RC packet whose payload comes from registered memory may carry it
 //! without a copy: [`alloc_packet_with`] takes the payload as referenced
-//! page pieces ([`PayloadPages`], from `mr::Shared::ref_pages`), which become
+//! page pieces ([`PayloadPages`], from `mr::MrShared::ref_pages`), which become
 //! the skb's fragments; pad and ICRC then go in a small trailer fragment,
 //! and the ICRC is computed over the mapped fragments. The receiving side
 //! copies once in any case. Packets to one of our own MAC addresses are
@@ -28,7 +28,7 @@
 //!
 //! Each sending QP owns a [`TxFlow`]: the socket its skbs belong to while in
 //! flight, and the count of them (as `rdma_rxe`, the requester pauses
-//! above `pacing::INFLIGHT_SKBS_PER_QP_HIGH`, a check of `req_rules`, and
+//! above `pacing::INFLIGHT_SKBS_PER_QP_HIGH`, a check of `proto::requester`, and
 //! the flow wakes it below [`INFLIGHT_LOW`]; see [`TxFlow::pause`]).
 //!
 //! # The address vector

@@ -8,7 +8,7 @@
 //! QP lookup and the QP's type/state/address/key checks
 //! (`proto::accept`), then the ICRC. What passes is counted in `rcvd_pkts`
 //! and handed over as an [`RxPacket`]:
-//! - unicast: `qp::Shared::receive` of the QP (QPN 1 finds the GSI QP);
+//! - unicast: `qp::QpShared::receive` of the QP (QPN 1 finds the GSI QP);
 //! - QPN 0xffffff: `mcast::receive`, which finds the group and calls
 //!   [`deliver_to_members`].
 //!
@@ -390,7 +390,7 @@ impl RxPacket {
 
 /// Checks a packet against QP `qp` in rdma_rxe's order; counts key failures.
 #[inline(always)]
-fn qp_takes(pkt: &RxPacket, qp: &qp::Shared, mcast: bool) -> bool {
+fn qp_takes(pkt: &RxPacket, qp: &qp::QpShared, mcast: bool) -> bool {
     let Some(facts) = qp.rx_facts() else {
         return false;
     };
@@ -458,10 +458,10 @@ fn dispatch(pkt: RxPacket) {
 /// and keys checked per QP): clones for all but the last taker. The caller
 /// finds the members of the group `pkt.dst_gid()` names; call it without
 /// holding locks the QPs' receive hooks take.
-pub(crate) fn deliver_to_members(pkt: RxPacket, members: &[Arc<qp::Shared>]) {
+pub(crate) fn deliver_to_members(pkt: RxPacket, members: &[Arc<qp::QpShared>]) {
     // Each taker gets a copy once the next taker is known; the last one
     // gets the packet itself.
-    let mut pending: Option<&Arc<qp::Shared>> = None;
+    let mut pending: Option<&Arc<qp::QpShared>> = None;
     for qp in members {
         if !qp_takes(&pkt, qp, true) {
             continue;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! Shared receive queues: creation, resize and the limit event, receives
+//! SrqShared receive queues: creation, resize and the limit event, receives
 //! posted by kernel users, and the consumer side the responder takes
 //! receive WQEs from.
 //!
 //! Interface for the rest of the driver:
 //! - `Srq` is what the core allocates; `Srq::shared` is what QPs keep.
-//! - [`Shared::take`] hands the responder the next receive WQE, validated,
+//! - [`SrqShared::take`] hands the responder the next receive WQE, validated,
 //!   and fires the limit event when the queue drains below an armed limit.
 //!
 //! Locks: `link` (the core's `ib_srq`, held while its event handler runs)
@@ -36,7 +36,7 @@ pub(crate) use crate::rxe::proto::cq_srq::SrqAttr as Attr;
 
 /// A shared receive queue, as the core holds it.
 pub(crate) struct Srq {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<SrqShared>,
     _slot: ObjCount,
 }
 
@@ -61,7 +61,7 @@ impl Inner {
 
 /// The part of an SRQ its QPs reach.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct SrqShared {
     #[pin]
     link: SrqLink,
     #[pin]
@@ -123,7 +123,7 @@ impl Srq {
         let limit = attr.srq_limit;
         let mmap = published.offset();
         let shared = Arc::pin_init(
-            pin_init!(Shared {
+            pin_init!(SrqShared {
                 link <- SrqLink::new(),
                 inner <- new_spinlock_bh!(
                     Inner { queue, max_sge: geo.max_sge, limit, mmap },
@@ -236,7 +236,7 @@ impl Srq {
     }
 }
 
-impl Shared {
+impl SrqShared {
     /// The link to the core's SRQ, for the create op to attach.
     pub(crate) fn link(&self) -> &SrqLink {
         &self.link
@@ -279,7 +279,7 @@ impl Shared {
     /// consume it either) and its error returned.
     ///
     /// `Ok(true)` when the WQEs left fell below an armed limit: the caller
-    /// then calls [`Shared::limit_reached`] once it holds no QP lock (the
+    /// then calls [`SrqShared::limit_reached`] once it holds no QP lock (the
     /// owner's handler may call back into the QP).
     pub(crate) fn take_into(
         &self,
@@ -312,7 +312,7 @@ impl Shared {
         Some(Ok(fire))
     }
 
-    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED` (once per arming: [`Shared::take_into`]
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED` (once per arming: [`SrqShared::take_into`]
     /// said so and disarmed the limit). No QP or SRQ lock may be held.
     pub(crate) fn limit_reached(&self) {
         self.link.lock().limit_event();

@@ -3,7 +3,7 @@
 """The rxe_rs trace events (/sys/kernel/tracing/events/rxe_rs/), between two
 rs nodes (node 2 serves, node 1 is the client), over the IPv4 RoCE v2 GID:
 
-  qemu-test/run --debug qemu-test/tests/tracepoints.py
+  qemu-test/run --debug qemu-test/tests/tracepoints.py [require]
 
 Each node enables every rxe_rs event, then the two run, phase by phase,
 and each node reads its own trace after each phase and checks that the
@@ -32,8 +32,9 @@ events it must have are there with their fields:
    cause timeout, from its PSN), and fails: cqe_error RETRY_EXC_ERR,
    qp_state RTS -> ERR cause completion.
 
-On a kernel without tracing (the plain test kernels) it prints SKIP and
-the reason, and passes. Exits non-zero on any failure.
+On a kernel without tracing (the plain 6.12 test kernel) it prints SKIP
+and the reason, and passes; given `require` (the debug and 7.3 lines of
+LIST, whose kernels have tracing) it fails instead. Exits non-zero on any failure.
 """
 
 import os
@@ -407,6 +408,9 @@ def body(ctl):
 
 def main():
     why = tracing_available()
+    if why and "require" in sys.argv[1:]:
+        print(f"FAIL tracepoints: {why}")
+        return 1
     if why:
         print(f"SKIP tracepoints: {why}")
         return 0

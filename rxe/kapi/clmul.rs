@@ -469,22 +469,5 @@ pub(crate) unsafe fn crc32(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Op
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn constants() {
-        // The reflected polynomial, as every reflected CRC-32 code has it.
-        assert_eq!(lane33(POLY), 0x1_db71_0641);
-        // mu * P has no term between x^32 and x^63: it is x^64 plus a
-        // remainder of degree < 32.
-        let mut prod: u128 = 0;
-        for i in 0..33 {
-            if mu() >> i & 1 == 1 {
-                prod ^= u128::from(POLY) << i;
-            }
-        }
-        assert_eq!(prod >> 32, 1 << 32);
-        assert_eq!(xpow_mod(32), 0x04c1_1db7);
-    }
-}
+#[path = "clmul_tests.rs"]
+mod tests;

@@ -54,8 +54,8 @@ use super::lock::{new_spinlock_bh, SpinLockBh};
 use super::page::{PageError, PageList, PageRef};
 use super::task::cond_resched;
 use crate::rxe::proto::conv::len64;
-use crate::rxe::proto::mr_logic::{AtomicOp, Layout};
-use crate::rxe::proto::odp_logic;
+use crate::rxe::proto::mr::{AtomicOp, Layout};
+use crate::rxe::proto::odp;
 use crate::rxe::sys;
 
 /// Why an ODP access did not happen.
@@ -131,7 +131,7 @@ impl Odp {
     /// paging with rights `access`, and records the pages already present
     /// (nothing is faulted in).
     ///
-    /// A range whose per-page arrays could not fit ([`odp_logic::table_fits`])
+    /// A range whose per-page arrays could not fit ([`odp::table_fits`])
     /// is refused with `ENOMEM` before the core allocates its own. The
     /// table is allocated only once the core has accepted the range, with
     /// one entry per page of its umem, zeroed by the allocator, as other
@@ -141,11 +141,11 @@ impl Odp {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
-        let pages = odp_logic::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
+        let pages = odp::pages(first, PAGE_SHIFT as u32, addr, len).ok_or(EINVAL)?;
         // SAFETY: FFI call without arguments that reads a counter, usable in
         // any context.
         let ram = unsafe { sys::rxe_rs_totalram_bytes() };
-        if !odp_logic::table_fits(len64(pages.end), len64(size_of::<Entry>()), ram) {
+        if !odp::table_fits(len64(pages.end), len64(size_of::<Entry>()), ram) {
             return Err(ENOMEM);
         }
         // INVARIANT: No umem yet, and the table is empty.
@@ -223,7 +223,7 @@ impl Odp {
         if len == 0 {
             return Ok(());
         }
-        let span = odp_logic::pages(self.base, PAGE_SHIFT as u32, va, len).ok_or(EFAULT)?;
+        let span = odp::pages(self.base, PAGE_SHIFT as u32, va, len).ok_or(EFAULT)?;
         let ptr = {
             let mut umem = self.umem.lock();
             let Some(UmemPtr(ptr)) = umem.ptr.as_ref() else {
@@ -362,7 +362,7 @@ impl Odp {
         write: bool,
         mut f: impl FnMut(PageRef, usize, usize, usize) -> Result<(), PageError>,
     ) -> Result<(), OdpError> {
-        let span = odp_logic::pages(self.base, PAGE_SHIFT as u32, va, len64(len))
+        let span = odp::pages(self.base, PAGE_SHIFT as u32, va, len64(len))
             .ok_or(OdpError::Page(PageError::Fault))?;
         let table = self.table.lock();
         let need = if write { WRITABLE } else { 0 };
@@ -486,7 +486,7 @@ impl Odp {
         let Some(len) = end.checked_sub(start) else {
             return;
         };
-        let Some(span) = odp_logic::pages(self.base, PAGE_SHIFT as u32, start, len) else {
+        let Some(span) = odp::pages(self.base, PAGE_SHIFT as u32, start, len) else {
             return;
         };
         let mut table = self.table.lock();

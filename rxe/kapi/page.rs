@@ -19,7 +19,7 @@ use core::{
 use kernel::{alloc::Flags, page::PAGE_SIZE, prelude::*};
 
 use crate::rxe::proto::conv::len64;
-use crate::rxe::proto::mr_logic::{atomic_aligned, AtomicOp};
+use crate::rxe::proto::mr::{atomic_aligned, AtomicOp};
 use crate::rxe::proto::tx_frags::{Added, Frag, FragList};
 use crate::rxe::sys;
 

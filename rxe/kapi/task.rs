@@ -60,45 +60,11 @@
 //!
 //! # Example
 //!
-//! ```ignore
-//! use crate::rxe::kapi::task::{impl_has_task, new_task, Progress, Task, TaskOwner};
-//!
-//! const REQ: u64 = 0;
-//! const COMP: u64 = 1;
-//!
-//! #[pin_data]
-//! struct Shared {
-//!     #[pin]
-//!     req: Task<Shared, REQ>,
-//!     #[pin]
-//!     comp: Task<Shared, COMP>,
-//! }
-//!
-//! impl_has_task! {
-//!     impl HasTask<REQ> for Shared { self.req }
-//!     impl HasTask<COMP> for Shared { self.comp }
-//! }
-//!
-//! impl TaskOwner<REQ> for Shared {
-//!     fn step(this: &Arc<Self>) -> Progress {
-//!         requester::step(this) // Progress::More while WQEs are left
-//!     }
-//! }
-//! impl TaskOwner<COMP> for Shared {
-//!     fn step(this: &Arc<Self>) -> Progress {
-//!         completer::step(this)
-//!     }
-//! }
-//!
-//! let qp = Arc::pin_init(
-//!     pin_init!(Shared { req <- new_task!("rxe_req"), comp <- new_task!("rxe_comp") }),
-//!     GFP_KERNEL,
-//! )?;
-//! qp.req.schedule(&qp); // from post_send, a received ACK, a timer...
-//! // destroy:
-//! qp.req.shutdown();
-//! qp.comp.shutdown();
-//! ```
+//! `rxe/selftest.rs` is a compiled example: its `Probe` owns two tasks and
+//! a timer, with their `HasTask`/`HasTimer` declarations, the steps that
+//! return [`Progress`], scheduling, disabling and shutdown (the test command
+//! builds it, with `RXE_RS_SELFTEST=1`, and `make selftest` runs it). The
+//! QP's send and responder tasks (`rxe/qp`) are the driver's use.
 
 use core::{
     ffi::c_void,

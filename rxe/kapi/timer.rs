@@ -16,33 +16,9 @@
 //!
 //! # Example
 //!
-//! ```ignore
-//! use crate::rxe::kapi::timer::{impl_has_timer, new_timer, Jiffies, Timer, TimerOwner};
-//!
-//! const RETRANS: u64 = 0;
-//!
-//! #[pin_data]
-//! struct Shared {
-//!     #[pin]
-//!     retrans: Timer<Shared, RETRANS>,
-//!     // ...
-//! }
-//!
-//! impl_has_timer! {
-//!     impl HasTimer<RETRANS> for Shared { self.retrans }
-//! }
-//!
-//! impl TimerOwner<RETRANS> for Shared {
-//!     fn expired(this: Arc<Self>) {
-//!         this.note_timeout();
-//!         this.req.schedule(&this);
-//!     }
-//! }
-//!
-//! qp.retrans.arm_in(&qp, Jiffies::at_least_nsecs(4096 << timeout));
-//! // destroy, after the tasks are shut down:
-//! qp.retrans.shutdown(&qp);
-//! ```
+//! `rxe/selftest.rs` is a compiled example (its `Probe`'s timer, armed,
+//! cancelled and shut down, whose expiry schedules a task); the QP's
+//! retransmission and RNR timers (`rxe/qp`) are the driver's use.
 
 use core::{marker::PhantomData, ptr};
 

@@ -14,13 +14,14 @@
 //!   has a patched jump (the 6.12 kernel crate has no jump labels); the
 //!   count is kept up to date there too.
 //!
-//! Without `CONFIG_TRACEPOINTS` every event is an empty inline function.
+//! Without `CONFIG_TRACEPOINTS`, or built with `RXE_RS_NO_TRACE=1` (Kbuild:
+//! `cfg(rxe_trace)` unset), every event is an empty inline function.
 //! `*_on` tells a caller whose arguments cost something to gather (read
 //! from a packet) whether to gather them at all.
 
 use crate::rxe::proto::qp::State;
 use crate::rxe::proto::uapi::{Cqe, WcStatus};
-#[cfg(CONFIG_TRACEPOINTS)]
+#[cfg(rxe_trace)]
 use crate::rxe::sys;
 
 /// Why a QP changed state (`qp_state`'s `cause`).
@@ -64,7 +65,7 @@ pub(crate) enum DropReason {
 }
 
 /// Whether tracepoint `$tp` (a static of the bindings) is enabled.
-#[cfg(all(CONFIG_TRACEPOINTS, CONFIG_JUMP_LABEL, rxe_kernel_7))]
+#[cfg(all(rxe_trace, CONFIG_JUMP_LABEL, rxe_kernel_7))]
 macro_rules! tp_on {
     ($tp:ident) => {
         // SAFETY: `$tp` is a tracepoint C defines (helpers_trace.c); its
@@ -75,7 +76,7 @@ macro_rules! tp_on {
 }
 
 /// Whether tracepoint `$tp` (a static of the bindings) is enabled.
-#[cfg(all(CONFIG_TRACEPOINTS, not(all(CONFIG_JUMP_LABEL, rxe_kernel_7))))]
+#[cfg(all(rxe_trace, not(all(CONFIG_JUMP_LABEL, rxe_kernel_7))))]
 macro_rules! tp_on {
     ($tp:ident) => {{
         // SAFETY: `$tp` is a tracepoint C defines (helpers_trace.c), alive
@@ -101,11 +102,11 @@ macro_rules! event {
         /// Whether the event of the same name is enabled.
         #[inline(always)]
         pub(crate) fn $on() -> bool {
-            #[cfg(CONFIG_TRACEPOINTS)]
+            #[cfg(rxe_trace)]
             {
                 tp_on!($tp)
             }
-            #[cfg(not(CONFIG_TRACEPOINTS))]
+            #[cfg(not(rxe_trace))]
             {
                 false
             }
@@ -114,13 +115,13 @@ macro_rules! event {
         $(#[$doc])*
         #[inline(always)]
         pub(crate) fn $name($($arg: $ty),*) {
-            #[cfg(CONFIG_TRACEPOINTS)]
+            #[cfg(rxe_trace)]
             if $on() {
                 // SAFETY: the emitter takes plain values and may be
                 // called in any context, as the event's `trace_*` is.
                 unsafe { sys::$emit($($val),*) }
             }
-            #[cfg(not(CONFIG_TRACEPOINTS))]
+            #[cfg(not(rxe_trace))]
             {
                 $(let _ = $arg;)*
             }
@@ -192,7 +193,7 @@ pub(crate) fn completion(cqe: &Cqe, recv: bool) {
 }
 
 /// A QP state (`enum ib_qp_state`, 0 to 6) as the event's `u8` field.
-#[cfg(CONFIG_TRACEPOINTS)]
+#[cfg(rxe_trace)]
 fn state_raw(state: State) -> u8 {
     // `State` is `repr(u32)` with the C values.
     u8::try_from(state as u32).unwrap_or(u8::MAX)
@@ -200,13 +201,13 @@ fn state_raw(state: State) -> u8 {
 
 /// An `ib_wc_status` as the event's `u8` field: the statuses run from 0 to
 /// 21.
-#[cfg(CONFIG_TRACEPOINTS)]
+#[cfg(rxe_trace)]
 fn status_raw(status: WcStatus) -> u8 {
     u8::try_from(status.as_raw()).unwrap_or(u8::MAX)
 }
 
 // The C enums' values are 0-7: each fits the events' `u8` fields.
-#[cfg(CONFIG_TRACEPOINTS)]
+#[cfg(rxe_trace)]
 impl StateCause {
     fn raw(self) -> u8 {
         (match self {
@@ -218,7 +219,7 @@ impl StateCause {
     }
 }
 
-#[cfg(CONFIG_TRACEPOINTS)]
+#[cfg(rxe_trace)]
 impl RetryCause {
     fn raw(self) -> u8 {
         (match self {
@@ -230,7 +231,7 @@ impl RetryCause {
     }
 }
 
-#[cfg(CONFIG_TRACEPOINTS)]
+#[cfg(rxe_trace)]
 impl DropReason {
     fn raw(self) -> u8 {
         (match self {

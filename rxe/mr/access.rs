@@ -6,11 +6,11 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{AccessError, AtomicOp, Memory, Shared};
+use super::{AccessError, AtomicOp, Memory, MrShared};
 use crate::rxe::kapi::page::PayloadPages;
 use crate::rxe::proto::conv::len64;
 
-impl Shared {
+impl MrShared {
     /// Copies `data` into the region at `iova`.
     pub(crate) fn copy_in(&self, iova: u64, data: &[u8]) -> Result<(), AccessError> {
         if data.is_empty() {
@@ -61,7 +61,7 @@ impl Shared {
 
     /// Adds `len` bytes of the region at `iova` to `out` as page pieces,
     /// each with a page reference, for sending without a copy. The checks
-    /// are those of [`Shared::copy_out`]; `Ok(false)` when the memory
+    /// are those of [`MrShared::copy_out`]; `Ok(false)` when the memory
     /// cannot be referenced (kernel slab memory, too many pieces), and the
     /// caller copies instead.
     pub(crate) fn ref_pages(
@@ -178,7 +178,7 @@ impl Shared {
         self.odp_map(iova, len, write, true)
     }
 
-    /// [`Shared::fault`], or with `fault` false a snapshot of the pages
+    /// [`MrShared::fault`], or with `fault` false a snapshot of the pages
     /// already present (prefetch without faults).
     pub(super) fn odp_map(
         &self,
@@ -226,7 +226,7 @@ impl Shared {
 /// An access that found an ODP page absent: what to fault in before it
 /// runs again.
 pub(crate) struct PendingFault {
-    pub(crate) mr: Arc<Shared>,
+    pub(crate) mr: Arc<MrShared>,
     pub(crate) iova: u64,
     pub(crate) len: u64,
     pub(crate) write: bool,

@@ -10,16 +10,16 @@
 //!
 //! # Datapath API
 //!
-//! - [`lookup`]`(dev, key, kind, pd, access) -> Result<Arc<Shared>, AccessError>`
+//! - [`lookup`]`(dev, key, kind, pd, access) -> Result<Arc<MrShared>, AccessError>`
 //!   resolves an lkey ([`KeyKind::Local`]) or an rkey ([`KeyKind::Remote`],
 //!   which may name an MR or a bound memory window) after checking the key
 //!   byte, the PD, the state and the rights. For a window the result is a
 //!   view of the window: the same copy methods, bounded by the window and
 //!   translated for zero-based windows.
-//! - On the result: [`Shared::copy_in`], [`Shared::copy_out`],
-//!   [`Shared::check_range`], [`Shared::atomic_op`] (8-byte compare-swap or
-//!   fetch-add, returns the old value), [`Shared::atomic_write`],
-//!   [`Shared::flush`], [`Shared::bounds`]. Addresses are iovas of the
+//! - On the result: [`MrShared::copy_in`], [`MrShared::copy_out`],
+//!   [`MrShared::check_range`], [`MrShared::atomic_op`] (8-byte compare-swap or
+//!   fetch-add, returns the old value), [`MrShared::atomic_write`],
+//!   [`MrShared::flush`], [`MrShared::bounds`]. Addresses are iovas of the
 //!   region (or window); every access is bounds-checked with overflow-safe
 //!   arithmetic and fails on a region that stopped being valid.
 //! - Local operations, run by the requester (and by the responder for send
@@ -36,7 +36,7 @@
 //! # Objects
 //!
 //! An MR is [`Mr`] (owned by its `ib_mr`, which the driver allocates) and a
-//! [`Shared`] part that the device's `mrs` pool and the datapath hold. A
+//! [`MrShared`] part that the device's `mrs` pool and the datapath hold. A
 //! user MR's pages carry page references of their own, so a datapath copy
 //! still running when the MR is deregistered touches pages that stay
 //! allocated until its `Arc` goes, while the pin of the user range ends at
@@ -60,14 +60,14 @@ use crate::rxe::kapi::{
 };
 use crate::rxe::mw;
 use crate::rxe::proto::conv::len64;
-use crate::rxe::proto::mr_logic::{
+use crate::rxe::proto::mr::{
     self as rules, Chunk, InvalidateError, Layout, MrFacts, MrType, RuleError, State,
 };
-use crate::rxe::proto::odp_logic::{self, Span};
+use crate::rxe::proto::odp::{self, Span};
 use crate::rxe::qp;
 
 /// The rights (`ib_access_flags`) and atomics of the API, for its users.
-pub(crate) use crate::rxe::proto::mr_logic::{Access, AtomicOp};
+pub(crate) use crate::rxe::proto::mr::{Access, AtomicOp};
 
 /// The identity of a protection domain: the address of its `ib_pd`, stable
 /// while the PD lives (PDs outlive the objects created in them).
@@ -75,12 +75,12 @@ pub(crate) use crate::rxe::proto::mr_logic::{Access, AtomicOp};
 pub(crate) struct PdId(pub(crate) usize);
 
 /// The identity of a QP for type 2 window checks: the address of its
-/// `qp::Shared`.
+/// `qp::QpShared`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct QpId(usize);
 
 impl QpId {
-    pub(crate) fn of(qp: &qp::Shared) -> Self {
+    pub(crate) fn of(qp: &qp::QpShared) -> Self {
         // The address is the identity; it is never turned back into a pointer.
         Self(core::ptr::from_ref(qp) as usize)
     }
@@ -111,7 +111,7 @@ pub(crate) enum AccessError {
     /// No memory behind the address (C: `-EFAULT`).
     Fault,
     /// An on-demand-paging MR does not have a page of the range present:
-    /// nothing was accessed; [`Shared::fault`] the range in from process
+    /// nothing was accessed; [`MrShared::fault`] the range in from process
     /// context and retry.
     Absent,
 }
@@ -263,7 +263,7 @@ impl Inner {
 
 /// A memory window's view of its MR: what an rkey of a bound window grants.
 struct Window {
-    mr: Arc<Shared>,
+    mr: Arc<MrShared>,
     addr: u64,
     length: u64,
     zero_based: bool,
@@ -279,7 +279,7 @@ impl Window {
 
 /// The part of an MR the device's pool and the datapath hold.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct MrShared {
     mr_type: MrType,
     /// Set for the views windows hand out; `inner` is then unused.
     window: Option<Window>,
@@ -289,7 +289,7 @@ pub(crate) struct Shared {
     bound_mws: AtomicU32,
 }
 
-impl Shared {
+impl MrShared {
     fn new(mr_type: MrType, window: Option<Window>, inner: Inner) -> impl PinInit<Self> {
         pin_init!(Self {
             mr_type,
@@ -320,7 +320,7 @@ impl Shared {
     /// A view of `[addr, addr + length)` of `mr` for a bound window.
     /// Allocated atomically: binds run in the requester.
     pub(crate) fn window(
-        mr: &Arc<Shared>,
+        mr: &Arc<MrShared>,
         addr: u64,
         length: u64,
         zero_based: bool,
@@ -364,7 +364,7 @@ impl Shared {
         self.inner.lock().key_grants(key, kind, pd, access)
     }
 
-    /// [`Shared::check_key`] and, with `range`, [`Shared::check_range`]
+    /// [`MrShared::check_key`] and, with `range`, [`MrShared::check_range`]
     /// under one lock.
     fn check_key_range(
         &self,
@@ -473,7 +473,7 @@ pub(crate) fn lookup(
     kind: KeyKind,
     pd: PdId,
     access: Access,
-) -> Result<Arc<Shared>, AccessError> {
+) -> Result<Arc<MrShared>, AccessError> {
     if let KeyKind::Remote { qp } = kind {
         if rules::rkey_is_mw(key) {
             return mw::lookup(dev, key, qp, pd, access);
@@ -493,7 +493,7 @@ pub(crate) fn lookup_range(
     pd: PdId,
     access: Access,
     range: Option<(u64, u64)>,
-) -> Result<Arc<Shared>, AccessError> {
+) -> Result<Arc<MrShared>, AccessError> {
     if let KeyKind::Remote { qp } = kind {
         if rules::rkey_is_mw(key) {
             let mr = mw::lookup(dev, key, qp, pd, access)?;
@@ -515,7 +515,7 @@ pub(crate) fn lookup_range(
 pub(crate) fn advise(
     dev: &DeviceState,
     pd: PdId,
-    advice: odp_logic::Advice,
+    advice: odp::Advice,
     sync: bool,
     sges: impl Iterator<Item = (u32, u64, u32)>,
 ) -> Result {

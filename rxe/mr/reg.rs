@@ -5,7 +5,7 @@
 
 use kernel::{alloc::flags::__GFP_NOWARN, page::PAGE_SHIFT, prelude::*, sync::Arc};
 
-use super::{rule_errno, Access, Memory, PdId, Shared};
+use super::{rule_errno, Access, Memory, MrShared, PdId};
 use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kapi::{
     alloc::caller_sized,
@@ -15,12 +15,12 @@ use crate::rxe::kapi::{
     umem::Umem,
 };
 use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::mr_logic::{self as rules, rereg, MrType, State};
-use crate::rxe::proto::odp_logic;
+use crate::rxe::proto::mr::{self as rules, rereg, MrType, State};
+use crate::rxe::proto::odp;
 
 /// A memory region, as its `ib_mr` owns it.
 pub(crate) struct Mr {
-    shared: Arc<Shared>,
+    shared: Arc<MrShared>,
     index: u32,
     /// Fast-reg MRs: how many blocks a mapping may hold (`max_num_sg`).
     max_sg: usize,
@@ -41,7 +41,7 @@ impl Mr {
     /// Puts a new MR into the device's pool under a fresh key.
     fn publish(
         dev: &Device,
-        shared: Arc<Shared>,
+        shared: Arc<MrShared>,
         slot: ObjCount,
         umem: Option<Umem>,
         max_sg: usize,
@@ -63,8 +63,8 @@ impl Mr {
     /// `get_dma_mr`: an MR over all kernel memory, for kernel users.
     pub(crate) fn dma(dev: &Device, pd: PdId, access: u32, space: DmaSpace) -> Result<Self> {
         let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let inner = Shared::blank(pd, Access::from_raw(access), 0, 0, Memory::Dma(space));
-        let shared = Arc::pin_init(Shared::new(MrType::Dma, None, inner), GFP_KERNEL)?;
+        let inner = MrShared::blank(pd, Access::from_raw(access), 0, 0, Memory::Dma(space));
+        let shared = Arc::pin_init(MrShared::new(MrType::Dma, None, inner), GFP_KERNEL)?;
         Self::publish(dev, shared, slot, None, 0, State::Valid)
     }
 
@@ -89,8 +89,8 @@ impl Mr {
         if access.contains(Access::FLUSH_PERSISTENT) && !pages.all_pmem() {
             return Err(EINVAL);
         }
-        let inner = Shared::blank(pd, access, iova, length, Memory::Pages(pages));
-        let shared = Arc::pin_init(Shared::new(MrType::User, None, inner), GFP_KERNEL)?;
+        let inner = MrShared::blank(pd, access, iova, length, Memory::Pages(pages));
+        let shared = Arc::pin_init(MrShared::new(MrType::User, None, inner), GFP_KERNEL)?;
         Self::publish(dev, shared, slot, Some(umem), 0, State::Valid)
     }
 
@@ -105,7 +105,7 @@ impl Mr {
         iova: u64,
         access: Access,
     ) -> Result<Self> {
-        odp_logic::check_reg(start, length, iova).map_err(|_| EINVAL)?;
+        odp::check_reg(start, length, iova).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
         let odp = Odp::get(dev, start, length, access.bits())?;
         // The rule of other user MRs: persistent flushes only on persistent
@@ -117,8 +117,8 @@ impl Mr {
         }
         let reg = OdpReg::new(odp.clone());
         let mem = Memory::Odp { odp, start };
-        let inner = Shared::blank(pd, access, iova, length, mem);
-        let shared = Arc::pin_init(Shared::new(MrType::User, None, inner), GFP_KERNEL)?;
+        let inner = MrShared::blank(pd, access, iova, length, mem);
+        let shared = Arc::pin_init(MrShared::new(MrType::User, None, inner), GFP_KERNEL)?;
         let mut mr = Self::publish(dev, shared, slot, None, 0, State::Valid)?;
         mr._odp = Some(reg);
         Ok(mr)
@@ -138,9 +138,9 @@ impl Mr {
         let staging = PageList::with_capacity(max_sg, caller_sized())?;
         // Fast-reg MRs always allow remote access until a REG_MR says
         // otherwise, as in C.
-        let mut inner = Shared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
+        let mut inner = MrShared::blank(pd, Access::REMOTE, 0, 0, Memory::Pages(pages));
         inner.staging = Some(staging);
-        let shared = Arc::pin_init(Shared::new(MrType::MemReg, None, inner), GFP_KERNEL)?;
+        let shared = Arc::pin_init(MrShared::new(MrType::MemReg, None, inner), GFP_KERNEL)?;
         Self::publish(dev, shared, slot, None, max_sg, State::Free)
     }
 

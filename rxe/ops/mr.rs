@@ -21,7 +21,7 @@ use crate::rxe::kapi::{
 };
 use crate::rxe::mr::{Mr, PdId};
 use crate::rxe::proto::conv::{len64, to_usize};
-use crate::rxe::proto::odp_logic::{Advice, ADVISE_FLAG_FLUSH};
+use crate::rxe::proto::odp::{Advice, ADVISE_FLAG_FLUSH};
 use crate::rxe::sys;
 
 pub(super) fn fill(ops: &mut sys::ib_device_ops) {

@@ -42,7 +42,7 @@ pub(super) fn fill(ops: &mut sys::ib_device_ops) {
 /// # Safety
 ///
 /// `raw` is null or a live CQ of this driver.
-unsafe fn cq_shared(raw: *mut sys::ib_cq) -> Option<Arc<cq::Shared>> {
+unsafe fn cq_shared(raw: *mut sys::ib_cq) -> Option<Arc<cq::CqShared>> {
     if raw.is_null() {
         return None;
     }
@@ -56,7 +56,7 @@ unsafe fn cq_shared(raw: *mut sys::ib_cq) -> Option<Arc<cq::Shared>> {
 /// # Safety
 ///
 /// `raw` is null or a live SRQ of this driver.
-unsafe fn srq_shared(raw: *mut sys::ib_srq) -> Option<Arc<srq::Shared>> {
+unsafe fn srq_shared(raw: *mut sys::ib_srq) -> Option<Arc<srq::SrqShared>> {
     if raw.is_null() {
         return None;
     }

@@ -4,13 +4,13 @@
 //! packet of a message, within a long message at least every
 //! [`MAX_PKT_PER_ACK`] packets, and, for messages sent back to back in one
 //! engine step, only on the last of them ([`next_built`]). The counts live
-//! in [`req_rules::State`](super::req_rules::State).
+//! in [`requester::State`](super::requester::State).
 
 use super::opcode::Mask;
 use super::params::pacing::{MAX_DEFERRED_ACK_PKTS, MAX_PKT_PER_ACK};
 use super::psn::psn_add;
 use super::qp;
-use super::req_rules::{Packet, State};
+use super::requester::{Packet, State};
 
 /// Whether this packet asks for an ACK: RC and GSI on the last packet of a
 /// message and after more than [`MAX_PKT_PER_ACK`] packets without one;

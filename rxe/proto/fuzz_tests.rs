@@ -32,7 +32,7 @@
 //! `fuzz_tests/peers.rs`.
 
 use super::accept::{self, PacketFacts, QpFacts};
-use super::comp_machine::{self, CopyFault, Head, Response, Sq};
+use super::completer::{self, CopyFault, Head, Response, Sq};
 use super::events::Event;
 use super::headers::{
     write_ext, Aeth, AtmAck, AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Rdeth, Reth, BTH_LEN,
@@ -40,19 +40,20 @@ use super::headers::{
 };
 use super::icrc::{self, IpHdr, TableCrc32};
 use super::ip::{self, IpAddr, Ipv4Out, Ipv6Out, NetworkType, UdpHdr};
-use super::mr_logic::{Access, AtomicOp, InvalidateError};
+use super::mr::{Access, AtomicOp, InvalidateError};
 use super::opcode::{Mask, Opcode};
 use super::packet::{self, PacketInfo};
 use super::psn::{psn_add, psn_after, psn_diff, psn_sub, PSN_MASK};
 use super::qp;
-use super::req_rules::{self, Progress, WqeInfo};
-use super::resp_machine::{
+use super::requester::{self, Progress, WqeInfo};
+use super::responder::machine::{
     self, AccessFault, Ack, AtomicError, CqFull, Io, ReadResponse, ReadSource, RecvCopyError,
     RecvCqe, RecvError, SendFailed,
 };
-use super::resp_rules::{self, Request, RespQp, Target};
-use super::test_model::RespModel;
-use super::test_rng::Rng;
+use super::responder::rules::{self, Request, RespQp, Target};
+use super::testing::model::RespModel;
+use super::testing::rng::Rng;
+use super::testing::sq::{SentWqe, SqModel};
 use super::uapi::{access, SendFlags, WcStatus, WqeState, WrMask, WrOpcode};
 use std::boxed::Box;
 use std::collections::VecDeque;
@@ -328,7 +329,7 @@ fn clean_exchange(w: &mut World) {
     let n = tx.sq.wqes.len();
     let mut rng = Rng::new(11);
     let mut guard = 0;
-    while tx.sq.retired < n && tx.sq.errors == 0 {
+    while tx.sq.retired.len() < n && tx.sq.errors == 0 {
         guard += 1;
         assert!(guard < 100, "clean completion stalls");
         let resets = tx.resets;
@@ -336,14 +337,14 @@ fn clean_exchange(w: &mut World) {
         match receive(&frame(&p.encode(), true), &mut stats) {
             Rx::Response(r, payload, orig) => {
                 tx.sq.inbox.push_back((r, payload, orig));
-                let out = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+                let out = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
                 assert!(!out.qp_error);
             }
             other => panic!("clean response not delivered: {other:?}"),
         }
         assert_eq!(tx.resets, resets);
     }
-    assert_eq!((tx.sq.retired, tx.sq.errors), (n, 0));
+    assert_eq!((tx.sq.retired.len(), tx.sq.errors), (n, 0));
 }
 
 fn run_fuzz(seed: u64, iters: u64) -> World {

@@ -7,7 +7,7 @@ use std::vec;
 use std::vec::Vec;
 
 use super::super::params::pool;
-use super::super::test_rng::Rng;
+use super::super::testing::rng::Rng;
 use super::*;
 
 type Alloc = IndexAlloc<Vec<u64>>;

@@ -13,7 +13,7 @@
 pub(crate) mod accept;
 pub(crate) mod ack_req;
 pub(crate) mod av;
-pub(crate) mod comp_machine;
+pub(crate) mod completer;
 pub(crate) mod conv;
 pub(crate) mod cq_srq;
 pub(crate) mod crc32;
@@ -24,8 +24,8 @@ pub(crate) mod icrc;
 pub(crate) mod index_alloc;
 pub(crate) mod ip;
 pub(crate) mod local_ops;
-pub(crate) mod mr_logic;
-pub(crate) mod odp_logic;
+pub(crate) mod mr;
+pub(crate) mod odp;
 pub(crate) mod opcode;
 pub(crate) mod packet;
 pub(crate) mod params;
@@ -33,12 +33,9 @@ pub(crate) mod post;
 pub(crate) mod psn;
 pub(crate) mod qp;
 pub(crate) mod qp_attr;
-pub(crate) mod req_rules;
+pub(crate) mod requester;
 pub(crate) mod res_details;
-pub(crate) mod resp_fast;
-pub(crate) mod resp_io;
-pub(crate) mod resp_machine;
-pub(crate) mod resp_rules;
+pub(crate) mod responder;
 pub(crate) mod ring;
 pub(crate) mod sge_cursor;
 pub(crate) mod tx_frags;
@@ -50,6 +47,4 @@ mod fuzz_tests;
 #[cfg(test)]
 mod sim_tests;
 #[cfg(test)]
-mod test_model;
-#[cfg(test)]
-mod test_rng;
+mod testing;

@@ -1,25 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! End-to-end check of the three state machines: an RC requester and
-//! completer (req_rules, comp_machine) talk to a responder (resp_rules,
-//! resp_machine) over a network that drops, duplicates and delays packets.
+//! completer (`requester`, `completer`) talk to a responder (`responder::rules`,
+//! `responder::machine`) over a network that drops, duplicates and delays packets.
 //! Every message must complete once, in order, with the right data, and
 //! every atomic must execute exactly once.
 
-use super::comp_machine::{self, CopyFault, Head, Response, Sq};
+use super::completer::{self, CopyFault, Head, Response, Sq};
 use super::headers::{AtmEth, Reth};
-use super::mr_logic::Access;
+use super::mr::Access;
 use super::opcode::Mask;
 use super::psn::{psn_add, PSN_MASK};
 use super::qp;
-use super::req_rules::{
+use super::requester::{
     self, begin_retry, commit, finish_local, plan, retry_wqe, Gates, Progress, ReqQp, Step, WqeInfo,
 };
-use super::resp_machine;
-use super::resp_rules::{self, Request, RespQp};
-use super::test_model::{Out, RespModel};
-use super::test_rng::Rng;
+use super::responder::machine;
+use super::responder::rules::{self, Request, RespQp};
+use super::testing::model::{Out, RespModel};
+use super::testing::rng::Rng;
+use super::testing::sq::{SentWqe, SqModel};
 use super::uapi::{access, SendFlags, WcOpcode, WcStatus, WrOpcode};
+use crate::proto::responder;
 use std::collections::VecDeque;
 use std::vec;
 use std::vec::Vec;
@@ -34,79 +36,10 @@ const BASE_W: u64 = 0x1000_0000;
 const BASE_R: u64 = 0x2000_0000;
 const BASE_A: u64 = 0x3000_0000;
 
-struct SWqe {
-    info: WqeInfo,
-    progress: Progress,
-    data: Vec<u8>,
-    local: Vec<u8>,
-    rkey: u32,
-    add: u64,
-    imm: Option<u32>,
-}
-
-#[derive(Default)]
-struct SqModel {
-    wqes: Vec<SWqe>,
-    consumer: usize,
-    inbox: VecDeque<(Response, Vec<u8>, u64)>,
-    cur: Option<(Response, Vec<u8>, u64)>,
-    retired: Vec<(usize, WcStatus)>,
-}
-
-impl Sq for SqModel {
-    fn next_response(&mut self) -> Option<Response> {
-        self.cur = self.inbox.pop_front();
-        self.cur.as_ref().map(|c| c.0)
-    }
-
-    fn head(&mut self) -> Option<Head> {
-        self.wqes.get(self.consumer).map(|w| Head {
-            info: w.info,
-            progress: w.progress,
-        })
-    }
-
-    fn read_data(&mut self) -> Result<u32, CopyFault> {
-        let payload = self.cur.as_ref().map(|c| c.1.clone()).unwrap_or_default();
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        let n = payload.len() as u32;
-        if n > w.progress.resid {
-            return Err(CopyFault);
-        }
-        let off = (w.info.length - w.progress.resid) as usize;
-        w.local[off..off + payload.len()].copy_from_slice(&payload);
-        w.progress.resid -= n;
-        Ok(w.progress.resid)
-    }
-
-    fn atomic_data(&mut self) -> Result<(), CopyFault> {
-        let orig = self.cur.as_ref().map_or(0, |c| c.2);
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        w.local[..8].copy_from_slice(&orig.to_ne_bytes());
-        Ok(())
-    }
-
-    fn retire(&mut self, status: WcStatus) {
-        if trace() {
-            let w = &self.wqes[self.consumer];
-            std::println!(
-                "RETIRE {} {:?} psns {}..{} {status:?} by {:?}",
-                self.consumer,
-                w.info.opcode,
-                w.progress.first_psn,
-                w.progress.last_psn,
-                self.cur.as_ref().map(|c| c.0)
-            );
-        }
-        self.retired.push((self.consumer, status));
-        self.consumer += 1;
-    }
-}
-
 struct Sender {
     qp: ReqQp,
-    req: req_rules::State,
-    comp: comp_machine::State,
+    req: requester::State,
+    comp: completer::State,
     sq: SqModel,
     wqe_index: usize,
     /// The END packet held back in `wire` (as the engine holds it), until
@@ -121,7 +54,7 @@ struct Sender {
 
 impl Sender {
     /// A sender of `qp_type` with `wqes` posted, its PSNs from `start_psn`.
-    fn new(qp_type: qp::Type, max_rd_atomic: u32, start_psn: u32, wqes: Vec<SWqe>) -> Sender {
+    fn new(qp_type: qp::Type, max_rd_atomic: u32, start_psn: u32, wqes: Vec<SentWqe>) -> Sender {
         Sender {
             qp: ReqQp {
                 qp_type,
@@ -129,10 +62,11 @@ impl Sender {
                 port_mtu: 4096,
                 max_rd_atomic,
             },
-            req: req_rules::State::new(start_psn, max_rd_atomic),
-            comp: comp_machine::State::new(start_psn, 7, 7),
+            req: requester::State::new(start_psn, max_rd_atomic),
+            comp: completer::State::new(start_psn, 7, 7),
             sq: SqModel {
                 wqes,
+                trace: trace(),
                 ..SqModel::default()
             },
             wqe_index: 0,
@@ -210,13 +144,13 @@ impl Sender {
                     self.wqe_index += 1;
                 }
                 let held = self.held.take();
-                if req_rules::next_built(&mut self.req, held.is_some(), &p) {
+                if requester::next_built(&mut self.req, held.is_some(), &p) {
                     if let Some((h, _)) = held.and_then(|i| wire.get_mut(i)) {
                         h.ack_req = false;
                     }
                 }
-                if req_rules::may_hold(self.qp.qp_type, &p) {
-                    req_rules::hold(&mut self.req, &p);
+                if requester::may_hold(self.qp.qp_type, &p) {
+                    requester::hold(&mut self.req, &p);
                     self.held = Some(wire.len() - 1);
                 }
                 true
@@ -237,7 +171,7 @@ impl Sender {
 }
 
 struct Receiver {
-    st: resp_rules::State,
+    st: responder::rules::State,
     qp: RespQp,
     io: RespModel,
 }
@@ -283,7 +217,7 @@ fn build(
     io: &mut RespModel,
     qp_type: qp::Type,
     reads: bool,
-) -> (Vec<SWqe>, Expect) {
+) -> (Vec<SentWqe>, Expect) {
     let mut wqes = Vec::new();
     let mut ex = Expect {
         recvs: Vec::new(),
@@ -340,7 +274,7 @@ fn build(
             _ => {}
         }
         let info = WqeInfo::new(op, qp_type, SendFlags(0), length, iova);
-        wqes.push(SWqe {
+        wqes.push(SentWqe {
             info,
             progress: Progress::posted(length, iova),
             data,
@@ -348,6 +282,7 @@ fn build(
             rkey,
             add: u64::from(rng.below(1000)) + 1,
             imm,
+            atomic_done: false,
         });
     }
     (wqes, ex)
@@ -386,7 +321,7 @@ fn simulate_with(
     io.mr(KEY_A, BASE_A, 64, Access::REMOTE);
     let (wqes, ex) = build(&mut rng, n, &mut io, qp::Type::Rc, reads);
     let mut rx = Receiver {
-        st: resp_rules::State::new(start_psn, 4),
+        st: responder::rules::State::new(start_psn, 4),
         qp: RespQp {
             qp_type: qp::Type::Rc,
             mtu: MTU,
@@ -479,7 +414,7 @@ fn simulate_with(
         }
         let ncqe = rx.io.cqes.len();
         for _ in 0..10_000 {
-            let o = resp_machine::run(&mut rx.st, &rx.qp, &mut rx.io);
+            let o = responder::machine::run(&mut rx.st, &rx.qp, &mut rx.io);
             assert!(!o.qp_error, "seed {seed}: responder failed");
             if !o.progress {
                 break;
@@ -516,7 +451,7 @@ fn simulate_with(
         // Responses still on their way keep the retransmit timer quiet.
         let mut idle = !moved && returning.iter().all(|(_, out)| out.is_empty());
         for _ in 0..10_000 {
-            let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            let o = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             if trace() {
                 std::println!(
                     "{tick} COMP {o:?} comp.psn={} op={:?} req.psn={} consumer={} retry={}",
@@ -551,7 +486,7 @@ fn simulate_with(
             if trace() {
                 std::println!("{tick} TIMEOUT");
             }
-            let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+            let o = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
             assert!(!o.qp_error, "seed {seed}: retries exhausted");
             tx.woken |= o.again;
         }

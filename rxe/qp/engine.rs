@@ -10,7 +10,7 @@ use core::sync::atomic::{fence, AtomicBool, Ordering};
 
 use kernel::sync::Arc;
 
-use super::{Shared, State, Type, SEND_TASK};
+use super::{QpShared, State, Type, SEND_TASK};
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::kapi::event::QpEvent;
 use crate::rxe::kapi::task::{Progress, TaskOwner};
@@ -18,7 +18,7 @@ use crate::rxe::proto::params::pacing::INLINE_STEPS;
 use crate::rxe::recv::RxPacket;
 use crate::rxe::{completer, requester};
 
-impl Shared {
+impl QpShared {
     /// A packet for this QP passed the receive checks: the responder takes
     /// requests, the completer acknowledgements. Datapath hook.
     pub(crate) fn receive(self: &Arc<Self>, pkt: RxPacket) {
@@ -203,7 +203,7 @@ impl Shared {
     }
 }
 
-impl TaskOwner<SEND_TASK> for Shared {
+impl TaskOwner<SEND_TASK> for QpShared {
     fn step(this: &Arc<Self>) -> Progress {
         this.send_step()
     }

@@ -3,7 +3,7 @@
 //! The ODP faults of a QP's engines, run off the engines' tasks.
 //!
 //! An engine whose access finds an ODP page absent keeps its packet or
-//! WQE, starts a fault job ([`Shared::start_fault`]) and stops: its task
+//! WQE, starts a fault job ([`QpShared::start_fault`]) and stops: its task
 //! is free for the QP's other work and the worker for other QPs. The job
 //! runs on the fault workqueue (`kapi::fault`), where it may sleep as
 //! long as the page takes, forever if its file system never answers; when
@@ -20,7 +20,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::Shared;
+use super::QpShared;
 use crate::rxe::device::DeviceRef;
 use crate::rxe::kapi::fault::{self, Job};
 use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
@@ -78,7 +78,7 @@ struct Slot {
 struct Inner {
     slots: [Slot; 3],
     /// The QP to kick, held only while a fault is in progress.
-    qp: Option<Arc<Shared>>,
+    qp: Option<Arc<QpShared>>,
     /// Set by destroy: no fault starts, and none kicks the QP.
     closed: bool,
 }
@@ -188,7 +188,7 @@ impl Job for FaultJob {
     }
 }
 
-impl Shared {
+impl QpShared {
     /// Starts the fault `pending` of `engine`, which the engine waits for
     /// (it stops; the fault's end kicks it). False if it could not start
     /// (nothing to fault, no memory, the device or the QP going away):

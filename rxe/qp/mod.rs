@@ -4,12 +4,16 @@
 //! machine and attributes, multicast membership, and the state the
 //! datapath reaches through the device's QP pool.
 //!
+//! [`Qp`] (`verbs.rs`) is the core's handle on a QP: create, modify,
+//! query, destroy, multicast attach and detach.
+//!
 //! Interface for the datapath:
-//! - [`lookup`] finds the QP a packet is for (QPN 1 is the GSI QP).
-//! - [`Shared`] holds the QP's identity (QPN, type, PD), its CQs and SRQ,
-//!   its state and attributes (`state`), its rings (`sq`, `rq`) and the
-//!   `link` to raise asynchronous events with.
-//! - The hooks `Shared::kick_requester`, `kick_responder`, `on_error`,
+//! - The device's QP pool (`DeviceState::qps`) finds the QP a packet is
+//!   for (`recv.rs`; QPN 1 is the GSI QP's index).
+//! - [`QpShared`] holds the QP's identity (QPN, type, PD), its CQs and SRQ,
+//!   its state and attributes (`status`, read with [`QpShared::status`]), its
+//!   rings (`sq`, `rq`) and the `link` to raise asynchronous events with.
+//! - The hooks `QpShared::kick_requester`, `kick_responder`, `on_error`,
 //!   `on_reset` and `on_destroy` are where the requester, responder and
 //!   completer plug in; `finish_sq_drain` is for the requester to call.
 //!   They live in `engine.rs`, with the receive hand-off and the doorbell.
@@ -27,12 +31,12 @@
 //!
 //! QP engines (this module, `completer.rs`, `requester/`, `responder/`):
 //!
-//! - `rxe_qp_comp` (`Shared::comp`: the completer's CQE batch and ODP
+//! - `rxe_qp_comp` (`QpShared::comp`: the completer's CQE batch and ODP
 //!   retry state, held for a whole completer step) -> `rxe_qp_comp_pkts`
 //!   (flush) and `rxe_qp_req`; after `rxe_qp_req` is released, the send
 //!   CQ: its ring `rxe_cq`, then `rxe_cq_link` for the consumer's handler
 //!   (so everything a handler may take, below, nests under `rxe_qp_comp`).
-//! - `rxe_qp_req` (`Shared::req`: the requester's and the completer's
+//! - `rxe_qp_req` (`QpShared::req`: the requester's and the completer's
 //!   protocol state, one lock for both) -> `rxe_qp_sq` (the WQEs read and
 //!   retired), `rxe_qp_comp_pkts` (the responses the completer takes),
 //!   `rxe_qp_link` (a completion's `ib_qp` handle, copied out), the send
@@ -40,7 +44,7 @@
 //!   waits for the batch's post), local operations and payload reads (the
 //!   key lookups below) and the AH (`rxe_pool` -> `rxe_ah_av`). The
 //!   packet is sent after the lock is released.
-//! - `rxe_qp_resp` (`Shared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
+//! - `rxe_qp_resp` (`QpShared::resp`) -> `rxe_qp_resp_pkts`, `rxe_qp_rq`,
 //!   `rxe_qp_state` (the responder's view of the status when its change
 //!   count moved, `is_in`; the QP's path for a reply with no request
 //!   at hand), `rxe_srq`, `rxe_qp_link` (handle copied out), the receive
@@ -127,42 +131,35 @@ mod details;
 mod engine;
 mod faults;
 mod post;
+mod verbs;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::rxe::device::{Device, DeviceRef, DeviceState, ObjCount, ObjKind};
+use crate::rxe::device::DeviceRef;
 use crate::rxe::fifo::Fifo;
 use crate::rxe::kapi::errno;
 use crate::rxe::kapi::event::QpLink;
-use crate::rxe::kapi::lock::{
-    new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq, SpinLockIrqGuard,
-};
+use crate::rxe::kapi::lock::{SpinLockBh, SpinLockIrq, SpinLockIrqGuard};
 use crate::rxe::kapi::route::RouteScope;
-use crate::rxe::kapi::task::{impl_has_task, new_task, Task};
-use crate::rxe::kapi::timer::{impl_has_timer, new_timer, Timer};
+use crate::rxe::kapi::task::{impl_has_task, Task};
+use crate::rxe::kapi::timer::{impl_has_timer, Timer};
 use crate::rxe::kapi::trace::{self, StateCause};
-use crate::rxe::kapi::udata::Udata;
-use crate::rxe::mcast::Mgid;
 use crate::rxe::net::TxFlow;
 use crate::rxe::proto::accept::QpFacts;
-use crate::rxe::proto::av;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::ip::{IpAddr, NetworkType};
 use crate::rxe::proto::params::limits;
-use crate::rxe::proto::qp::AttrMask;
 pub(crate) use crate::rxe::proto::qp::{State, Type};
-use crate::rxe::proto::qp_attr::{
-    self as qa, AttrError, Caps, InitAttr, ModifyAttr, QpAttrs, GSI_QPN,
-};
-use crate::rxe::proto::uapi::{self, resp, MmInfo, Sge, SizeError, WcStatus, DEFAULT_CACHE_LINE};
-use crate::rxe::queue::{Queue, Role};
+use crate::rxe::proto::qp_attr::{AttrError, QpAttrs};
+use crate::rxe::proto::uapi::{self, Sge, SizeError, WcStatus};
+use crate::rxe::queue::Queue;
 use crate::rxe::recv::RxPacket;
-use crate::rxe::ucontext::Ucontext;
 use crate::rxe::{completer, requester};
 use crate::rxe::{cq, srq};
 pub(crate) use faults::{Check, Engine};
+pub(crate) use verbs::{CreateArgs, Qp};
 
 /// SGEs a WQE has at most.
 const MAX_SGE: usize = to_usize(limits::MAX_SGE);
@@ -234,7 +231,7 @@ pub(crate) struct Status {
 /// sockets to a work item. Not under a lock that only masks interrupts,
 /// where `vfree` may sleep.
 #[pin_data]
-pub(crate) struct Shared {
+pub(crate) struct QpShared {
     /// The number on the wire (1 for GSI).
     pub(crate) qpn: u32,
     /// The index in the device's QP pool (the QPN, except for GSI).
@@ -246,13 +243,13 @@ pub(crate) struct Shared {
     pub(crate) is_user: bool,
     /// Every send completes (`IB_SIGNAL_ALL_WR`).
     pub(crate) sig_all: bool,
-    pub(crate) scq: Arc<cq::Shared>,
-    pub(crate) rcq: Arc<cq::Shared>,
-    pub(crate) srq: Option<Arc<srq::Shared>>,
+    pub(crate) scq: Arc<cq::CqShared>,
+    pub(crate) rcq: Arc<cq::CqShared>,
+    pub(crate) srq: Option<Arc<srq::SrqShared>>,
     pub(crate) sq_caps: SqCaps,
     pub(crate) rq_caps: RqCaps,
-    /// Read through [`Shared::status`], changed through
-    /// [`Shared::status_mut`] only.
+    /// Read through [`QpShared::status`], changed through
+    /// [`QpShared::status_mut`] only.
     #[pin]
     status: SpinLockIrq<Status>,
     /// Counts the changes of `status` (bumped under its lock): an engine
@@ -297,22 +294,22 @@ pub(crate) struct Shared {
     /// and `want_req` say which half has work; each is set before the
     /// task is scheduled and cleared by the run that takes it.
     #[pin]
-    pub(crate) send_task: Task<Shared, SEND_TASK>,
+    pub(crate) send_task: Task<QpShared, SEND_TASK>,
     want_comp: AtomicBool,
     want_req: AtomicBool,
     /// `ib_wc_status` of the QP's last completion in error (flushes aside),
     /// `u32::MAX` before any; for `rdma resource show`.
     last_err: AtomicU32,
     #[pin]
-    pub(crate) resp_task: Task<Shared, RESP_TASK>,
+    pub(crate) resp_task: Task<QpShared, RESP_TASK>,
     /// The engines' ODP faults in progress (`faults.rs`).
     pub(crate) faults: Arc<faults::Faults>,
     /// Local ACK timeout: retransmit when nothing was acknowledged.
     #[pin]
-    pub(crate) retrans_timer: Timer<Shared, RETRANS_TIMER>,
+    pub(crate) retrans_timer: Timer<QpShared, RETRANS_TIMER>,
     /// RNR NAK wait before the requester resends.
     #[pin]
-    pub(crate) rnr_timer: Timer<Shared, RNR_TIMER>,
+    pub(crate) rnr_timer: Timer<QpShared, RNR_TIMER>,
 }
 
 /// Task and timer identities of a QP.
@@ -329,15 +326,15 @@ const PKT_QUEUE_INITIAL: usize = 64;
 const PKT_QUEUE_LIMIT: usize = 8192;
 
 impl_has_task! {
-    impl HasTask<SEND_TASK> for Shared { self.send_task }
-    impl HasTask<RESP_TASK> for Shared { self.resp_task }
+    impl HasTask<SEND_TASK> for QpShared { self.send_task }
+    impl HasTask<RESP_TASK> for QpShared { self.resp_task }
 }
 
 impl_has_timer! {
-    impl HasTimer<RETRANS_TIMER> for Shared { self.retrans_timer }
+    impl HasTimer<RETRANS_TIMER> for QpShared { self.retrans_timer }
 }
 impl_has_timer! {
-    impl HasTimer<RNR_TIMER> for Shared { self.rnr_timer }
+    impl HasTimer<RNR_TIMER> for QpShared { self.rnr_timer }
 }
 
 /// The QP's status, locked for reading.
@@ -378,7 +375,7 @@ impl Drop for StatusWrite<'_> {
     }
 }
 
-impl Shared {
+impl QpShared {
     /// Remembers `status` as the QP's last completion in error; success and
     /// flushes (which only follow an error) are not.
     pub(crate) fn note_completion(&self, status: WcStatus) {
@@ -479,350 +476,5 @@ pub(crate) fn av_path(av: &uapi::Av) -> (IpAddr, IpAddr) {
     match av.network_type {
         NetworkType::Ipv4 => (IpAddr::V4(av.src_ipv4()), IpAddr::V4(av.dst_ipv4())),
         NetworkType::Ipv6 => (IpAddr::V6(av.src_ipv6()), IpAddr::V6(av.dst_ipv6())),
-    }
-}
-
-/// A QP as the core holds it.
-pub(crate) struct Qp {
-    pub(crate) shared: Arc<Shared>,
-    /// Where the SQ and RQ rings are published for mmap; destroy takes
-    /// back the ones user space never mapped.
-    mmaps: [Option<u64>; 2],
-    _slot: ObjCount,
-}
-
-/// What create_qp takes from the core.
-pub(crate) struct CreateArgs<'a> {
-    pub(crate) init: InitAttr,
-    pub(crate) sig_all: bool,
-    pub(crate) pd: usize,
-    pub(crate) send_cq: Option<Arc<cq::Shared>>,
-    pub(crate) recv_cq: Option<Arc<cq::Shared>>,
-    pub(crate) srq: Option<Arc<srq::Shared>>,
-    /// The command's driver data; `None` for kernel QPs.
-    pub(crate) udata: Option<&'a Udata>,
-    pub(crate) ucontext: Option<&'a Ucontext>,
-}
-
-/// What query_qp returns besides the attributes.
-pub(crate) struct QueryResult {
-    pub(crate) attrs: QpAttrs,
-    pub(crate) cap: Caps,
-    pub(crate) sig_all: bool,
-    pub(crate) qp_type: Type,
-}
-
-/// Undoes the parts of a create that are done when a later one fails.
-struct Undo<'a> {
-    state: &'a DeviceState,
-    index: Option<u32>,
-    gsi: bool,
-    ucontext: Option<&'a Ucontext>,
-    published: [Option<u64>; 2],
-}
-
-impl Undo<'_> {
-    fn dismiss(mut self) {
-        self.index = None;
-        self.gsi = false;
-        self.published = [None, None];
-    }
-}
-
-impl Drop for Undo<'_> {
-    fn drop(&mut self) {
-        if let Some(uc) = self.ucontext {
-            for off in self.published.iter().flatten() {
-                uc.unpublish(*off);
-            }
-        }
-        if let Some(i) = self.index {
-            self.state.qps.remove(i);
-        }
-        if self.gsi {
-            self.state.set_gsi_qp_index(0);
-        }
-    }
-}
-
-/// A slot-sized scratch buffer for kernel QPs; user QPs post nothing
-/// through the driver.
-fn scratch<T: Copy + Default>(len: usize, user: bool) -> Result<KVec<T>> {
-    let mut v = KVec::new();
-    if !user {
-        v.extend_with(len, T::default(), GFP_KERNEL)?;
-    }
-    Ok(v)
-}
-
-impl Qp {
-    /// create_qp: checks the request, numbers the QP, builds its rings
-    /// (mappable for user QPs, with their mmap info in the response) and
-    /// makes it reachable by number. Returns the QP and the capabilities
-    /// it got, which the core hands back to the caller.
-    // Out of line: its frame stays off the core's create path (and the
-    // QP's parts are heap-allocated so that frame stays small).
-    #[inline(never)]
-    pub(crate) fn new(dev: &Device, args: CreateArgs<'_>) -> Result<(Self, Caps)> {
-        let state = dev.state();
-        let user = match (args.udata, args.ucontext) {
-            (Some(u), Some(uc)) => {
-                if u.inlen() != 0 || u.outlen() < resp::CREATE_QP_LEN {
-                    return Err(EINVAL);
-                }
-                Some((u, uc))
-            }
-            (None, _) => None,
-            (Some(_), None) => return Err(EINVAL),
-        };
-        let is_gsi_request = args.init.qp_type == Type::Gsi.as_raw();
-        let gsi_claimed = is_gsi_request && state.claim_gsi_qp();
-        let mut undo = Undo {
-            state,
-            index: None,
-            gsi: gsi_claimed,
-            ucontext: user.map(|(_, uc)| uc),
-            published: [None, None],
-        };
-        let qp_type =
-            qa::check_init(&args.init, is_gsi_request && !gsi_claimed).map_err(attr_errno)?;
-        let (Some(scq), Some(rcq)) = (args.send_cq, args.recv_cq) else {
-            return Err(EINVAL);
-        };
-        let slot = state.take_slot(ObjKind::Qp)?;
-        let index = state.qps.reserve(GFP_KERNEL)?;
-        undo.index = Some(index);
-        let qpn = if qp_type == Type::Gsi { GSI_QPN } else { index };
-
-        let cap = args.init.cap;
-        let sq_geo = uapi::sq_geometry(
-            cap.max_send_wr,
-            cap.max_send_sge,
-            cap.max_inline_data,
-            DEFAULT_CACHE_LINE,
-        )
-        .map_err(size_errno)?;
-        let sq_queue = Queue::new(sq_geo.queue, Role::Consumer)?;
-        let sq_caps = SqCaps {
-            max_wr: sq_geo.max_wr,
-            max_sge: sq_geo.max_sge,
-            max_inline: sq_geo.max_inline,
-        };
-        let (rq_queue, rq_caps) = if args.srq.is_some() {
-            (None, RqCaps::default())
-        } else {
-            let g = uapi::rq_geometry(cap.max_recv_wr, cap.max_recv_sge, DEFAULT_CACHE_LINE)
-                .map_err(size_errno)?;
-            (
-                Some(Queue::new(g.queue, Role::Consumer)?),
-                RqCaps {
-                    max_wr: g.max_wr,
-                    max_sge: g.max_sge,
-                },
-            )
-        };
-
-        if let Some((u, uc)) = user {
-            let sq_mi = uc.publish(sq_queue.buf().clone())?;
-            undo.published[0] = Some(sq_mi.offset);
-            let rq_mi = match &rq_queue {
-                Some(q) => {
-                    let mi = uc.publish(q.buf().clone())?;
-                    undo.published[1] = Some(mi.offset);
-                    mi
-                }
-                None => MmInfo { offset: 0, size: 0 },
-            };
-            u.write_out(&uapi::create_qp_resp(rq_mi, sq_mi))?;
-        }
-
-        let is_user = user.is_some();
-        let resp_state = crate::rxe::responder::State::new()?;
-        let comp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
-        let req_state = requester::State::new(sq_queue.capacity())?;
-        let dev_ref = DeviceRef::try_get(dev).ok_or(EINVAL)?;
-        let flow = TxFlow::new(requester::ReqWake::new()?)?;
-        let resp_fifo = Fifo::new(PKT_QUEUE_INITIAL, PKT_QUEUE_LIMIT, GFP_KERNEL)?;
-        let faults = faults::Faults::new()?;
-        let sq = Sq {
-            slot: scratch(sq_queue.elem_size(), is_user)?,
-            inline_buf: scratch(to_usize(sq_caps.max_inline), is_user)?,
-            queue: sq_queue,
-            ssn: 0,
-            sges: scratch(MAX_SGE, is_user)?,
-        };
-        let rq = match rq_queue {
-            Some(queue) => Some(Rq {
-                slot: scratch(queue.elem_size(), is_user)?,
-                queue,
-                sges: scratch(MAX_SGE, is_user)?,
-            }),
-            None => None,
-        };
-        let st = Status {
-            valid: true,
-            attrs: QpAttrs::new(qp_type, args.init.port_num),
-            src_port: av::src_port_for_qpn(qpn),
-        };
-        let shared = Arc::pin_init(
-            try_pin_init!(Shared {
-                qpn,
-                index,
-                qp_type,
-                pd: args.pd,
-                is_user,
-                sig_all: args.sig_all,
-                scq,
-                rcq,
-                srq: args.srq,
-                sq_caps,
-                rq_caps,
-                status <- new_spinlock_irq!(st, "rxe_qp_state"),
-                status_gen: AtomicU32::new(0),
-                sq <- new_spinlock_irq!(sq, "rxe_qp_sq"),
-                rq <- new_spinlock_irq!(rq, "rxe_qp_rq"),
-                link <- QpLink::new(),
-                mcg_num: AtomicU32::new(0),
-                dev: dev_ref,
-                flow,
-                req <- new_spinlock_bh!(req_state, "rxe_qp_req"),
-                comp <- new_spinlock_bh!(completer::State::new(), "rxe_qp_comp"),
-                resp <- new_spinlock_bh!(resp_state, "rxe_qp_resp"),
-                comp_pkts <- new_spinlock_bh!(comp_fifo, "rxe_qp_comp_pkts"),
-                resp_pkts <- new_spinlock_bh!(resp_fifo, "rxe_qp_resp_pkts"),
-                send_task <- new_task!("rxe_send"),
-                want_comp: AtomicBool::new(false),
-                want_req: AtomicBool::new(false),
-                last_err: AtomicU32::new(u32::MAX),
-                resp_task <- new_task!("rxe_resp"),
-                faults,
-                retrans_timer <- new_timer!("rxe_retrans"),
-                rnr_timer <- new_timer!("rxe_rnr"),
-            }? Error),
-            GFP_KERNEL,
-        )?;
-
-        // Nothing fails from here on: make the QP reachable.
-        let mmaps = undo.published;
-        undo.dismiss();
-        state.qps.set(index, shared.clone());
-        if qp_type == Type::Gsi {
-            state.set_gsi_qp_index(index);
-        }
-        let caps = Caps {
-            max_send_wr: sq_caps.max_wr,
-            max_send_sge: sq_caps.max_sge,
-            max_inline_data: sq_caps.max_inline,
-            max_recv_wr: if shared.srq.is_some() {
-                cap.max_recv_wr
-            } else {
-                rq_caps.max_wr
-            },
-            max_recv_sge: cap.max_recv_sge,
-        };
-        Ok((
-            Self {
-                shared,
-                mmaps,
-                _slot: slot,
-            },
-            caps,
-        ))
-    }
-
-    /// modify_qp: checks every attribute and the transition, stores them,
-    /// then acts on the new state.
-    pub(crate) fn modify(&self, mask: AttrMask, attr: &ModifyAttr) -> Result {
-        let sh = &self.shared;
-        qa::check_modify(mask, attr, sh.qp_type, sh.srq.is_some()).map_err(attr_errno)?;
-        let (old_state, new_state, attrs) = {
-            let mut st = sh.status_mut();
-            let old_state = st.attrs.state;
-            let new_state = st
-                .attrs
-                .modify(mask, attr, sh.qp_type)
-                .map_err(attr_errno)?;
-            if let Some(ah) = attr
-                .ah_attr
-                .filter(|a| mask.intersects(AttrMask::AV) && a.has_grh())
-            {
-                st.src_port = av::udp_sport(ah.grh.flow_label, sh.qpn, st.attrs.dest_qp_num);
-            }
-            (old_state, new_state, st.attrs)
-        };
-        if let Some(new) = new_state {
-            sh.trace_state(old_state, new, StateCause::Modify);
-        }
-        requester::modified(sh, mask);
-        sh.resp_modified(mask, &attrs);
-        match new_state {
-            Some(State::Reset) => sh.reset(),
-            // Into SQD the drain may end at once; back into RTS the WQEs
-            // posted meanwhile go out without waiting for a doorbell.
-            Some(State::Sqd | State::Rts) => sh.kick_requester(),
-            Some(State::Err) => sh.on_error(),
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// query_qp: the stored attributes with the live PSNs (the requester's
-    /// next one and the one the responder expects, as rdma_rxe reports
-    /// them), and the queue capabilities.
-    pub(crate) fn query(&self) -> QueryResult {
-        let sh = &self.shared;
-        let mut attrs = sh.status().attrs;
-        attrs.sq_psn = sh.req.lock().req.psn;
-        attrs.rq_psn = sh.resp_psn();
-        QueryResult {
-            attrs,
-            cap: Caps {
-                max_send_wr: sh.sq_caps.max_wr,
-                max_send_sge: sh.sq_caps.max_sge,
-                max_inline_data: sh.sq_caps.max_inline,
-                max_recv_wr: sh.rq_caps.max_wr,
-                max_recv_sge: sh.rq_caps.max_sge,
-            },
-            sig_all: sh.sig_all,
-            qp_type: sh.qp_type,
-        }
-    }
-
-    /// destroy_qp: refused while attached to a multicast group; otherwise
-    /// the QP stops being reachable and its work stops. The rings go with
-    /// the last reference (a user mapping keeps its pages); `ctx`, the
-    /// caller's context, drops the ones it still holds for mmap.
-    pub(crate) fn destroy(&self, dev: &Device, ctx: Option<&Ucontext>) -> Result {
-        let sh = &self.shared;
-        if sh.mcg_num.load(Ordering::Relaxed) != 0 {
-            return Err(EBUSY);
-        }
-        sh.status_mut().valid = false;
-        sh.link.revoke();
-        // Before the QP leaves the pool: from then on no namespace exit or
-        // netdev unregistration reaches its routes.
-        sh.close_routes();
-        let state = dev.state();
-        state.qps.remove(sh.index);
-        if sh.qp_type == Type::Gsi && state.gsi_qp_index() == Some(sh.index) {
-            state.set_gsi_qp_index(0);
-        }
-        sh.on_destroy();
-        if let Some(ctx) = ctx {
-            for offset in self.mmaps.iter().flatten() {
-                ctx.unpublish(*offset);
-            }
-        }
-        Ok(())
-    }
-
-    /// attach_mcast.
-    pub(crate) fn attach_mcast(&self, dev: &Device, mgid: &Mgid) -> Result {
-        dev.state().mcast.attach(dev, &self.shared, mgid)
-    }
-
-    /// detach_mcast.
-    pub(crate) fn detach_mcast(&self, dev: &Device, mgid: &Mgid) -> Result {
-        dev.state().mcast.detach(dev, &self.shared, mgid)
     }
 }

@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::{Qp, Rq, Shared, Sq, State};
+use super::{Qp, QpShared, Rq, Sq, State};
 use crate::rxe::ah::Ah;
 use crate::rxe::kapi::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
 use crate::rxe::proto::conv::to_usize;
@@ -23,7 +23,7 @@ pub(crate) type PostFailure = (Error, usize);
 
 impl Sq {
     /// `post_one_send()`.
-    fn post_one(&mut self, sh: &Shared, wr: &SendWr<'_, Ah>) -> Result {
+    fn post_one(&mut self, sh: &QpShared, wr: &SendWr<'_, Ah>) -> Result {
         let caps = sh.sq_caps;
         let sges = self.sges.get_mut(..to_usize(caps.max_sge)).ok_or(EINVAL)?;
         let n = wr.read_sges(sges)?;

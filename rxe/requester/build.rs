@@ -11,13 +11,13 @@ use crate::rxe::mr::{PdId, PendingFault};
 use crate::rxe::net;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::headers::{AtmEth, Bth, Deth, Feth, Ieth, ImmDt, Reth};
-use crate::rxe::proto::mr_logic::Access;
+use crate::rxe::proto::mr::Access;
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
-use crate::rxe::proto::req_rules as rl;
+use crate::rxe::proto::requester as rl;
 use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{self, Payload, SendWqe, WcStatus, WrParams};
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, QpShared};
 
 /// Why a packet was not built.
 pub(super) enum BuildError {
@@ -50,7 +50,12 @@ pub(crate) fn net_av(av: &uapi::Av, sport: u16) -> net::Av {
 
 /// The address a packet of `wqe` goes to; `cache` keeps the AV of the AH
 /// a UD WQE names.
-fn packet_av(qp: &Shared, snap: &Snap, wqe: &SendWqe, cache: &mut ah::AvCache) -> Option<net::Av> {
+fn packet_av(
+    qp: &QpShared,
+    snap: &Snap,
+    wqe: &SendWqe,
+    cache: &mut ah::AvCache,
+) -> Option<net::Av> {
     if qp.qp_type.is_datagram() {
         let WrParams::Ud { ah_num, av, .. } = wqe.wr else {
             return None;
@@ -111,7 +116,7 @@ impl SendCursor {
 /// The `len` payload bytes of `wqe` from `done` on as referenced page
 /// pieces, or `None` when they must be copied. Fails as the copy would.
 fn ref_payload(
-    qp: &Shared,
+    qp: &QpShared,
     wqe: &SendWqe,
     at: (&mut SendCursor, u64),
     done: u32,
@@ -130,7 +135,7 @@ fn ref_payload(
 /// send cursor and the number of the WQE copy `wqe`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn build<'a>(
-    qp: &'a Shared,
+    qp: &'a QpShared,
     snap: &Snap,
     wqe: &SendWqe,
     p: &rl::Packet,
@@ -236,7 +241,7 @@ pub(super) fn build<'a>(
 /// Writes all of `out`, the linear payload of a packet of `wqe` (walked by
 /// the send cursor `at`) from `done` bytes into the message on.
 fn fill_payload(
-    qp: &Shared,
+    qp: &QpShared,
     wqe: &SendWqe,
     at: (&mut SendCursor, u64),
     done: u32,

@@ -7,7 +7,7 @@
 //! every time it is read. What the requester learns about a WQE (state,
 //! PSNs, bytes left) lives in a kernel-side shadow indexed by SQ slot.
 //!
-//! Requester and completer share one lock (`Shared::req`) over [`State`]:
+//! Requester and completer share one lock (`QpShared::req`) over [`State`]:
 //! C lets both tasks touch `qp->req` and `qp->comp` freely; one lock keeps
 //! the two engines from ever holding two engine locks at once.
 //!
@@ -31,15 +31,15 @@ use crate::rxe::kapi::trace::StateCause;
 use crate::rxe::mr::{self, PdId, PendingFault};
 use crate::rxe::mw;
 use crate::rxe::net;
-use crate::rxe::proto::comp_machine::{self as cl, Head};
-use crate::rxe::proto::mr_logic::Access;
-use crate::rxe::proto::odp_logic::{Next, Retry};
+use crate::rxe::proto::completer::{self as cl, Head};
+use crate::rxe::proto::mr::Access;
+use crate::rxe::proto::odp::{Next, Retry};
 use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
-use crate::rxe::proto::req_rules::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
+use crate::rxe::proto::requester::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo};
 use crate::rxe::proto::uapi::{SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
-use crate::rxe::qp::{self, Check, Engine, Shared};
+use crate::rxe::qp::{self, Check, Engine, QpShared};
 
 /// The transmit flow's waker: schedules the requester once its skbs in
 /// flight have drained below the low mark.
@@ -48,7 +48,7 @@ use crate::rxe::qp::{self, Check, Engine, Shared};
 /// reference cycle QP -> flow -> waker -> QP), and [`ReqWake::disarm`] on
 /// destroy breaks the cycle after the tasks have stopped.
 pub(crate) struct ReqWake {
-    qp: Pin<KBox<SpinLockIrq<Option<Arc<Shared>>>>>,
+    qp: Pin<KBox<SpinLockIrq<Option<Arc<QpShared>>>>>,
 }
 
 impl ReqWake {
@@ -60,7 +60,7 @@ impl ReqWake {
     }
 
     /// The requester of `qp` is about to pause on its skbs.
-    fn arm(&self, qp: &Arc<Shared>) {
+    fn arm(&self, qp: &Arc<QpShared>) {
         let mut g = self.qp.lock();
         if g.is_none() {
             *g = Some(qp.clone());
@@ -83,7 +83,7 @@ impl net::TxWake for ReqWake {
     }
 }
 
-/// Per-QP state of the requester and completer, behind `Shared::req`.
+/// Per-QP state of the requester and completer, behind `QpShared::req`.
 pub(crate) struct State {
     pub(crate) req: rl::State,
     pub(crate) comp: cl::State,
@@ -130,7 +130,7 @@ struct Snap {
     sport: u16,
 }
 
-fn snapshot(qp: &Shared) -> Option<Snap> {
+fn snapshot(qp: &QpShared) -> Option<Snap> {
     let s = qp.status();
     if !s.valid {
         return None;
@@ -158,7 +158,7 @@ fn snapshot(qp: &Shared) -> Option<Snap> {
 
 /// Moves the QP to ERR (`rxe_qp_error()`) for `cause` and lets the
 /// engines flush.
-pub(crate) fn qp_error(qp: &Arc<Shared>, cause: StateCause) {
+pub(crate) fn qp_error(qp: &Arc<QpShared>, cause: StateCause) {
     let old = {
         let mut s = qp.status_mut();
         if !s.valid {
@@ -174,7 +174,7 @@ pub(crate) fn qp_error(qp: &Arc<Shared>, cause: StateCause) {
 
 /// Arms the retransmit timer if the QP has a local ACK timeout.
 #[inline(always)]
-pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) {
+pub(crate) fn arm_retransmit(qp: &Arc<QpShared>, timeout: u8, only_if_idle: bool) {
     if qp.qp_type != qp::Type::Rc {
         return;
     }
@@ -192,7 +192,7 @@ pub(crate) fn arm_retransmit(qp: &Arc<Shared>, timeout: u8, only_if_idle: bool) 
 }
 
 /// modify_qp changed attributes the engines keep a copy of.
-pub(crate) fn modified(qp: &Arc<Shared>, mask: AttrMask) {
+pub(crate) fn modified(qp: &Arc<QpShared>, mask: AttrMask) {
     let a = qp.status().attrs;
     let mut st = qp.req.lock();
     if mask.intersects(AttrMask::SQ_PSN) {
@@ -211,7 +211,7 @@ pub(crate) fn modified(qp: &Arc<Shared>, mask: AttrMask) {
 }
 
 /// The QP went to RESET: the rings are emptied next.
-pub(crate) fn reset(qp: &Arc<Shared>) {
+pub(crate) fn reset(qp: &Arc<QpShared>) {
     let mut st = qp.req.lock();
     st.req.reset();
     st.comp.reset();
@@ -243,7 +243,7 @@ enum Outcome {
 }
 
 /// Runs a local operation of `wqe`; `Err` with the status it fails with.
-fn local_op(qp: &Arc<Shared>, wqe: &SendWqe) -> Result<(), WcStatus> {
+fn local_op(qp: &Arc<QpShared>, wqe: &SendWqe) -> Result<(), WcStatus> {
     let dev = qp.dev.state();
     let pd = PdId(qp.pd);
     let status = rl::local_op_error(wqe.opcode);
@@ -310,7 +310,7 @@ struct Built<'a> {
 /// before (see [`rl::next_built`]). `draining`: the QP is in SQD, where
 /// only messages already started go on (their retries included).
 fn run_once<'a>(
-    qp: &'a Arc<Shared>,
+    qp: &'a Arc<QpShared>,
     snap: &Snap,
     holding: bool,
     draining: bool,
@@ -384,7 +384,7 @@ fn run_once<'a>(
 /// `off` entries past the consumer, the WQE copy `seq`.
 #[allow(clippy::too_many_arguments)]
 fn run_wqe<'a>(
-    qp: &'a Arc<Shared>,
+    qp: &'a Arc<QpShared>,
     snap: &Snap,
     st: &mut State,
     (off, seq): (u32, u64),
@@ -556,7 +556,7 @@ fn run_wqe<'a>(
 /// an RC QP's retransmit timer running.
 #[inline]
 fn send_packet<'a>(
-    qp: &Arc<Shared>,
+    qp: &Arc<QpShared>,
     snap: &Snap,
     batch: &mut net::TxBatch<'a, ReqWake>,
     tx: net::TxPacket<'a>,
@@ -575,7 +575,7 @@ const PACKETS_PER_STEP: u32 = 8;
 
 /// One step of the requester: up to [`PACKETS_PER_STEP`] packets or local
 /// operations.
-pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
+pub(crate) fn step(qp: &Arc<QpShared>) -> TaskProgress {
     let Some(snap) = snapshot(qp) else {
         return TaskProgress::Done;
     };
@@ -681,7 +681,7 @@ pub(crate) fn step(qp: &Arc<Shared>) -> TaskProgress {
     }
 }
 
-impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
+impl TimerOwner<{ qp::RETRANS_TIMER }> for QpShared {
     fn expired(this: Arc<Self>) {
         if !this.status().valid {
             return;
@@ -691,7 +691,7 @@ impl TimerOwner<{ qp::RETRANS_TIMER }> for Shared {
     }
 }
 
-impl TimerOwner<{ qp::RNR_TIMER }> for Shared {
+impl TimerOwner<{ qp::RNR_TIMER }> for QpShared {
     fn expired(this: Arc<Self>) {
         if !this.status().valid {
             return;

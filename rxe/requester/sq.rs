@@ -8,9 +8,9 @@ use kernel::prelude::*;
 
 use crate::rxe::kapi::alloc;
 use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::req_rules::{self as rl, WqeInfo};
+use crate::rxe::proto::requester::{self as rl, WqeInfo};
 use crate::rxe::proto::uapi::{self, SendFlags, SendWqe, SqLimits, WrOpcode};
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, QpShared};
 use crate::rxe::queue::Queue;
 
 /// What the engines know about one SQ slot.
@@ -79,7 +79,7 @@ impl WqeCopy {
     #[inline]
     pub(super) fn take(
         &mut self,
-        qp: &Shared,
+        qp: &QpShared,
         buf: &mut KVec<u8>,
         off: u32,
         reuse: bool,
@@ -99,7 +99,7 @@ impl WqeCopy {
     #[inline]
     fn fill(
         &mut self,
-        qp: &Shared,
+        qp: &QpShared,
         buf: &mut KVec<u8>,
         off: u32,
         reuse: bool,
@@ -188,7 +188,7 @@ impl Track {
 
     /// The parsed head WQE, in slot `slot`; `None` if it cannot be read or
     /// is malformed. Give it back with [`Track::put_head`].
-    pub(crate) fn take_head(&mut self, qp: &Shared, slot: u32) -> Option<KBox<SendWqe>> {
+    pub(crate) fn take_head(&mut self, qp: &QpShared, slot: u32) -> Option<KBox<SendWqe>> {
         let (s, wqe, _) = self.head.take(qp, &mut self.buf, 0, true).ok()?;
         if s == slot {
             return Some(wqe);
@@ -215,12 +215,12 @@ fn slot_of(q: &Queue, off: u32) -> Option<u32> {
 }
 
 /// The slot of the WQE `off` entries past the SQ consumer.
-fn slot_at(qp: &Shared, off: u32) -> Option<u32> {
+fn slot_at(qp: &QpShared, off: u32) -> Option<u32> {
     slot_of(&qp.sq.lock().queue, off)
 }
 
 /// The slot of the head WQE, `None` when the SQ is empty.
-pub(crate) fn head_slot(qp: &Shared) -> Option<u32> {
+pub(crate) fn head_slot(qp: &QpShared) -> Option<u32> {
     slot_at(qp, 0)
 }
 
@@ -228,7 +228,7 @@ pub(crate) fn head_slot(qp: &Shared) -> Option<u32> {
 /// consumer past it, under one hold of the SQ lock; with the wr_id, whether
 /// that emptied the SQ. `None` (and nothing moved) when the SQ is empty or
 /// the slot cannot be read.
-pub(crate) fn pop_head(qp: &Shared) -> Option<(u64, bool)> {
+pub(crate) fn pop_head(qp: &QpShared) -> Option<(u64, bool)> {
     let mut sq = qp.sq.lock();
     let slot = slot_of(&sq.queue, 0)?;
     let mut b = [0u8; 8];
@@ -254,7 +254,7 @@ fn read_wqe(q: &Queue, buf: &mut KVec<u8>, slot: u32) -> Option<usize> {
 }
 
 /// Validates the slot copy `slot` into `wqe`.
-fn parse_wqe(qp: &Shared, slot: &[u8], wqe: &mut SendWqe) -> Result<(), uapi::WqeError> {
+fn parse_wqe(qp: &QpShared, slot: &[u8], wqe: &mut SendWqe) -> Result<(), uapi::WqeError> {
     let limits = SqLimits {
         qp_type: qp.qp_type,
         max_sge: qp.sq_caps.max_sge,

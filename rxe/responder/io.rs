@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! The responder's kernel side: what `proto::resp_machine` asks of the QP
+//! The responder's kernel side: what `proto::responder::machine` asks of the QP
 //! for one run (the request queue, receive WQEs, MR lookups and accesses,
-//! receive completions, replies) through [`resp_machine::Io`].
+//! receive completions, replies) through [`machine::Io`].
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -20,24 +20,24 @@ use crate::rxe::proto::cq_srq::RecvNet;
 use crate::rxe::proto::events::Event;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Bth};
 use crate::rxe::proto::ip::NetworkType;
-use crate::rxe::proto::mr_logic::{Access, AtomicOp, InvalidateError};
+use crate::rxe::proto::mr::{Access, AtomicOp, InvalidateError};
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
-use crate::rxe::proto::resp_machine::{
+use crate::rxe::proto::responder::machine::{
     self, AccessFault, Ack, AtomicError, CqFull, ReadResponse, ReadSource, RecvCopyError, RecvCqe,
     RecvError, SendFailed,
 };
-use crate::rxe::proto::resp_rules::{Request, Target};
+use crate::rxe::proto::responder::rules::{Request, Target};
 use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
-use crate::rxe::qp::{self, Shared};
+use crate::rxe::qp::{self, QpShared};
 use crate::rxe::recv::RxPacket;
 use crate::rxe::srq;
 
 /// The kernel side of the responder for one run.
 pub(super) struct Io<'a> {
-    pub(super) sh: &'a Arc<Shared>,
+    pub(super) sh: &'a Arc<QpShared>,
     pub(super) f: &'a Facts,
     /// The status change count `f` was read at.
     pub(super) gen: u32,
@@ -46,7 +46,7 @@ pub(super) struct Io<'a> {
     /// The step's replies, flushed to the device together when it ends.
     pub(super) batch: net::TxBatch<'a, ()>,
     /// The region `lookup` resolved, until `release_mr`.
-    pub(super) mr: Option<Arc<mr::Shared>>,
+    pub(super) mr: Option<Arc<mr::MrShared>>,
     /// The receive CQ's callbacks, run after the `resp` lock.
     pub(super) due: Due,
     /// The SRQ's limit event, raised after the `resp` lock.
@@ -98,7 +98,7 @@ impl<'a> Io<'a> {
         }
     }
 
-    fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::Shared>, AccessError> {
+    fn remote_lookup(&self, rkey: u32, access: Access) -> Result<Arc<mr::MrShared>, AccessError> {
         let dev = self.dev().ok_or(AccessError::Key)?;
         mr::lookup(
             dev.state(),
@@ -122,7 +122,7 @@ impl<'a> Io<'a> {
         pages: Option<&mut PayloadPages>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), SendFailed>,
     ) -> Result<(), SendFailed> {
-        let sh: &'a Arc<Shared> = self.sh;
+        let sh: &'a Arc<QpShared> = self.sh;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
         let mut tx = net::alloc_packet_with(&sh.dev, &av, opcode, to_usize(len), pages)
             .map_err(|_| SendFailed::Send)?;
@@ -142,7 +142,7 @@ impl<'a> Io<'a> {
     }
 }
 
-impl resp_machine::Io for Io<'_> {
+impl machine::Io for Io<'_> {
     #[inline(always)]
     fn peek(&mut self) -> Option<Request> {
         loop {
@@ -488,7 +488,7 @@ impl resp_machine::Io for Io<'_> {
 
 /// A consumed SRQ WQE as the responder's held WQE; `true` when the SRQ's
 /// limit event is due.
-fn take_srq(srq: &srq::Shared, wqe: &mut RecvWqe) -> Result<bool, RecvError> {
+fn take_srq(srq: &srq::SrqShared, wqe: &mut RecvWqe) -> Result<bool, RecvError> {
     match srq.take_into(wqe) {
         None => Err(RecvError::Empty),
         Some(Err(_)) => Err(RecvError::Malformed),

@@ -5,9 +5,9 @@
 //! flushes), answers RC requests with ACKs, NAKs, read responses and atomic
 //! ACKs, and posts receive completions.
 //!
-//! The decisions are `proto::resp_machine` (rdma_rxe's `rxe_receiver()` state
-//! machine); `io.rs` gives it the kernel side through [`resp_machine::Io`].
-//! The task holds `Shared::resp` while it runs one request; under it it
+//! The decisions are `proto::responder::machine` (rdma_rxe's `rxe_receiver()` state
+//! machine); `io.rs` gives it the kernel side through [`machine::Io`].
+//! The task holds `QpShared::resp` while it runs one request; under it it
 //! takes the RQ, SRQ and CQ locks, never another engine's. Receive
 //! completions go into the CQ under it, in order, but the CQ's handler (and
 //! the QP's LAST_WQE_REACHED event) run after it is released.
@@ -27,14 +27,14 @@ use crate::rxe::kapi::task::{Progress, TaskOwner};
 use crate::rxe::kapi::trace::{self, StateCause};
 use crate::rxe::mr::PendingFault;
 use crate::rxe::net::{self, TxFlow};
-use crate::rxe::proto::odp_logic::{Next, Retry};
+use crate::rxe::proto::odp::{Next, Retry};
 use crate::rxe::proto::params::IbMtu;
 use crate::rxe::proto::qp::AttrMask;
 use crate::rxe::proto::qp_attr::QpAttrs;
-use crate::rxe::proto::resp_machine;
-use crate::rxe::proto::resp_rules::{self, Res, ResKind, RespQp, MAX_RESOURCES};
+use crate::rxe::proto::responder::machine;
+use crate::rxe::proto::responder::rules::{self, Res, ResKind, RespQp, MAX_RESOURCES};
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
-use crate::rxe::qp::{self, Check, Engine, Shared};
+use crate::rxe::qp::{self, Check, Engine, QpShared};
 use crate::rxe::recv::RxPacket;
 
 /// The receive WQE the current message lands in, with its progress.
@@ -88,9 +88,9 @@ impl WqeHold {
     }
 }
 
-/// Per-QP state of the responder, behind `Shared::resp`.
+/// Per-QP state of the responder, behind `QpShared::resp`.
 pub(crate) struct State {
-    rs: KBox<resp_rules::State>,
+    rs: KBox<rules::State>,
     /// The request being worked on: taken off `resp_pkts`, kept while a
     /// read reply spans several runs.
     head: Option<RxPacket>,
@@ -110,9 +110,9 @@ pub(crate) struct State {
 /// The responder state (9 KiB, mostly the read/atomic resources), built in
 /// place on the heap: as a value it would not fit on a 16 KiB kernel stack
 /// beside the verbs call that creates the QP.
-fn resp_state_init() -> impl Init<resp_rules::State, Error> {
+fn resp_state_init() -> impl Init<rules::State, Error> {
     // `try_init!` takes a bare type name.
-    use resp_rules::State as Rules;
+    use rules::State as Rules;
     kernel::try_init!(Rules {
         psn: 0,
         msn: 0,
@@ -177,7 +177,7 @@ fn rounded_rd_atomic(n: u8) -> u32 {
     }
 }
 
-impl Shared {
+impl QpShared {
     /// The PSN the responder expects next, which query_qp reports as
     /// `rq_psn`.
     pub(crate) fn resp_psn(&self) -> u32 {
@@ -319,7 +319,7 @@ struct Facts {
     sport: u16,
 }
 
-fn facts(sh: &Shared, attrs: &QpAttrs, sport: u16) -> Facts {
+fn facts(sh: &QpShared, attrs: &QpAttrs, sport: u16) -> Facts {
     let mtu = IbMtu::from_raw(attrs.path_mtu).map_or(256, |m| m.bytes());
     Facts {
         qp: RespQp {
@@ -354,7 +354,7 @@ struct View {
 
 /// The responder's view of the QP's status, read again if it changed.
 /// Under `resp` (the state lock nests inside it).
-fn view<'a>(sh: &Shared, cached: &'a mut Option<View>) -> &'a View {
+fn view<'a>(sh: &QpShared, cached: &'a mut Option<View>) -> &'a View {
     if cached.as_ref().is_some_and(|v| v.gen == sh.status_gen()) {
         if let Some(v) = cached {
             return v;
@@ -386,7 +386,7 @@ enum OdpStep {
     Rerun,
 }
 
-impl TaskOwner<{ qp::RESP_TASK }> for Shared {
+impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
     fn step(this: &Arc<Self>) -> Progress {
         let mut guard = this.resp.lock();
         let (valid, state) = {
@@ -443,13 +443,13 @@ impl TaskOwner<{ qp::RESP_TASK }> for Shared {
             // Run after run while each handles something; the last one
             // tells the step what to do next.
             let mut handled = false;
-            let mut out = resp_machine::run(rs, &f.qp, &mut io);
+            let mut out = machine::run(rs, &f.qp, &mut io);
             for _ in 1..RUNS_PER_STEP {
                 if !out.progress || out.qp_error || out.fault {
                     break;
                 }
                 handled = true;
-                out = resp_machine::run(rs, &f.qp, &mut io);
+                out = machine::run(rs, &f.qp, &mut io);
             }
             handled |= out.progress;
             io.batch.flush();

@@ -5,6 +5,7 @@
 //! access, and the sender whose completer takes the fuzzed responses.
 
 use super::*;
+use crate::proto::responder;
 
 // ---------------------------------------------------------------------------
 // The receive checks of rxe/recv.rs.
@@ -233,7 +234,7 @@ impl Io for Guard<'_> {
     fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault> {
         let t = self.held("flush", Access::FLUSH_PERSISTENT);
         assert!(
-            len <= crate::proto::resp_rules::FLUSH_STEP,
+            len <= crate::proto::responder::rules::FLUSH_STEP,
             "flush piece of {len} bytes"
         );
         // A piece of a ranged or whole-region flush: inside the region.
@@ -288,7 +289,7 @@ impl Io for Guard<'_> {
 pub(super) struct RxQp {
     pub(super) qpn: u32,
     pub(super) qp: RespQp,
-    pub(super) st: Box<resp_rules::State>,
+    pub(super) st: Box<responder::rules::State>,
     pub(super) io: RespModel,
     pub(super) resets: u64,
     pub(super) executed: u64,
@@ -307,7 +308,7 @@ impl RxQp {
                 srq: false,
                 min_rnr_timer: 3,
             },
-            st: Box::new(resp_rules::State::new(psn, 16)),
+            st: Box::new(responder::rules::State::new(psn, 16)),
             io: RespModel::default(),
             resets: 0,
             executed: 0,
@@ -388,7 +389,7 @@ impl RxQp {
                     m: &mut self.io,
                     target: None,
                 };
-                resp_machine::run(&mut self.st, &self.qp, &mut g)
+                responder::machine::run(&mut self.st, &self.qp, &mut g)
             };
             // The engine's Io lives for one run: a region still held goes with it.
             self.io.held_mr = None;
@@ -421,7 +422,7 @@ impl RxQp {
         before: u32,
         head: Option<Request>,
         reading: Option<usize>,
-        out: &resp_machine::Outcome,
+        out: &responder::machine::Outcome,
     ) {
         let after = self.st.psn;
         if after == before {
@@ -454,91 +455,10 @@ impl RxQp {
 // ---------------------------------------------------------------------------
 // The completer side.
 
-pub(super) struct CWqe {
-    info: WqeInfo,
-    progress: Progress,
-    atomic_done: bool,
-}
-
-#[derive(Default)]
-pub(super) struct CompModel {
-    pub(super) wqes: Vec<CWqe>,
-    consumer: usize,
-    pub(super) inbox: VecDeque<(Response, Vec<u8>, u64)>,
-    cur: Option<(Response, Vec<u8>, u64)>,
-    pub(super) retired: usize,
-    pub(super) errors: u64,
-    /// Successful completions by work request opcode.
-    pub(super) ok: [u64; 16],
-}
-
-impl Sq for CompModel {
-    fn next_response(&mut self) -> Option<Response> {
-        self.cur = self.inbox.pop_front();
-        self.cur.as_ref().map(|c| c.0)
-    }
-
-    fn head(&mut self) -> Option<Head> {
-        self.wqes.get(self.consumer).map(|w| Head {
-            info: w.info,
-            progress: w.progress,
-        })
-    }
-
-    fn read_data(&mut self) -> Result<u32, CopyFault> {
-        let n = self.cur.as_ref().map_or(0, |c| c.1.len()) as u32;
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        assert!(
-            w.info.mask.intersects(WrMask::READ) || w.info.opcode == WrOpcode::Flush,
-            "read data into {:?}",
-            w.info.opcode
-        );
-        if n > w.progress.resid {
-            return Err(CopyFault);
-        }
-        w.progress.resid -= n;
-        Ok(w.progress.resid)
-    }
-
-    fn atomic_data(&mut self) -> Result<(), CopyFault> {
-        let w = self.wqes.get_mut(self.consumer).ok_or(CopyFault)?;
-        assert!(
-            w.info.mask.intersects(WrMask::ATOMIC),
-            "atomic data into {:?}",
-            w.info.opcode
-        );
-        w.atomic_done = true;
-        Ok(())
-    }
-
-    fn retire(&mut self, status: WcStatus) {
-        let i = self.consumer;
-        let w = self.wqes.get(i).expect("retired a WQE that is not there");
-        assert_eq!(self.retired, i, "retired out of order");
-        if status == WcStatus::Success {
-            if w.info.opcode == WrOpcode::RdmaRead {
-                assert_eq!(
-                    w.progress.resid, 0,
-                    "read completed without all its data: {:?} by {:?}",
-                    w.progress, self.cur
-                );
-            }
-            if w.info.mask.intersects(WrMask::ATOMIC) {
-                assert!(w.atomic_done, "atomic completed without its value");
-            }
-            self.ok[w.info.opcode as usize] += 1;
-        } else {
-            self.errors += 1;
-        }
-        self.retired += 1;
-        self.consumer += 1;
-    }
-}
-
 pub(super) struct Tx {
-    pub(super) comp: comp_machine::State,
-    pub(super) req: req_rules::State,
-    pub(super) sq: CompModel,
+    pub(super) comp: completer::State,
+    pub(super) req: requester::State,
+    pub(super) sq: SqModel,
     pub(super) resets: u64,
 }
 
@@ -555,9 +475,9 @@ pub(super) const TX_OPS: [WrOpcode; 7] = [
 impl Tx {
     pub(super) fn new(rng: &mut Rng, psn: u32) -> Tx {
         let mut t = Tx {
-            comp: comp_machine::State::new(psn, 3, 3),
-            req: req_rules::State::new(psn, 16),
-            sq: CompModel::default(),
+            comp: completer::State::new(psn, 3, 3),
+            req: requester::State::new(psn, 16),
+            sq: SqModel::default(),
             resets: 0,
         };
         let n = 1 + rng.below(6) as usize;
@@ -569,9 +489,9 @@ impl Tx {
     /// modelled: every WQE is sent whole).
     fn post(&mut self, rng: &mut Rng, n: usize) {
         let ok = self.sq.ok;
-        self.sq = CompModel {
+        self.sq = SqModel {
             ok,
-            ..CompModel::default()
+            ..SqModel::default()
         };
         let mut psn = self.comp.psn;
         for _ in 0..n {
@@ -595,11 +515,7 @@ impl Tx {
             p.last_psn = psn_add(psn, pkts - 1);
             p.resid = if op == WrOpcode::RdmaRead { len } else { 0 };
             p.has_rd_atomic = info.mask.intersects(WrMask::ATOMIC_OR_READ);
-            self.sq.wqes.push(CWqe {
-                info,
-                progress: p,
-                atomic_done: false,
-            });
+            self.sq.wqes.push(SentWqe::new(info, p));
             psn = psn_add(psn, pkts);
         }
         self.req.psn = psn;
@@ -617,7 +533,7 @@ impl Tx {
         self.comp.set_sq_psn(psn);
         self.comp.set_retry_cnt(3);
         self.comp.set_rnr_retry(3);
-        self.req = req_rules::State::new(psn, 16);
+        self.req = requester::State::new(psn, 16);
         let n = 1 + rng.below(6) as usize;
         self.post(rng, n);
         self.resets += 1;
@@ -633,7 +549,7 @@ impl Tx {
             guard += 1;
             assert!(guard < 64, "completer does not settle");
             let before = self.comp.psn;
-            let out = comp_machine::run(&mut self.comp, &mut self.req, &mut self.sq);
+            let out = completer::run(&mut self.comp, &mut self.req, &mut self.sq);
             assert!(
                 psn_diff(self.comp.psn, before) >= 0,
                 "comp.psn went back {before:#x} -> {:#x}",

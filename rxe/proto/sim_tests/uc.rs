@@ -5,6 +5,7 @@
 //! acknowledged or resent.
 
 use super::*;
+use crate::proto::responder;
 
 /// UC: nothing is acknowledged or resent; lost packets lose messages, but a
 /// message that is delivered is whole and in order.
@@ -22,7 +23,7 @@ pub(super) fn simulate_uc(
     let (wqes, ex) = build(&mut rng, n, &mut io, qp::Type::Uc, false);
     io.rq.extend(core::iter::repeat_n(8192, ex.recvs.len()));
     let mut rx = Receiver {
-        st: resp_rules::State::new(start_psn, 0),
+        st: responder::rules::State::new(start_psn, 0),
         qp: RespQp {
             qp_type: qp::Type::Uc,
             mtu: MTU,
@@ -63,7 +64,7 @@ pub(super) fn simulate_uc(
         }
         let ncqe = rx.io.cqes.len();
         for _ in 0..10_000 {
-            let o = resp_machine::run(&mut rx.st, &rx.qp, &mut rx.io);
+            let o = responder::machine::run(&mut rx.st, &rx.qp, &mut rx.io);
             assert!(!o.qp_error, "seed {seed}: UC responder failed");
             if !o.progress {
                 break;
@@ -80,7 +81,7 @@ pub(super) fn simulate_uc(
                 );
             }
         }
-        let o = comp_machine::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+        let o = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
         assert!(!o.qp_error && !o.progress);
     }
     assert!(tx

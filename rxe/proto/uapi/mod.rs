@@ -20,6 +20,7 @@ mod verbs;
 mod wqe;
 
 #[cfg(test)]
+#[path = "../uapi_tests.rs"]
 mod tests;
 
 pub(crate) use completion::*;
