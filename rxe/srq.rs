@@ -19,7 +19,7 @@ use crate::rxe::cq::{unpublish, Published};
 use crate::rxe::device::{Device, ObjCount, ObjKind};
 use crate::rxe::kapi::cq_srq::{RecvWr, SrqLink};
 use crate::rxe::kapi::errno;
-use crate::rxe::kapi::lock::{new_spinlock_bh, SpinLockBh};
+use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kapi::udata;
 use crate::rxe::proto::conv::to_usize;
 use crate::rxe::proto::cq_srq::{
@@ -65,7 +65,7 @@ pub(crate) struct SrqShared {
     #[pin]
     link: SrqLink,
     #[pin]
-    inner: SpinLockBh<Inner>,
+    inner: SpinLockIrq<Inner>,
     srq_num: u32,
     /// Whether the SRQ's owner takes async events; the limit stays armed
     /// without one, as in the C driver.
@@ -125,7 +125,7 @@ impl Srq {
         let shared = Arc::pin_init(
             pin_init!(SrqShared {
                 link <- SrqLink::new(),
-                inner <- new_spinlock_bh!(
+                inner <- new_spinlock_irq!(
                     Inner { queue, max_sge: geo.max_sge, limit, mmap },
                     "rxe_srq"
                 ),

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! A spinlock that also masks softirqs: the 6.12 and 7.x kernel crates have
-//! none. And one that masks interrupts: 7.x has it (`SpinLockIrq`, used
-//! there), 6.12 does not.
+//! none. And one that masks interrupts with `spin_lock_irqsave`: 6.12's
+//! kernel crate has none, and 7.x's (`kernel::sync::SpinLockIrq`) keeps a
+//! per-CPU nesting count of its own and takes the lock through a C helper,
+//! more work per lock than the datapath wants (it takes a dozen locks per
+//! packet).
 //!
 //! Packet receive runs in softirq context and takes the same locks as the
 //! verbs calls in process context; without `_bh` a softirq arriving on a CPU
@@ -23,7 +26,6 @@ use crate::rxe::sys;
 /// Elsewhere, the wrappers in `helpers_core.c`.
 mod raw {
     use super::sys;
-    #[cfg(not(rxe_kernel_7))]
     use kernel::ffi::c_ulong;
 
     type Lock = kernel::bindings::spinlock_t;
@@ -85,10 +87,7 @@ mod raw {
     /// # Safety
     ///
     /// `l` is a live, initialised `spinlock_t`.
-    #[cfg(all(
-        not(rxe_kernel_7),
-        not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_IRQSAVE))
-    ))]
+    #[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_IRQSAVE)))]
     #[inline(always)]
     pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
         // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
@@ -101,10 +100,7 @@ mod raw {
     /// # Safety
     ///
     /// `l` is a live, initialised `spinlock_t`.
-    #[cfg(all(
-        not(rxe_kernel_7),
-        any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_IRQSAVE)
-    ))]
+    #[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_IRQSAVE))]
     #[inline(always)]
     pub(super) unsafe fn lock_irqsave(l: *mut Lock) -> c_ulong {
         // SAFETY: The caller passes a live, initialised lock.
@@ -117,10 +113,7 @@ mod raw {
     ///
     /// `l` is a live lock that the caller took with [`lock_irqsave`],
     /// which returned `flags`.
-    #[cfg(all(
-        not(rxe_kernel_7),
-        not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_IRQRESTORE))
-    ))]
+    #[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_IRQRESTORE)))]
     #[inline(always)]
     pub(super) unsafe fn unlock_irqrestore(l: *mut Lock, flags: c_ulong) {
         // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first
@@ -135,15 +128,30 @@ mod raw {
     ///
     /// `l` is a live lock that the caller took with [`lock_irqsave`],
     /// which returned `flags`.
-    #[cfg(all(
-        not(rxe_kernel_7),
-        any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_IRQRESTORE)
-    ))]
+    #[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_IRQRESTORE))]
     #[inline(always)]
     pub(super) unsafe fn unlock_irqrestore(l: *mut Lock, flags: c_ulong) {
         // SAFETY: The caller holds the lock and passes its saved flags.
         unsafe { sys::rxe_rs_spin_unlock_irqrestore(l.cast(), flags) }
     }
+}
+
+/// `lockdep_assert_held()`, which 7.x's lock guards make on every lock:
+/// nothing, without the C helper's call, when lockdep is off.
+///
+/// # Safety
+///
+/// `l` is a live, initialised `spinlock_t`.
+#[cfg(rxe_kernel_7)]
+#[inline(always)]
+unsafe fn assert_held(l: *mut kernel::bindings::spinlock_t) {
+    #[cfg(CONFIG_LOCKDEP)]
+    // SAFETY: The caller passes a live, initialised lock.
+    unsafe {
+        kernel::bindings::spin_assert_is_held(l)
+    };
+    #[cfg(not(CONFIG_LOCKDEP))]
+    let _ = l;
 }
 
 /// What `static_lock_class!()` gives: a plain reference on 6.12, a pinned
@@ -218,9 +226,10 @@ unsafe impl Backend for SpinLockBhBackend {
     }
 
     #[cfg(rxe_kernel_7)]
+    #[inline(always)]
     unsafe fn assert_is_held(ptr: *mut Self::State) {
         // SAFETY: The lock was initialised (trait contract).
-        unsafe { kernel::bindings::spin_assert_is_held(ptr) }
+        unsafe { assert_held(ptr) }
     }
 }
 
@@ -228,20 +237,10 @@ unsafe impl Backend for SpinLockBhBackend {
 /// callers that may hold hard-IRQ-disabling locks themselves (the CM
 /// creates and destroys AHs under `spin_lock_irqsave`), where a `_bh`
 /// unlock would re-enable softirqs with interrupts off.
-#[cfg(not(rxe_kernel_7))]
 pub(crate) type SpinLockIrq<T> = Lock<T, SpinLockIrqBackend>;
 
-/// 7.x: the kernel crate's own, which disables interrupts with a nesting
-/// count instead of saving the flags.
-#[cfg(rxe_kernel_7)]
-pub(crate) use kernel::sync::SpinLockIrq;
-
 /// The guard of a held [`SpinLockIrq`].
-#[cfg(not(rxe_kernel_7))]
 pub(crate) type SpinLockIrqGuard<'a, T> = kernel::sync::lock::Guard<'a, T, SpinLockIrqBackend>;
-
-#[cfg(rxe_kernel_7)]
-pub(crate) use kernel::sync::SpinLockIrqGuard;
 
 /// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
 macro_rules! new_spinlock_irq {
@@ -255,13 +254,11 @@ macro_rules! new_spinlock_irq {
 }
 pub(crate) use new_spinlock_irq;
 
-#[cfg(not(rxe_kernel_7))]
 pub(crate) struct SpinLockIrqBackend;
 
 // SAFETY: `spin_lock_irqsave`/`spin_unlock_irqrestore` give mutual exclusion
 // on an initialised `spinlock_t`; the guard keeps the saved flags for the
 // unlock.
-#[cfg(not(rxe_kernel_7))]
 unsafe impl Backend for SpinLockIrqBackend {
     type State = kernel::bindings::spinlock_t;
     type GuardState = kernel::ffi::c_ulong;
@@ -285,5 +282,20 @@ unsafe impl Backend for SpinLockIrqBackend {
         // SAFETY: The caller owns the lock (trait contract); the flags are
         // the ones its lock call saved.
         unsafe { raw::unlock_irqrestore(ptr, *guard_state) }
+    }
+
+    #[cfg(rxe_kernel_7)]
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        let mut flags: kernel::ffi::c_ulong = 0;
+        // SAFETY: The lock was initialised (trait contract); `flags` is a
+        // local.
+        (unsafe { sys::rxe_rs_spin_trylock_irqsave(ptr.cast(), &mut flags) }).then_some(flags)
+    }
+
+    #[cfg(rxe_kernel_7)]
+    #[inline(always)]
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: The lock was initialised (trait contract).
+        unsafe { assert_held(ptr) }
     }
 }

@@ -30,7 +30,9 @@
 //! made once per page, as [`Odp::map`] records it, so the datapath (which
 //! maps pages with `kmap_local_page` under its spinlocks) never meets secret
 //! memory (`memfd_secret`, absent from the direct map) or device memory. A
-//! refused page stays absent, and a fault over it fails.
+//! refused page stays absent, and a fault over it fails. Whether a page is
+//! persistent memory is recorded then too: the datapath's FLUSH cannot ask
+//! the resource tree, whose lock is not safe in softirq.
 //!
 //! Lock order: `umem_mutex`, table spinlock; the release mutex alone.
 
@@ -74,13 +76,21 @@ impl From<PageError> for OdpError {
     }
 }
 
-/// A table entry: the page's address with [`WRITABLE`] in bit 0, or 0 when
-/// the page is absent. Pages are at least 4-byte aligned objects.
+/// A table entry: the page's address with [`WRITABLE`] in bit 0 and [`PMEM`]
+/// in bit 1, or 0 when the page is absent. Pages are at least 4-byte aligned
+/// objects.
 type Entry = usize;
 const WRITABLE: usize = 1;
+/// The page is persistent memory (recorded when it is mapped, in process
+/// context: the datapath cannot ask the resource tree).
+const PMEM: usize = 2;
+const FLAGS: usize = WRITABLE | PMEM;
 
-/// Table entries filled under one hold of the table lock.
+/// Table entries read under one hold of the table lock.
 const MAP_BATCH: usize = 1024;
+/// Table entries worked out before one hold of the table lock (on the
+/// stack).
+const MAP_STAGE: usize = 64;
 
 /// An `ib_umem_odp` pointer, owned by [`Odp`].
 struct UmemPtr(NonNull<sys::ib_umem_odp>);
@@ -105,7 +115,8 @@ unsafe impl Send for UmemPtr {}
 /// its notifier may call [`invalidate`] with it. Every non-zero entry of
 /// `table` names a page the core has mapped for this umem and not yet
 /// invalidated and that the CPU may access through the kernel's direct map
-/// (`rxe_rs_odp_page` checked it): the invalidation clears the entry, under
+/// (`rxe_rs_odp_page` checked it), with [`PMEM`] set exactly when the page
+/// is persistent memory: the invalidation clears the entry, under
 /// the table lock, before it unmaps the page.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Odp {
@@ -264,46 +275,56 @@ impl Odp {
         // SAFETY: The umem is alive: `release` leaves it to the last map in
         // progress. On success the call returns with `umem_mutex` held.
         to_result(unsafe { sys::rxe_rs_odp_map_and_lock(ptr, va, len, write, fault) })?;
-        // In batches, so a large registration does not keep bottom halves
-        // off for long; `umem_mutex` keeps invalidations out meanwhile.
+        // The entries of a stage are worked out with only the mutexes held
+        // (whether a page is persistent memory is asked of the resource
+        // tree, whose lock must not nest in the table lock: the table lock
+        // is taken in softirq), then stored under one hold of the table
+        // lock. `umem_mutex` keeps invalidations out meanwhile.
         // A page the datapath must not touch (secret memory, device memory:
         // see `rxe_rs_odp_page`) stays absent, so every access to it comes
         // here, and a fault over it fails: the access ends in an access
         // error. A snapshot (`fault` false) only leaves it out.
         let mut refused = false;
+        let mut stage = [0 as Entry; MAP_STAGE];
         let mut idx = span.start;
         while idx < span.end {
-            let batch_end = span.end.min(idx.saturating_add(MAP_BATCH));
-            let mut table = self.table.lock();
-            while idx < batch_end {
-                let Some(e) = table.get_mut(idx) else {
-                    break;
-                };
+            let n = (span.end - idx).min(MAP_STAGE);
+            for (k, slot) in stage.iter_mut().take(n).enumerate() {
                 let mut page: *mut sys::page = core::ptr::null_mut();
                 let mut writable = false;
-                // SAFETY: `umem_mutex` is held; `idx` is below the umem's
-                // page count (the table has one entry per page); the
-                // outputs are locals.
-                let r = unsafe { sys::rxe_rs_odp_page(ptr, idx, &mut page, &mut writable) };
+                // SAFETY: `umem_mutex` is held; `idx + k` is below the
+                // umem's page count (the table has one entry per page, and
+                // `span` lies within it); the outputs are locals.
+                let r = unsafe { sys::rxe_rs_odp_page(ptr, idx + k, &mut page, &mut writable) };
                 refused |= r != 0;
-                // Page addresses are aligned: bit 0 is free.
-                // INVARIANT: `page` is null or a page the core has mapped at
-                // `idx` that `rxe_rs_odp_page` found usable through the
-                // direct map; `umem_mutex` keeps invalidations of it out
-                // until after the table lock is dropped.
-                *e = if page.is_null() {
-                    0
-                } else {
-                    (page as usize) | usize::from(writable)
+                *slot = match NonNull::new(page) {
+                    None => 0,
+                    Some(p) => {
+                        // SAFETY: The core has the page mapped and
+                        // `umem_mutex` keeps its invalidation out; the
+                        // reference ends with this statement.
+                        let pmem = unsafe { PageList::page_ref(p) }.is_pmem();
+                        // Page addresses are aligned: the flag bits are free.
+                        (p.as_ptr() as usize)
+                            | if writable { WRITABLE } else { 0 }
+                            | if pmem { PMEM } else { 0 }
+                    }
                 };
-                idx += 1;
             }
-            if idx < batch_end {
-                break;
+            {
+                let mut table = self.table.lock();
+                let Some(dst) = table.get_mut(idx..idx + n) else {
+                    break;
+                };
+                // INVARIANT: Each entry is null or a page the core has
+                // mapped at its index that `rxe_rs_odp_page` found usable
+                // through the direct map; `umem_mutex` keeps invalidations
+                // of them out until after the table lock is dropped.
+                dst.copy_from_slice(&stage[..n]);
             }
-            drop(table);
+            idx += n;
             // Only mutexes are held here: a large range gives the CPU up
-            // between batches.
+            // between stages.
             cond_resched();
         }
         // SAFETY: Drops the `umem_mutex` the map call took.
@@ -375,7 +396,7 @@ impl Odp {
         for c in layout(self.base).chunks(va, len) {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
-            let page = NonNull::new((e & !WRITABLE) as *mut sys::page).ok_or(OdpError::Absent)?;
+            let page = NonNull::new((e & !FLAGS) as *mut sys::page).ok_or(OdpError::Absent)?;
             // SAFETY: The entry stays present while we hold the table lock
             // (type invariant), so the page stays valid for `f`, which keeps
             // no copy of the block.
@@ -436,14 +457,13 @@ impl Odp {
         for c in layout(self.base).chunks(va, len) {
             let c = c.map_err(|()| OdpError::Page(PageError::Fault))?;
             let e = *table.get(c.block).ok_or(OdpError::Page(PageError::Fault))?;
-            if let Some(page) = NonNull::new((e & !WRITABLE) as *mut sys::page) {
-                // SAFETY: Present while the table lock is held (type
-                // invariant); `p` does not outlive this iteration.
-                let p = unsafe { PageList::page_ref(page) };
-                if !p.is_pmem() {
+            if let Some(page) = NonNull::new((e & !FLAGS) as *mut sys::page) {
+                if e & PMEM == 0 {
                     return Err(OdpError::Page(PageError::Fault));
                 }
-                p.flush(c.offset, c.len)?;
+                // SAFETY: Present while the table lock is held (type
+                // invariant); the reference does not outlive this iteration.
+                unsafe { PageList::page_ref(page) }.flush(c.offset, c.len)?;
             }
         }
         Ok(())
@@ -463,15 +483,8 @@ impl Odp {
                 let Some(batch) = table.get(idx..end) else {
                     return false;
                 };
-                for &e in batch {
-                    let Some(page) = NonNull::new((e & !WRITABLE) as *mut sys::page) else {
-                        return false;
-                    };
-                    // SAFETY: Present while the table lock is held (type
-                    // invariant); the block is used for this check only.
-                    if !unsafe { PageList::page_ref(page) }.is_pmem() {
-                        return false;
-                    }
+                if batch.iter().any(|&e| e == 0 || e & PMEM == 0) {
+                    return false;
                 }
             }
             idx = end;

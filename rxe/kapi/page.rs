@@ -161,6 +161,9 @@ impl PageRef {
         Ok(unsafe { out.add(self.page, start, len) })
     }
 
+    /// Whether the page is persistent memory. Asks the resource tree,
+    /// whose lock is taken with bottom halves on: process context, with no
+    /// lock held that softirq takes.
     pub(crate) fn is_pmem(&self) -> bool {
         // SAFETY: The page is valid (type invariant).
         unsafe { sys::rxe_rs_page_is_pmem(self.page.as_ptr()) }

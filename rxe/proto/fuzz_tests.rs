@@ -329,7 +329,7 @@ fn clean_exchange(w: &mut World) {
     let n = tx.sq.wqes.len();
     let mut rng = Rng::new(11);
     let mut guard = 0;
-    while tx.sq.retired.len() < n && tx.sq.errors == 0 {
+    while tx.sq.retired.len() < n && tx.sq.errors() == 0 {
         guard += 1;
         assert!(guard < 100, "clean completion stalls");
         let resets = tx.resets;
@@ -344,7 +344,7 @@ fn clean_exchange(w: &mut World) {
         }
         assert_eq!(tx.resets, resets);
     }
-    assert_eq!((tx.sq.retired.len(), tx.sq.errors), (n, 0));
+    assert_eq!((tx.sq.retired.len(), tx.sq.errors()), (n, 0));
 }
 
 fn run_fuzz(seed: u64, iters: u64) -> World {

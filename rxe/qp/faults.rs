@@ -86,8 +86,8 @@ struct Inner {
 /// The fault state of one QP, shared with its fault jobs.
 #[pin_data]
 pub(crate) struct Faults {
-    /// Taken alone, under an engine lock or none (and with interrupts off:
-    /// the requester runs inline from `post_send`).
+    /// Taken alone, under an engine lock or none; interrupts masked, as
+    /// the QP's other locks that verbs callers may reach with them off.
     #[pin]
     inner: SpinLockIrq<Inner>,
 }

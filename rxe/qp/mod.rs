@@ -77,7 +77,8 @@
 //!   the limit.
 //! - `rxe_qp_link`: the QP's event handler runs under it with interrupts
 //!   off (as hardware drivers call it from their interrupt handlers), with
-//!   no other driver lock held; it must not post or modify.
+//!   no other driver lock held; it may post (IPoIB does) but must not
+//!   modify the QP.
 //!
 //! Receive path (`recv.rs`, `mcast.rs`, softirq): `rxe_pool` (the QP, the
 //! index released before anything else), `rxe_mcast` alone (the members

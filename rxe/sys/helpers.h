@@ -136,6 +136,7 @@ struct net *rxe_rs_dev_net_get(const struct net_device *ndev);
 void rxe_rs_put_net(struct net *net);
 void *rxe_rs_net_generic(const struct net *net, unsigned int id);
 struct net *rxe_rs_skb_dst_net(const struct sk_buff *skb);
+bool rxe_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
 void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 

@@ -142,6 +142,11 @@ bool rxe_rs_spin_trylock_bh(spinlock_t *lock)
 	return spin_trylock_bh(lock);
 }
 
+bool rxe_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags)
+{
+	return spin_trylock_irqsave(lock, *flags);
+}
+
 unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock)
 {
 	unsigned long flags;

@@ -73,8 +73,11 @@ void rxe_rs_put_page(struct page *page)
 	put_page(page);
 }
 
+/* Takes resource_lock, which is not softirq-safe: process context only,
+ * and never under a lock that softirq takes. */
 bool rxe_rs_page_is_pmem(struct page *page)
 {
+	might_sleep();
 	return region_intersects(page_to_phys(page), PAGE_SIZE, IORESOURCE_MEM,
 				 IORES_DESC_PERSISTENT_MEMORY) == REGION_INTERSECTS;
 }

@@ -57,12 +57,20 @@ pub(crate) struct SqModel {
     pub(crate) cur: Option<Delivery>,
     /// (WQE index, status) of every retirement, in order.
     pub(crate) retired: Vec<(usize, WcStatus)>,
-    /// Retirements in error.
-    pub(crate) errors: u64,
     /// Successful completions by work request opcode.
     pub(crate) ok: [u64; 16],
     /// Print every retirement.
     pub(crate) trace: bool,
+}
+
+impl SqModel {
+    /// Retirements in error.
+    pub(crate) fn errors(&self) -> usize {
+        self.retired
+            .iter()
+            .filter(|(_, s)| *s != WcStatus::Success)
+            .count()
+    }
 }
 
 impl Sq for SqModel {
@@ -138,8 +146,6 @@ impl Sq for SqModel {
                 assert!(w.atomic_done, "atomic completed without its value");
             }
             self.ok[w.info.opcode as usize] += 1;
-        } else {
-            self.errors += 1;
         }
         self.retired.push((i, status));
         self.consumer += 1;
