@@ -86,6 +86,7 @@ target_down() {
 
 # --- initiator (node 1) -------------------------------------------------------
 dev=
+iscsid_pid=
 iscsi_up() {
 	modprobe ib_iser || fail "modprobe ib_iser"
 	# open-iscsi keeps its node records in /etc/iscsi: on the read-only
@@ -96,14 +97,17 @@ iscsi_up() {
 	echo "$conf" >/etc/iscsi/iscsid.conf
 	echo "InitiatorName=iqn.2026-12.org.rxe-rs:node$NODE_INDEX" >/etc/iscsi/initiatorname.iscsi
 	mkdir -p /run/lock/iscsi
-	iscsid || fail "iscsid"
-	wait_until 30 pgrep -x iscsid >/dev/null || fail "iscsid does not start"
+	# In the foreground (as a child of this script), its messages to a log.
+	iscsid -f >/tmp/iscsid.log 2>&1 &
+	iscsid_pid=$!
+	sleep 1
+	kill -0 "$iscsid_pid" 2>/dev/null || fail "iscsid exited: $(cat /tmp/iscsid.log)"
 }
 
 iscsi_down() {
 	iscsiadm -m node -o delete >/dev/null 2>&1 || true
-	pkill -x iscsid || true
-	wait_until 30 bash -c '! pgrep -x iscsid >/dev/null' || fail "iscsid does not stop"
+	kill "$iscsid_pid" 2>/dev/null || true
+	wait "$iscsid_pid" 2>/dev/null || true
 	umount /etc/iscsi
 }
 
