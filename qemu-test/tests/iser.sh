@@ -97,8 +97,9 @@ iscsi_up() {
 	echo "$conf" >/etc/iscsi/iscsid.conf
 	echo "InitiatorName=iqn.2026-12.org.rxe-rs:node$NODE_INDEX" >/etc/iscsi/initiatorname.iscsi
 	mkdir -p /run/lock/iscsi
-	# In the foreground (as a child of this script), its messages to a log.
-	iscsid -f >/tmp/iscsid.log 2>&1 &
+	# In the foreground, its messages to a log, in a session of its own:
+	# on its way out it signals its whole process group.
+	setsid iscsid -f >/tmp/iscsid.log 2>&1 &
 	iscsid_pid=$!
 	sleep 1
 	kill -0 "$iscsid_pid" 2>/dev/null || fail "iscsid exited: $(cat /tmp/iscsid.log)"
