@@ -26,6 +26,10 @@ it ROUNDS times (default 32), several in flight at once:
    REM_ACCESS_ERR, the error rdma_rxe gives;
 5. a 2 TiB ODP registration fails with ENOMEM before the core allocates
    its per-page arrays (4 GiB each, past what kvmalloc gives, INT_MAX).
+6. an ODP MR with FLUSH_PERSISTENT over 4 MiB the process has written
+   (every page present at registration, so the driver checks each one for
+   persistent memory) fails with EINVAL too: the check runs where it may
+   sleep (the debug kernel reports any sleeping call under a spinlock).
 
 Debian 12's rxe provider (rdma-core 44) cannot post a FLUSH (it has no
 `wr_flush`), so the test writes the FLUSH into the send queue itself: the
@@ -293,6 +297,22 @@ def main():
     print(f"INFO 2 TiB ODP MR: {got}", flush=True)
     if STRICT:
         check("2 TiB ODP MR refused before the core allocates (ENOMEM)", got == "ENOMEM", got)
+
+    # 6. Present pages at registration.
+    small = 4 << 20
+    touched = libc.mmap(None, small, PROT_RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    if touched in (None, ctypes.c_void_p(-1).value):
+        sys.exit("mmap of 4 MiB failed")
+    ctypes.memset(touched, 0x5a, small)
+    tmr = []
+    got = outcome(lambda: tmr.append(
+        MR(pd, small, MR_ACC | ODP | ACC_FLUSH_GLOBAL | ACC_FLUSH_PERSISTENT, address=touched)))
+    print(f"INFO ODP MR with FLUSH_PERSISTENT over written DRAM: {got}", flush=True)
+    if STRICT:
+        check("ODP MR on written DRAM with FLUSH_PERSISTENT refused (EINVAL)", got == "EINVAL", got)
+    for m in tmr:
+        m.close()
+    libc.munmap(ctypes.c_void_p(touched), ctypes.c_size_t(small))
 
     problems = kernel_problems()
     check("no kernel problem report", not problems, "; ".join(problems[:3]))

@@ -130,6 +130,10 @@ pub(crate) struct Odp {
     /// no mutex, as the last reference may go in atomic context), and the
     /// last map in progress releases the umem.
     released: AtomicBool,
+    /// Whether maps record which pages are persistent memory ([`PMEM`]):
+    /// only an MR registered for persistent flushes needs it, and the
+    /// question costs a walk of the resource tree per page.
+    pmem: bool,
 }
 
 fn layout(base: u64) -> Layout {
@@ -148,7 +152,14 @@ impl Odp {
     /// one entry per page of its umem, zeroed by the allocator, as other
     /// caller-sized arrays are: a size the allocator cannot give fails with
     /// `ENOMEM`, quietly.
-    pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
+    /// With `pmem`, maps record which pages are persistent memory.
+    pub(crate) fn get<S>(
+        dev: &Device<S>,
+        addr: u64,
+        len: u64,
+        access: u32,
+        pmem: bool,
+    ) -> Result<Arc<Self>> {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
@@ -168,6 +179,7 @@ impl Odp {
                 // has nothing to clear.
                 table <- new_spinlock_bh!(KVVec::new(), "rxe_odp_table"),
                 released: AtomicBool::new(false),
+                pmem,
             }),
             GFP_KERNEL,
         )?;
@@ -303,7 +315,7 @@ impl Odp {
                         // SAFETY: The core has the page mapped and
                         // `umem_mutex` keeps its invalidation out; the
                         // reference ends with this statement.
-                        let pmem = unsafe { PageList::page_ref(p) }.is_pmem();
+                        let pmem = self.pmem && unsafe { PageList::page_ref(p) }.is_pmem();
                         // Page addresses are aligned: the flag bits are free.
                         (p.as_ptr() as usize)
                             | if writable { WRITABLE } else { 0 }
@@ -472,6 +484,8 @@ impl Odp {
     /// Whether every page of the range is present and persistent memory
     /// now: what `IB_ACCESS_FLUSH_PERSISTENT` needs of an ODP MR at
     /// registration, as every pinned page must be for other user MRs.
+    /// Always false for an ODP MR made without `pmem` (its maps do not
+    /// record persistent memory).
     /// Process context; the table lock is taken a batch at a time.
     pub(crate) fn all_pmem(&self) -> bool {
         let n = self.table.lock().len();

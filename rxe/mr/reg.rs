@@ -107,12 +107,13 @@ impl Mr {
     ) -> Result<Self> {
         odp::check_reg(start, length, iova).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let odp = Odp::get(dev, start, length, access.bits())?;
+        let persistent = access.contains(Access::FLUSH_PERSISTENT);
+        let odp = Odp::get(dev, start, length, access.bits(), persistent)?;
         // The rule of other user MRs: persistent flushes only on persistent
         // memory, which for an ODP MR means every page present and
         // persistent now (each FLUSH checks the pages again, as they may
         // change).
-        if access.contains(Access::FLUSH_PERSISTENT) && !odp.all_pmem() {
+        if persistent && !odp.all_pmem() {
             return Err(EINVAL);
         }
         let reg = OdpReg::new(odp.clone());
@@ -146,6 +147,8 @@ impl Mr {
 
     /// Whether the MR's memory is persistent memory throughout, as
     /// `IB_ACCESS_FLUSH_PERSISTENT` needs. Process context (it may sleep).
+    /// An ODP MR registered without that right does not track persistent
+    /// memory, so it cannot gain the right.
     fn persistent(&self) -> bool {
         if let Some(umem) = &self.umem {
             return umem.all_pmem();
