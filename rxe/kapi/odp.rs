@@ -58,6 +58,7 @@ use super::task::cond_resched;
 use crate::rxe::proto::conv::len64;
 use crate::rxe::proto::mr::{AtomicOp, Layout};
 use crate::rxe::proto::odp;
+use crate::rxe::proto::uapi::access as uapi_access;
 use crate::rxe::sys;
 
 /// Why an ODP access did not happen.
@@ -115,9 +116,9 @@ unsafe impl Send for UmemPtr {}
 /// its notifier may call [`invalidate`] with it. Every non-zero entry of
 /// `table` names a page the core has mapped for this umem and not yet
 /// invalidated and that the CPU may access through the kernel's direct map
-/// (`rxe_rs_odp_page` checked it), with [`PMEM`] set exactly when the page
-/// is persistent memory: the invalidation clears the entry, under
-/// the table lock, before it unmaps the page.
+/// (`rxe_rs_odp_page` checked it), with [`PMEM`] set only when the page is
+/// persistent memory (and `pmem` asked for it): the invalidation clears the
+/// entry, under the table lock, before it unmaps the page.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Odp {
     /// The user address of the first page of the table (page aligned).
@@ -152,14 +153,9 @@ impl Odp {
     /// one entry per page of its umem, zeroed by the allocator, as other
     /// caller-sized arrays are: a size the allocator cannot give fails with
     /// `ENOMEM`, quietly.
-    /// With `pmem`, maps record which pages are persistent memory.
-    pub(crate) fn get<S>(
-        dev: &Device<S>,
-        addr: u64,
-        len: u64,
-        access: u32,
-        pmem: bool,
-    ) -> Result<Arc<Self>> {
+    /// With `IB_ACCESS_FLUSH_PERSISTENT` in `access`, maps record which
+    /// pages are persistent memory.
+    pub(crate) fn get<S>(dev: &Device<S>, addr: u64, len: u64, access: u32) -> Result<Arc<Self>> {
         let addr_c = c_ulong::try_from(addr).map_err(|_| EINVAL)?;
         let len_c = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & !((1u64 << PAGE_SHIFT) - 1);
@@ -179,7 +175,7 @@ impl Odp {
                 // has nothing to clear.
                 table <- new_spinlock_bh!(KVVec::new(), "rxe_odp_table"),
                 released: AtomicBool::new(false),
-                pmem,
+                pmem: access & uapi_access::FLUSH_PERSISTENT != 0,
             }),
             GFP_KERNEL,
         )?;
@@ -484,8 +480,8 @@ impl Odp {
     /// Whether every page of the range is present and persistent memory
     /// now: what `IB_ACCESS_FLUSH_PERSISTENT` needs of an ODP MR at
     /// registration, as every pinned page must be for other user MRs.
-    /// Always false for an ODP MR made without `pmem` (its maps do not
-    /// record persistent memory).
+    /// Always false for an ODP MR registered without persistent flushes
+    /// (its maps do not record persistent memory).
     /// Process context; the table lock is taken a batch at a time.
     pub(crate) fn all_pmem(&self) -> bool {
         let n = self.table.lock().len();

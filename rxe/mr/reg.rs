@@ -107,13 +107,12 @@ impl Mr {
     ) -> Result<Self> {
         odp::check_reg(start, length, iova).map_err(|_| EINVAL)?;
         let slot = dev.state().take_slot(ObjKind::Mr)?;
-        let persistent = access.contains(Access::FLUSH_PERSISTENT);
-        let odp = Odp::get(dev, start, length, access.bits(), persistent)?;
+        let odp = Odp::get(dev, start, length, access.bits())?;
         // The rule of other user MRs: persistent flushes only on persistent
         // memory, which for an ODP MR means every page present and
         // persistent now (each FLUSH checks the pages again, as they may
         // change).
-        if persistent && !odp.all_pmem() {
+        if access.contains(Access::FLUSH_PERSISTENT) && !odp.all_pmem() {
             return Err(EINVAL);
         }
         let reg = OdpReg::new(odp.clone());
