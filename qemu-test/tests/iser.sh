@@ -12,7 +12,10 @@
 # invalidates them, or has the target's send with invalidate do it); the
 # target moves the data with RDMA READ (writes) and RDMA WRITE (reads).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/iser.sh
+#   qemu-test/run --drivers rs,rs qemu-test/tests/iser.sh [quick]
+#
+# quick: 4 MiB of 1 MiB blocks and 2 MiB buffered where the whole test
+# writes 12 and 8 (the test command's short form).
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
@@ -22,11 +25,14 @@ disk_mib=64
 cfg=/sys/kernel/config/target
 iqn=iqn.2026-12.org.rxe-rs:iser-target
 MiB=$((1 << 20))
+# MiB written in 1 MiB blocks, and buffered.
+big_mib=12 buf_mib=8
+[ "${1:-}" = quick ] && big_mib=4 buf_mib=2
 regions=(
 	"r4k 0 $((2 * MiB)) 4096"
 	"r12k $((2 * MiB + 12288)) $((3 * MiB / 2)) 12288"
 	"r64k $((8 * MiB)) $((4 * MiB)) 65536"
-	"r1m $((16 * MiB)) $((12 * MiB)) 1048576"
+	"r1m $((16 * MiB)) $((big_mib * MiB)) 1048576"
 )
 
 meet() {
@@ -160,9 +166,9 @@ initiator_io() {
 		echo "$name $off $len $bs $want" >>/tmp/iser.sums
 		rm "/tmp/$name"
 	done
-	head -c $((8 * MiB)) /dev/urandom >/tmp/buf
+	head -c $((buf_mib * MiB)) /dev/urandom >/tmp/buf
 	dd if=/tmp/buf of="/dev/$dev" bs=1M seek=40 conv=notrunc,fsync status=none || fail "buffered write"
-	echo "buf $((40 * MiB)) $((8 * MiB)) 1048576 $(sha256sum </tmp/buf | cut -d' ' -f1)" >>/tmp/iser.sums
+	echo "buf $((40 * MiB)) $((buf_mib * MiB)) 1048576 $(sha256sum </tmp/buf | cut -d' ' -f1)" >>/tmp/iser.sums
 	rm /tmp/buf
 	echo 3 >/proc/sys/vm/drop_caches
 	check_all
