@@ -12,13 +12,26 @@
 # invalidates them, or has the target's send with invalidate do it); the
 # target moves the data with RDMA READ (writes) and RDMA WRITE (reads).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/iser.sh [quick]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/iser.sh [quick] [lossy]
 #
 # quick: 4 MiB of 1 MiB blocks and 2 MiB buffered where the whole test
 # writes 12 and 8 (the test command's short form).
+# lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
+# the start (lib.sh lossy_link).
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
+
+quick="" lossy=""
+for a in "$@"; do
+	case $a in
+	quick) quick=1 ;;
+	lossy) lossy=1 ;;
+	*) fail "unknown argument $a" ;;
+	esac
+done
+# Both nodes drop and reorder from the start, set-up and login included.
+[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
 
 port=3260
 disk_mib=64
@@ -27,7 +40,7 @@ iqn=iqn.2026-12.org.rxe-rs:iser-target
 MiB=$((1 << 20))
 # MiB written in 1 MiB blocks, and buffered.
 big_mib=12 buf_mib=8
-[ "${1:-}" = quick ] && big_mib=4 buf_mib=2
+[ "$quick" ] && big_mib=4 buf_mib=2
 regions=(
 	"r4k 0 $((2 * MiB)) 4096"
 	"r12k $((2 * MiB + 12288)) $((3 * MiB / 2)) 12288"

@@ -16,12 +16,25 @@
 # the server with RDMA READ (FRWR registration and invalidation on the
 # client, send with invalidate from the server).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/nfs_rdma.sh [quick]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/nfs_rdma.sh [quick] [lossy]
 #
 # quick: NFSv4.2 only, files up to 4 MiB (the test command's short form).
+# lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
+# the start (lib.sh lossy_link).
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
+
+quick="" lossy=""
+for a in "$@"; do
+	case $a in
+	quick) quick=1 ;;
+	lossy) lossy=1 ;;
+	*) fail "unknown argument $a" ;;
+	esac
+done
+# Both nodes drop and reorder from the start, set-up and login included.
+[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
 
 port=20049
 export_dir=/run/rxe-nfs
@@ -32,7 +45,7 @@ fsid=0
 # several chunks, and large ones that need many pages per registration.
 sizes=(1 4095 4096 65537 1048576 4194317 12582919)
 vers=(3 4.2)
-if [ "${1:-}" = quick ]; then
+if [ "$quick" ]; then
 	sizes=(1 4095 4096 65537 1048576 4194317)
 	vers=(4.2)
 fi

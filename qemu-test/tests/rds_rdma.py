@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """RDS over RDMA (rds_rdma) between two nodes:
 
-  qemu-test/run --drivers rs,c qemu-test/tests/rds_rdma.py [MESSAGES [SEED]] [keep]
+  qemu-test/run --drivers rs,c qemu-test/tests/rds_rdma.py [MESSAGES [SEED]] [keep] [lossy]
 
 Both nodes load rds_rdma and open an RDS socket bound to their own
 address with the transport forced to InfiniBand (SO_RDS_TRANSPORT), so a
@@ -14,7 +14,8 @@ checksum) and sends it back; node 1 checks each echo against what it
 sent. Afterwards RDS's own view must agree: an "infiniband" connection
 between the two addresses (RDS_INFO_CONNECTIONS), its IB receive counters
 grown by at least the messages received (RDS_INFO_COUNTERS), and the
-rdma device's packet counters grown with the bytes.
+rdma device's packet counters grown with the bytes. With lossy, eth0
+drops 1% and reorders 2% of the packets on both nodes (lib.sh lossy_link).
 Both nodes unload rds_rdma at the end, before the rdma device goes; with
 "keep" they leave it loaded, and the script must be the last of its boot
 (the device then stays until the guest powers off): Linux 7.3's RDS crashes
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import time
 
-from testlib import DEV, NODE, NODE_COUNT, SHARED_DIR, hw_counters, kmemleak_clean, kmemleak_clear
+from testlib import DEV, NODE, NODE_COUNT, SHARED_DIR, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link
 
 SOL_RDS = 276
 SO_RDS_TRANSPORT = 8
@@ -149,8 +150,9 @@ def check(seq, data, who):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "keep"]
-    keep = len(args) != len(sys.argv) - 1
+    words = {"keep", "lossy"}
+    args = [a for a in sys.argv[1:] if a not in words]
+    keep = "keep" in sys.argv[1:]
     count = int(args[0]) if args else 200
     seed = int(args[1]) if len(args) > 1 else random.randrange(1 << 30)
     me, peer = f"{NET}.{NODE}", f"{NET}.{3 - NODE}"
@@ -159,6 +161,8 @@ def main():
         meet("done", 900)
         return
     kmemleak_clear()
+    if "lossy" in sys.argv[1:]:
+        lossy_link()
     subprocess.run(["modprobe", "rds_rdma"], check=True)
     for k in ("wmem_max", "rmem_max"):
         with open(f"/proc/sys/net/core/{k}", "w") as f:

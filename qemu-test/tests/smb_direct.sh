@@ -16,12 +16,25 @@
 # on pages the client registers with FRWR (and invalidates, remotely by the
 # server's send with invalidate or locally).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/smb_direct.sh [quick]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/smb_direct.sh [quick] [lossy]
 #
 # quick: files up to 4 MiB (the test command's short form).
+# lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
+# the start (lib.sh lossy_link).
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
+
+quick="" lossy=""
+for a in "$@"; do
+	case $a in
+	quick) quick=1 ;;
+	lossy) lossy=1 ;;
+	*) fail "unknown argument $a" ;;
+	esac
+done
+# Both nodes drop and reorder from the start, set-up and login included.
+[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
 
 share_dir=/run/rxe-smb
 conf_dir=/run/rxe-ksmbd
@@ -29,7 +42,7 @@ mnt=/run/rxe-smb-mnt
 user=rxe
 pass=rxe-smb-direct
 sizes=(1 4095 4096 65537 1048576 4194317 12582919)
-[ "${1:-}" = quick ] && sizes=(1 4095 4096 65537 1048576 4194317)
+[ "$quick" ] && sizes=(1 4095 4096 65537 1048576 4194317)
 
 # meet NAME [LIMIT]: a barrier that a failed node (its EXIT trap leaves an
 # abort mark) ends at once on every other node.

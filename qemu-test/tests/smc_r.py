@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """SMC-R between two nodes: TCP sockets upgraded to RDMA by the kernel.
 
-  qemu-test/run --drivers rs,c qemu-test/tests/smc_r.py [MIB [CONNS]]
+  qemu-test/run --drivers rs,c qemu-test/tests/smc_r.py [MIB [CONNS]] [lossy]
 
 Node 2 listens on an AF_SMC stream socket, node 1 connects CONNS times
 (default 2) to it through eth0's address, so the SMC handshake (CLC over
@@ -13,7 +13,8 @@ it sent and node 2 the SHA-256 of what it received with the one node 1
 announced. While the connections are open both nodes ask the kernel
 (sock_diag for AF_SMC) how each socket runs: it must be SMC-R, not the
 TCP fallback, on a link of their rdma device; and the device's packet
-counters must have carried the data.
+counters must have carried the data. With lossy, eth0 drops 1% and
+reorders 2% of the packets on both nodes (lib.sh lossy_link).
 """
 
 import ctypes
@@ -28,7 +29,7 @@ import sys
 import threading
 import time
 
-from testlib import DEV, NODE, NODE_COUNT, SHARED_DIR, hw_counters, kmemleak_clean, kmemleak_clear
+from testlib import DEV, NODE, NODE_COUNT, SHARED_DIR, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link
 
 AF_SMC = 43
 SMCPROTO_SMC = 0
@@ -268,13 +269,16 @@ def client(conn, size, seed, results, i):
 
 
 def main():
-    mib = int(sys.argv[1]) if len(sys.argv) > 1 else 16
-    nconn = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    args = [a for a in sys.argv[1:] if a != "lossy"]
+    mib = int(args[0]) if args else 16
+    nconn = int(args[1]) if len(args) > 1 else 2
     if NODE > 2:
         meet("listening")
         meet("done", 900)
         return
     kmemleak_clear()
+    if "lossy" in sys.argv[1:]:
+        lossy_link()
     subprocess.run(["modprobe", "smc"], check=True)
     subprocess.run(["modprobe", "smc_diag"], check=True)
     smc_add_ueid("RXE-RS-TEST")
