@@ -16,20 +16,25 @@
 # the server with RDMA READ (FRWR registration and invalidation on the
 # client, send with invalidate from the server).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/nfs_rdma.sh [quick] [lossy]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/nfs_rdma.sh [quick] [lossy] [yank]
 #
 # quick: NFSv4.2 only, files up to 4 MiB (the test command's short form).
 # lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
 # the start (lib.sh lossy_link).
+# yank: first, while node 1 writes 48 MiB with O_DIRECT to the last
+# version's mount, node 2's rdma device is deleted and added back 5 s later
+# (lib.sh yank_device): the hard mount must ride it out, the write finish
+# and read back intact, and the rest of the test run on the same mount.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
 
-quick="" lossy=""
+quick="" lossy="" yank=""
 for a in "$@"; do
 	case $a in
 	quick) quick=1 ;;
 	lossy) lossy=1 ;;
+	yank) yank=1 ;;
 	*) fail "unknown argument $a" ;;
 	esac
 done
@@ -188,11 +193,52 @@ client_io() { # VERS
 	rm -rf /tmp/src
 }
 
+# While it writes a file with O_DIRECT, the server's device goes and comes
+# back; the write must finish and the file read back intact.
+client_yank() { # VERS
+	local f want pid t0 limit=300
+	f=$(mnt_of "$1")/yank
+	head -c $((48 << 20)) /dev/urandom >/tmp/yank
+	want=$(sum /tmp/yank)
+	dd if=/tmp/yank of="$f" bs=1M oflag=direct status=none &
+	pid=$!
+	meet yank-go
+	meet yank-deleted 120
+	kill -0 "$pid" 2>/dev/null || fail "the write ended before the device went: nothing was in flight"
+	meet yank-back 120
+	t0=$SECONDS
+	while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < limit)); do
+		sleep 0.5
+	done
+	kill -0 "$pid" 2>/dev/null && fail "the write is still blocked ${limit} s after the device came back"
+	wait "$pid" || fail "the O_DIRECT write across the server's device removal failed"
+	note "client: the write across the device removal finished $((SECONDS - t0)) s after the device came back"
+	echo 3 >/proc/sys/vm/drop_caches
+	[ "$(sum_direct "$f")" = "$want" ] || fail "the file written across the device removal differs (O_DIRECT read)"
+	[ "$(sum "$f")" = "$want" ] || fail "the file written across the device removal differs (buffered read)"
+	rm -f "$f" /tmp/yank
+	note "client: 48 MiB written across the server's device removal read back intact"
+}
+
+server_yank() {
+	meet yank-go
+	sleep 1
+	rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV"
+	note "server: $RXE_DEV deleted under the client's write"
+	meet yank-deleted
+	sleep 5
+	rdma link add "$RXE_DEV" type rxe netdev eth0 || fail "rdma link add $RXE_DEV"
+	roce_gid_index v4 >/dev/null || fail "$RXE_DEV has no RoCE v2 GID 30 s after it came back"
+	note "server: $RXE_DEV back"
+	meet yank-back
+}
+
 # --- the test -----------------------------------------------------------------
 kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
+	[ -z "$yank" ] || server_yank
 	meet client-written 900
 	for v in "${vers[@]}"; do
 		check_files "$export_dir/c$v" "$SHARED_DIR/nfs.client-v$v.sums" 0 "server: v$v client's files in its tmpfs"
@@ -204,9 +250,13 @@ elif is_client; then
 	modprobe nfs || fail "modprobe nfs"
 	modprobe rpcrdma || fail "modprobe rpcrdma"
 	meet server-up
+	if [ "$yank" ]; then
+		client_mount "${vers[-1]}"
+		client_yank "${vers[-1]}"
+	fi
 	rcvd0=$(hw_counter rcvd_pkts) sent0=$(hw_counter sent_pkts)
 	for v in "${vers[@]}"; do
-		client_mount "$v"
+		[ -n "$yank" ] && [ "$v" = "${vers[-1]}" ] || client_mount "$v"
 		t0=$SECONDS
 		client_io "$v"
 		note "client v$v: workload done in $((SECONDS - t0)) s"
@@ -219,9 +269,9 @@ elif is_client; then
 		[[ $x =~ xprt:[[:space:]]+rdma[[:space:]] ]] ||
 			fail "v$v mount's transport is not rdma: '$x'"
 	done
-	# Each version wrote and read back about 2 x 18 MiB (and read the
-	# server's 18 MiB): far more than 10000 packets each way on a 1024 or
-	# 4096-byte path MTU.
+	# Each version wrote and read back about 2 x 18 MiB (quick: 2 x 5) and
+	# read the server's files: more than 10000 packets each way on a 1024
+	# or 4096-byte path MTU.
 	((sent > 10000 && rcvd > 10000)) || fail "the rdma device carried too little: $sent sent, $rcvd received"
 	meet client-written 900
 	meet server-checked
@@ -232,6 +282,11 @@ elif is_client; then
 	meet client-done
 else
 	meet server-up
+	if [ "$yank" ]; then
+		meet yank-go
+		meet yank-deleted 120
+		meet yank-back 120
+	fi
 	meet client-written 900
 	meet server-checked
 	meet client-done 300
