@@ -196,6 +196,15 @@ kmemleak_clear() {
 	echo scan >"$k" && echo clear >"$k"
 }
 
+# lossy_link: the light impairment of loss.sh on this node's eth0 (1%
+# loss, 2% reordering behind a 1 ms delay), for the rest of a script; the
+# restore between scripts takes it away. The kernel RDMA users' tests take
+# a "lossy" argument that calls it on both nodes before they start.
+lossy_link() {
+	tc qdisc add dev eth0 root netem delay 1ms reorder 2% loss 1% || fail "cannot add netem to eth0"
+	note "eth0: 1% loss, 2% reordering"
+}
+
 # roce_gid_index v4|v6 [TIMEOUT]: the GID table index of this node's
 # RoCE v2 GID for NODE_IP (v4, as an IPv4-mapped GID) or NODE_IP6 (v6).
 # The core fills the table shortly after `rdma link add` and an address

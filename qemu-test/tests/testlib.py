@@ -272,6 +272,13 @@ def kmemleak_clear():
     _lib_sh("kmemleak_clear")
 
 
+def lossy_link():
+    """lib.sh's lossy_link: 1% loss and 2% reordering on this node's eth0."""
+    sys.stdout.flush()
+    if _lib_sh("lossy_link") != 0:
+        sys.exit("FAIL: cannot make eth0 lossy")
+
+
 def kmemleak_clean(settle=6):
     """After settle seconds (kmemleak reports only objects a few seconds
     old), scans (lib.sh kmemleak_scan); True when nothing leaked since the
