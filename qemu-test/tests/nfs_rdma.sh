@@ -23,7 +23,7 @@
 # the start (lib.sh lossy_link).
 # yank: first, while node 1 writes 48 MiB with O_DIRECT to the last
 # version's mount, node 2's rdma device is deleted and added back 5 s later
-# (lib.sh yank_client, yank_server): the hard mount must ride it out, the
+# (lib.sh yank_client, yank_device): the hard mount must ride it out, the
 # write finish and read back intact, and the rest of the test run on the
 # same mount.
 set -euo pipefail
@@ -180,7 +180,7 @@ kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
-	[ -z "$yank" ] || yank_server
+	[ -z "$yank" ] || yank_device
 	meet client-written 900
 	for v in "${vers[@]}"; do
 		check_files "$export_dir/c$v" "$SHARED_DIR/nfs.client-v$v.sums" 0 "server: v$v client's files in its tmpfs"

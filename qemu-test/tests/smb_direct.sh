@@ -23,7 +23,7 @@
 # the start (lib.sh lossy_link).
 # yank: first, while node 1 writes 48 MiB with O_DIRECT to the share
 # (mounted "hard" for it), node 2's rdma device is deleted and added back 5 s
-# later (lib.sh yank_client, yank_server): cifs must reconnect over SMB
+# later (lib.sh yank_client, yank_device): cifs must reconnect over SMB
 # Direct, the write finish and read back intact, and the rest of the test
 # run on the same mount.
 set -euo pipefail
@@ -152,7 +152,7 @@ kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
-	[ -z "$yank" ] || yank_server
+	[ -z "$yank" ] || yank_device
 	meet client-written 900
 	check_files "$share_dir/c" "$SHARED_DIR/smb.client.sums" 0 "server: the client's files in its tmpfs"
 	meet server-checked
