@@ -66,6 +66,93 @@ barrier() {
 	done
 }
 
+# meet NAME [LIMIT]: like barrier, but once a node's script has failed
+# (meet_on_exit, its EXIT trap, leaves an abort mark) the wait ends at once
+# on every other node instead of at the timeout. Each NAME is met once per
+# script; a script that meets sets `trap meet_on_exit EXIT`.
+meet() {
+	local name=${1:?meet NAME} limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
+	: >"$SHARED_DIR/meet.$name.node$NODE_INDEX"
+	for ((n = 1; n <= NODE_COUNT; n++)); do
+		until [ -e "$SHARED_DIR/meet.$name.node$n" ]; do
+			for f in "$SHARED_DIR"/meet-abort.node*; do
+				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
+			done
+			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
+			sleep 0.2
+		done
+	done
+}
+
+meet_on_exit() {
+	local rc=$?
+	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/meet-abort.node$NODE_INDEX"
+}
+
+# A device removal under a kernel RDMA user's I/O (the "yank" mode of its
+# test), met by every node: yank_client TARGET MIB [here] on node 1,
+# yank_device on node 2, yank_others on the rest. Node 1 writes MIB MiB of
+# random data with O_DIRECT to TARGET (a file on a network mount or a block
+# device); a second into the write, node 2's rdma device (node 1's own with
+# "here", and node 2 then calls yank_others) is deleted (`rdma link delete`:
+# the core disassociates its users, the protocol sees its device go) and
+# added back 5 s later. The write must still be under way when the device
+# goes, end within 300 s of its return, and read back intact, with O_DIRECT
+# and through the page cache.
+yank_client() { # TARGET MIB [here]
+	local target=$1 mib=$2 here=${3:-} src=/tmp/yank.src want pid t0 limit=300
+	head -c $((mib << 20)) /dev/urandom >"$src"
+	want=$(sha256sum <"$src" | cut -d' ' -f1)
+	dd if="$src" of="$target" bs=1M oflag=direct conv=notrunc status=none &
+	pid=$!
+	if [ "$here" ]; then
+		yank_device "$pid"
+	else
+		meet yank-go
+		meet yank-deleted 120
+		kill -0 "$pid" 2>/dev/null || fail "the write ended before the device went: nothing was in flight"
+		meet yank-back 120
+	fi
+	t0=$SECONDS
+	while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < limit)); do
+		sleep 0.5
+	done
+	kill -0 "$pid" 2>/dev/null && fail "the write is still blocked ${limit} s after the device came back"
+	wait "$pid" || fail "the O_DIRECT write across the device removal failed"
+	note "client: the write across the device removal ended $((SECONDS - t0)) s after the device came back"
+	echo 3 >/proc/sys/vm/drop_caches
+	[ "$(dd if="$target" bs=1M count="$mib" iflag=direct status=none | sha256sum | cut -d' ' -f1)" = "$want" ] ||
+		fail "the data written across the device removal differs (O_DIRECT read)"
+	[ "$(dd if="$target" bs=1M count="$mib" status=none | sha256sum | cut -d' ' -f1)" = "$want" ] ||
+		fail "the data written across the device removal differs (buffered read)"
+	rm -f "$src"
+	note "client: $mib MiB written across the device removal read back intact"
+}
+
+# yank_device [PID]: the part of the node whose device goes; PID, the
+# write's, must still run when the device has gone.
+yank_device() {
+	local writer=${1:-}
+	meet yank-go
+	sleep 1
+	rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV"
+	note "$RXE_DEV deleted under the client's write"
+	[ -z "$writer" ] || kill -0 "$writer" 2>/dev/null ||
+		fail "the write ended before the device went: nothing was in flight"
+	meet yank-deleted
+	sleep 5
+	rdma link add "$RXE_DEV" type rxe netdev eth0 || fail "rdma link add $RXE_DEV"
+	roce_gid_index v4 >/dev/null || fail "$RXE_DEV has no RoCE v2 GID 30 s after it came back"
+	note "$RXE_DEV back"
+	meet yank-back
+}
+
+yank_others() {
+	meet yank-go
+	meet yank-deleted 120
+	meet yank-back 120
+}
+
 # publish NAME VALUE / fetch NAME [TIMEOUT]: pass a small value between
 # nodes. fetch waits until some node published NAME, then prints it.
 publish() {

@@ -12,21 +12,27 @@
 # invalidates them, or has the target's send with invalidate do it); the
 # target moves the data with RDMA READ (writes) and RDMA WRITE (reads).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/iser.sh [quick] [lossy]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/iser.sh [quick] [lossy] [yank]
 #
 # quick: 4 MiB of 1 MiB blocks and 2 MiB buffered where the whole test
 # writes 12 and 8 (the test command's short form).
 # lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
 # the start (lib.sh lossy_link).
+# yank: after the first login, while node 1 writes 24 MiB to the disk with
+# O_DIRECT, node 1's own rdma device is deleted and added back 5 s later
+# (lib.sh yank_client): the session must recover (open-iscsi reconnects
+# once the device is back), the write finish and read back intact, and the
+# rest of the test run on the same session.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
 
-quick="" lossy=""
+quick="" lossy="" yank=""
 for a in "$@"; do
 	case $a in
 	quick) quick=1 ;;
 	lossy) lossy=1 ;;
+	yank) yank=1 ;;
 	*) fail "unknown argument $a" ;;
 	esac
 done
@@ -48,24 +54,7 @@ regions=(
 	"r1m $((16 * MiB)) $((big_mib * MiB)) 1048576"
 )
 
-meet() {
-	local name=$1 limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
-	: >"$SHARED_DIR/iser.meet.$name.node$NODE_INDEX"
-	for ((n = 1; n <= NODE_COUNT; n++)); do
-		until [ -e "$SHARED_DIR/iser.meet.$name.node$n" ]; do
-			for f in "$SHARED_DIR"/iser.abort.node*; do
-				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
-			done
-			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
-			sleep 0.2
-		done
-	done
-}
-on_exit() {
-	local rc=$?
-	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/iser.abort.node$NODE_INDEX"
-}
-trap on_exit EXIT
+trap meet_on_exit EXIT
 
 # --- target (node 2) ----------------------------------------------------------
 rd=$cfg/core/rd_mcp_1/iserdisk
@@ -202,6 +191,7 @@ kmemleak_clear
 if is_server; then
 	target_up
 	meet target-up
+	[ -z "$yank" ] || yank_others
 	meet initiator-done 900
 	target_down
 elif is_client; then
@@ -209,6 +199,11 @@ elif is_client; then
 	meet target-up
 	sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
 	login
+	if [ "$yank" ]; then
+		yank_client "/dev/$dev" 24 here
+		# A new device: new counters.
+		sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
+	fi
 	initiator_io
 	logout
 	login
@@ -223,6 +218,7 @@ elif is_client; then
 	meet initiator-done
 else
 	meet target-up
+	[ -z "$yank" ] || yank_others
 	meet initiator-done 900
 fi
 lines=$(dmesg | grep -E -i 'iser|isert|iscsi|rdma|rxe' || true)

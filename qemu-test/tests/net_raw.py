@@ -11,7 +11,10 @@ Every case says how much the receiver's rcvd_pkts must grow: that counter moves
 only for packets that pass the header and ICRC checks and reach a QP or the
 multicast path (QPN 0xffffff, which needs no QP on either driver). An rxe_rs
 receiver must also count every other packet in one of its rcvd_drop_*
-counters, and the cases with one clear cause in that one (DROP_REASON). With ECHO,
+counters, and the cases with one clear cause in that one (DROP_REASON).
+The receiver also holds a UD QP in RTS (Q_Key QKEY), one left in INIT and an
+RC QP in RTS, and an address of its own that is none of its device's GIDs
+(NOT_OURS4 on lo), for the drops by key, QP type, QP state and address. With ECHO,
 pings make the receiver answer through its transmit path, checked by the
 sender's (or the receiver's own, looped back) receive path.
 
@@ -37,6 +40,10 @@ GSI_QKEY = 0x80010000
 UD_SEND_ONLY = 0x64
 RC_SEND_ONLY = 0x04
 PING = b"rxe_rs ping\0"
+QKEY = 0x1111
+# The receiver's address on lo: its IP stack takes it, its rdma device has
+# no GID for it. net_raw.sh adds it and the sender's route to it.
+NOT_OURS4 = os.environ.get("RXE_NET4", "10.77.0").rsplit(".", 1)[0] + ".99.2"
 
 
 def rcvd_pkts():
@@ -63,6 +70,12 @@ DROP_REASON = {
     "4 bytes": "rcvd_drop_bad_hdr",
     "11 bytes": "rcvd_drop_bad_hdr",
     "BTH only": "rcvd_drop_bad_hdr",
+    "UD QP, wrong Q_Key": "rcvd_drop_bad_key",
+    "UD QP, wrong P_Key": "rcvd_drop_bad_key",
+    "RC SEND_ONLY to the UD QP": "rcvd_drop_qp_state",
+    "UD QP in INIT": "rcvd_drop_qp_state",
+    "UD SEND_ONLY to the RC QP": "rcvd_drop_qp_state",
+    "to an address of no GID": "rcvd_drop_not_ours",
 }
 # Cases whose datagrams need not reach the driver at all.
 NOT_DELIVERED = {"valid, to the broadcast address"}
@@ -75,7 +88,45 @@ NOT_DELIVERED = {"valid, to the broadcast address"}
 CTRL_PORT = 18490
 
 
+class Targets:
+    """The receiver's QPs for the cases that need one (see the docstring)."""
+
+    def __init__(self):
+        import pyverbs.enums as e
+        from pyverbs.cq import CQ
+        from pyverbs.device import Context
+        from pyverbs.mr import MR
+        from pyverbs.pd import PD
+        from pyverbs.qp import QP, QPCap, QPInitAttr
+        from pyverbs.wr import SGE, RecvWR
+
+        import rc_lib as rl
+
+        self.ctx = Context(name=DEV)
+        self.pd = PD(self.ctx)
+        self.cq = CQ(self.ctx, 16)
+
+        def qp(kind):
+            cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+            return QP(self.pd, QPInitAttr(qp_type=kind, scq=self.cq, rcq=self.cq, cap=cap))
+
+        self.ud, self.ud_init, self.rc = qp(e.IBV_QPT_UD), qp(e.IBV_QPT_UD), qp(e.IBV_QPT_RC)
+        rl.connect_ud(self.ud, QKEY)
+        # Room for the valid datagrams of both families (GRH included).
+        self.mr = MR(self.pd, 4 * 256, e.IBV_ACCESS_LOCAL_WRITE)
+        for i in range(4):
+            self.ud.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(self.mr.buf + 256 * i, 256, self.mr.lkey)]))
+        rl.init_ud(self.ud_init, QKEY)
+        sgid, gid = rl.gid_index(NODE_IP)
+        # Towards a QP of its own that never answers: only its state matters.
+        rl.connect(self.rc, rl.ACC_ALL, sgid, gid, self.ud.qp_num, 0, 0)
+
+    def info(self):
+        return {"ud": self.ud.qp_num, "ud_init": self.ud_init.qp_num, "rc": self.rc.qp_num}
+
+
 def serve():
+    targets = Targets()
     with socket.create_server(("", CTRL_PORT)) as srv:
         srv.settimeout(300)
         conn, _ = srv.accept()
@@ -87,6 +138,8 @@ def serve():
             time.sleep(0.3)
             if line.strip() == "drops":
                 f.write(json.dumps(drop_counters()) + "\n")
+            elif line.strip() == "qps":
+                f.write(json.dumps(targets.info()) + "\n")
             else:
                 f.write(f"{rcvd_pkts()}\n")
             f.flush()
@@ -114,7 +167,7 @@ class Peer:
         line = self.f.readline()
         if not line:
             raise SystemExit("peer does not answer")
-        return json.loads(line) if cmd == "drops" else int(line)
+        return json.loads(line) if cmd in ("drops", "qps") else int(line)
 
 
 # --- packet building ----------------------------------------------------------
@@ -126,10 +179,10 @@ def deth(qkey=GSI_QKEY, sqpn=1):
     return struct.pack(">II", qkey, sqpn)
 
 
-def ud(payload, qpn=MCAST_QPN, **kw):
+def ud(payload, qpn=MCAST_QPN, qkey=GSI_QKEY, **kw):
     """UD SEND_ONLY with room for the ICRC."""
     pad = -len(payload) % 4
-    return bth(UD_SEND_ONLY, qpn, pad=pad, **kw) + deth() + payload + bytes(pad) + bytes(4)
+    return bth(UD_SEND_ONLY, qpn, pad=pad, **kw) + deth(qkey) + payload + bytes(pad) + bytes(4)
 
 
 class Path:
@@ -171,8 +224,9 @@ class Path:
         self.sock.sendto(data, (dst or self.dst, ROCE_PORT))
 
 
-def cases(p, echo, me, peer, c_peer):
-    """(name, packets, expected rcvd delta on the receiver, on the sender)."""
+def cases(p, echo, me, peer, c_peer, qps):
+    """(name, packets, expected rcvd delta on the receiver, on the sender);
+    qps: the receiver's Targets.info()."""
     rng = random.Random(4791 + p.v6)
     # See the module docstring: rdma_rxe's short-IPv6 crash.
     crashes_c = c_peer and p.v6
@@ -199,6 +253,14 @@ def cases(p, echo, me, peer, c_peer):
         yield "11 bytes", [good[:11]], 0, 0
     yield "BTH only", [good[:12]], 0, 0
     yield "BTH+DETH, no ICRC", [good[:20]], 0, 0
+    yield "UD QP, right Q_Key", [p.icrc(ud(b"x" * 8, qpn=qps["ud"], qkey=QKEY))], 1, 0
+    yield "UD QP, wrong Q_Key", [p.icrc(ud(b"x" * 8, qpn=qps["ud"], qkey=QKEY + 1))], 0, 0
+    yield "UD QP, wrong P_Key", [p.icrc(ud(b"x" * 8, qpn=qps["ud"], qkey=QKEY, pkey=0x1234))], 0, 0
+    yield "RC SEND_ONLY to the UD QP", [p.icrc(bth(RC_SEND_ONLY, qps["ud"]) + b"abcd" + bytes(4))], 0, 0
+    yield "UD QP in INIT", [p.icrc(ud(b"x" * 8, qpn=qps["ud_init"], qkey=QKEY))], 0, 0
+    yield "UD SEND_ONLY to the RC QP", [p.icrc(ud(b"x" * 8, qpn=qps["rc"], qkey=QKEY))], 0, 0
+    if not p.v6:
+        yield "to an address of no GID", [("other", p.icrc(ud(b"x" * 8), dst=NOT_OURS4), NOT_OURS4)], 0, 0
     yield "truncated by one", [good[:-1]], 0, 0
     yield "headers only with valid ICRC", [p.icrc(ud(b""))], 1, 0
     yield "pad count, no pad bytes", [p.icrc(bth(UD_SEND_ONLY, MCAST_QPN, pad=3) + deth() + bytes(4))], 0, 0
@@ -229,18 +291,21 @@ def send(echo, peer_driver):
     peer = Peer(peer4)
     peer6 = PEER_IP6S[0]
     failures = 0
+    qps = peer.ask("qps")
     frag4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     frag4.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = DONT
     frag4.bind((me4, SPORT + 1))
     for p, me, them in ((Path(False, me4, peer4), me4, peer4), (Path(True, me6, peer6), me6, peer6)):
         fam = "IPv6" if p.v6 else "IPv4"
-        for name, pkts, want_peer, want_me in cases(p, echo, me, them, peer_driver == "c"):
+        for name, pkts, want_peer, want_me in cases(p, echo, me, them, peer_driver == "c", qps):
             t0 = time.monotonic()
             drops0 = peer.ask("drops") if peer_driver == "rs" else {}
             before_peer, before_me = peer.ask(), rcvd_pkts()
             for pkt in pkts:
                 if isinstance(pkt, tuple) and pkt[0] == "frag":
                     frag4.sendto(pkt[1], (them, ROCE_PORT))
+                elif isinstance(pkt, tuple) and pkt[0] == "other":
+                    p.send(pkt[1], dst=pkt[2])
                 elif isinstance(pkt, tuple):
                     p.send(pkt[1], dst=p.bcast)
                 else:

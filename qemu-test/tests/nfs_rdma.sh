@@ -23,8 +23,9 @@
 # the start (lib.sh lossy_link).
 # yank: first, while node 1 writes 48 MiB with O_DIRECT to the last
 # version's mount, node 2's rdma device is deleted and added back 5 s later
-# (lib.sh yank_device): the hard mount must ride it out, the write finish
-# and read back intact, and the rest of the test run on the same mount.
+# (lib.sh yank_client, yank_device): the hard mount must ride it out, the
+# write finish and read back intact, and the rest of the test run on the
+# same mount.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
@@ -55,26 +56,7 @@ if [ "$quick" ]; then
 	vers=(4.2)
 fi
 
-# meet NAME [LIMIT]: a barrier that a failed node (its EXIT trap leaves an
-# abort mark) ends at once on every other node.
-meet() {
-	local name=$1 limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
-	: >"$SHARED_DIR/nfs.meet.$name.node$NODE_INDEX"
-	for ((n = 1; n <= NODE_COUNT; n++)); do
-		until [ -e "$SHARED_DIR/nfs.meet.$name.node$n" ]; do
-			for f in "$SHARED_DIR"/nfs.abort.node*; do
-				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
-			done
-			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
-			sleep 0.2
-		done
-	done
-}
-on_exit() {
-	local rc=$?
-	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/nfs.abort.node$NODE_INDEX"
-}
-trap on_exit EXIT
+trap meet_on_exit EXIT
 
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 # sum_direct FILE: the SHA-256 of FILE read with O_DIRECT.
@@ -193,52 +175,12 @@ client_io() { # VERS
 	rm -rf /tmp/src
 }
 
-# While it writes a file with O_DIRECT, the server's device goes and comes
-# back; the write must finish and the file read back intact.
-client_yank() { # VERS
-	local f want pid t0 limit=300
-	f=$(mnt_of "$1")/yank
-	head -c $((48 << 20)) /dev/urandom >/tmp/yank
-	want=$(sum /tmp/yank)
-	dd if=/tmp/yank of="$f" bs=1M oflag=direct status=none &
-	pid=$!
-	meet yank-go
-	meet yank-deleted 120
-	kill -0 "$pid" 2>/dev/null || fail "the write ended before the device went: nothing was in flight"
-	meet yank-back 120
-	t0=$SECONDS
-	while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < limit)); do
-		sleep 0.5
-	done
-	kill -0 "$pid" 2>/dev/null && fail "the write is still blocked ${limit} s after the device came back"
-	wait "$pid" || fail "the O_DIRECT write across the server's device removal failed"
-	note "client: the write across the device removal finished $((SECONDS - t0)) s after the device came back"
-	echo 3 >/proc/sys/vm/drop_caches
-	[ "$(sum_direct "$f")" = "$want" ] || fail "the file written across the device removal differs (O_DIRECT read)"
-	[ "$(sum "$f")" = "$want" ] || fail "the file written across the device removal differs (buffered read)"
-	rm -f "$f" /tmp/yank
-	note "client: 48 MiB written across the server's device removal read back intact"
-}
-
-server_yank() {
-	meet yank-go
-	sleep 1
-	rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV"
-	note "server: $RXE_DEV deleted under the client's write"
-	meet yank-deleted
-	sleep 5
-	rdma link add "$RXE_DEV" type rxe netdev eth0 || fail "rdma link add $RXE_DEV"
-	roce_gid_index v4 >/dev/null || fail "$RXE_DEV has no RoCE v2 GID 30 s after it came back"
-	note "server: $RXE_DEV back"
-	meet yank-back
-}
-
 # --- the test -----------------------------------------------------------------
 kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
-	[ -z "$yank" ] || server_yank
+	[ -z "$yank" ] || yank_device
 	meet client-written 900
 	for v in "${vers[@]}"; do
 		check_files "$export_dir/c$v" "$SHARED_DIR/nfs.client-v$v.sums" 0 "server: v$v client's files in its tmpfs"
@@ -252,7 +194,8 @@ elif is_client; then
 	meet server-up
 	if [ "$yank" ]; then
 		client_mount "${vers[-1]}"
-		client_yank "${vers[-1]}"
+		yank_client "$(mnt_of "${vers[-1]}")/yank" 48
+		rm "$(mnt_of "${vers[-1]}")/yank"
 	fi
 	rcvd0=$(hw_counter rcvd_pkts) sent0=$(hw_counter sent_pkts)
 	for v in "${vers[@]}"; do
@@ -282,11 +225,7 @@ elif is_client; then
 	meet client-done
 else
 	meet server-up
-	if [ "$yank" ]; then
-		meet yank-go
-		meet yank-deleted 120
-		meet yank-back 120
-	fi
+	[ -z "$yank" ] || yank_others
 	meet client-written 900
 	meet server-checked
 	meet client-done 300

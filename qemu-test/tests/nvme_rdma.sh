@@ -290,27 +290,7 @@ host_io() {
 	note "host: final read of all regions matches"
 }
 
-# meet NAME [LIMIT]: like barrier, but a node that failed (its EXIT trap
-# left an abort mark) ends the wait on every other node at once, instead of
-# at the barrier's timeout.
-meet() {
-	local name=$1 limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
-	: >"$SHARED_DIR/nvme.meet.$name.node$NODE_INDEX"
-	for ((n = 1; n <= NODE_COUNT; n++)); do
-		until [ -e "$SHARED_DIR/nvme.meet.$name.node$n" ]; do
-			for f in "$SHARED_DIR"/nvme.abort.node*; do
-				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
-			done
-			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
-			sleep 0.2
-		done
-	done
-}
-on_exit() {
-	local rc=$?
-	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/nvme.abort.node$NODE_INDEX"
-}
-trap on_exit EXIT
+trap meet_on_exit EXIT
 
 # --- the test -----------------------------------------------------------------
 kmemleak_clear

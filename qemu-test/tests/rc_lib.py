@@ -229,10 +229,15 @@ def connect_uc(qp, sgid_index, dgid, dqpn, rq_psn, sq_psn, mtu=e.IBV_MTU_1024,
     qp.modify(_attr(RTS, sq_psn=sq_psn), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
 
 
-def connect_ud(qp, qkey, sq_psn=0):
-    """RESET -> INIT -> RTR -> RTS of a UD QP with Q_Key qkey."""
+def init_ud(qp, qkey):
+    """RESET -> INIT of a UD QP with Q_Key qkey."""
     qp.modify(_attr(INIT, pkey_index=0, port_num=1, qkey=qkey),
               e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
+
+
+def connect_ud(qp, qkey, sq_psn=0):
+    """RESET -> INIT -> RTR -> RTS of a UD QP with Q_Key qkey."""
+    init_ud(qp, qkey)
     qp.modify(_attr(RTR), e.IBV_QP_STATE)
     qp.modify(_attr(RTS, sq_psn=sq_psn), e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
 

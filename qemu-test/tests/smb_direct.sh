@@ -16,20 +16,26 @@
 # on pages the client registers with FRWR (and invalidates, remotely by the
 # server's send with invalidate or locally).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/smb_direct.sh [quick] [lossy]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/smb_direct.sh [quick] [lossy] [yank]
 #
 # quick: files up to 4 MiB (the test command's short form).
 # lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
 # the start (lib.sh lossy_link).
+# yank: first, while node 1 writes 48 MiB with O_DIRECT to the share
+# (mounted "hard" for it), node 2's rdma device is deleted and added back 5 s
+# later (lib.sh yank_client, yank_device): cifs must reconnect over SMB
+# Direct, the write finish and read back intact, and the rest of the test
+# run on the same mount.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
 
-quick="" lossy=""
+quick="" lossy="" yank=""
 for a in "$@"; do
 	case $a in
 	quick) quick=1 ;;
 	lossy) lossy=1 ;;
+	yank) yank=1 ;;
 	*) fail "unknown argument $a" ;;
 	esac
 done
@@ -44,26 +50,7 @@ pass=rxe-smb-direct
 sizes=(1 4095 4096 65537 1048576 4194317 12582919)
 [ "$quick" ] && sizes=(1 4095 4096 65537 1048576 4194317)
 
-# meet NAME [LIMIT]: a barrier that a failed node (its EXIT trap leaves an
-# abort mark) ends at once on every other node.
-meet() {
-	local name=$1 limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
-	: >"$SHARED_DIR/smb.meet.$name.node$NODE_INDEX"
-	for ((n = 1; n <= NODE_COUNT; n++)); do
-		until [ -e "$SHARED_DIR/smb.meet.$name.node$n" ]; do
-			for f in "$SHARED_DIR"/smb.abort.node*; do
-				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
-			done
-			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
-			sleep 0.2
-		done
-	done
-}
-on_exit() {
-	local rc=$?
-	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/smb.abort.node$NODE_INDEX"
-}
-trap on_exit EXIT
+trap meet_on_exit EXIT
 
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 sum_direct() { dd if="$1" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1; }
@@ -130,11 +117,11 @@ server_down() {
 
 # --- client (node 1) ----------------------------------------------------------
 client_mount() {
-	local line
+	local line opts="rdma,vers=3.1.1,username=$user,password=$pass,uid=0,noperm"
+	# "hard": I/O waits for a reconnection instead of failing (the yank).
+	[ -z "$yank" ] || opts+=",hard"
 	mkdir -p "$mnt"
-	mount -t cifs "//$(server_ip)/share" "$mnt" \
-		-o "rdma,vers=3.1.1,username=$user,password=$pass,uid=0,noperm" ||
-		fail "mount -t cifs -o rdma"
+	mount -t cifs "//$(server_ip)/share" "$mnt" -o "$opts" || fail "mount -t cifs -o rdma"
 	line=$(grep " $mnt cifs" /proc/mounts) || fail "no $mnt in /proc/mounts"
 	note "client: $line"
 	[[ $line == *rdma* ]] || fail "the cifs mount has no rdma option: $line"
@@ -165,6 +152,7 @@ kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
+	[ -z "$yank" ] || yank_device
 	meet client-written 900
 	check_files "$share_dir/c" "$SHARED_DIR/smb.client.sums" 0 "server: the client's files in its tmpfs"
 	meet server-checked
@@ -173,8 +161,12 @@ if is_server; then
 elif is_client; then
 	modprobe cifs || fail "modprobe cifs"
 	meet server-up
-	rcvd0=$(hw_counter rcvd_pkts) sent0=$(hw_counter sent_pkts)
 	client_mount
+	if [ "$yank" ]; then
+		yank_client "$mnt/yank" 48
+		rm "$mnt/yank"
+	fi
+	rcvd0=$(hw_counter rcvd_pkts) sent0=$(hw_counter sent_pkts)
 	t0=$SECONDS
 	client_io
 	note "client: workload done in $((SECONDS - t0)) s"
@@ -196,6 +188,7 @@ elif is_client; then
 	meet client-done
 else
 	meet server-up
+	[ -z "$yank" ] || yank_others
 	meet client-written 900
 	meet server-checked
 	meet client-done 300

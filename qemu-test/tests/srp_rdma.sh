@@ -46,24 +46,7 @@ regions=(
 	"r1m $((16 * MiB)) $((big_mib * MiB)) 1048576"
 )
 
-meet() {
-	local name=$1 limit=${2:-$RXE_WAIT_TIMEOUT} start=$SECONDS n f
-	: >"$SHARED_DIR/srp.meet.$name.node$NODE_INDEX"
-	for ((n = 1; n <= NODE_COUNT; n++)); do
-		until [ -e "$SHARED_DIR/srp.meet.$name.node$n" ]; do
-			for f in "$SHARED_DIR"/srp.abort.node*; do
-				[ -e "$f" ] && fail "at $name: ${f##*.} failed: $(cat "$f")"
-			done
-			((SECONDS - start < limit)) || fail "at $name: node$n not there after ${limit}s"
-			sleep 0.2
-		done
-	done
-}
-on_exit() {
-	local rc=$?
-	((rc == 0)) || echo "exit $rc" >"$SHARED_DIR/srp.abort.node$NODE_INDEX"
-}
-trap on_exit EXIT
+trap meet_on_exit EXIT
 
 # The port's GUID as ib_srpt names it: the interface id of GID 0.
 port_guid() {
