@@ -18,7 +18,7 @@
 # writes 12 and 8 (the test command's short form).
 # lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
 # the start (lib.sh lossy_link).
-# yank: after the first login, while node 1 writes 24 MiB to the disk with
+# yank: after the first login, while node 1 writes 60 MiB to the disk with
 # O_DIRECT, node 1's own rdma device is deleted and added back 5 s later
 # (lib.sh yank_client): the session must recover (open-iscsi reconnects
 # once the device is back), the write finish and read back intact, and the
@@ -200,7 +200,7 @@ elif is_client; then
 	sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
 	login
 	if [ "$yank" ]; then
-		yank_client "/dev/$dev" 24 here
+		yank_client "/dev/$dev" 60 here
 		# A new device: new counters.
 		sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
 	fi
