@@ -201,9 +201,10 @@ echo "$lines"
 # ksmbd notes each SMB Direct disconnect, the unmount's included; the data
 # checks above catch one that came too early.
 ok="connect to [0-9.]+:5445 failed|rdma_connect failed port=5445$|ksmbd: smb_direct: disconnected$"
-# The yank: the client's receive sees the connection go, the server's sends
-# in flight are flushed.
-[ -z "$yank" ] || ok+="|CIFS: VFS: smbd_recv:[0-9]+ disconnected$|ksmbd: smb_direct: Send error. status='WR flushed \\(5\\)'"
+# The yank: the client's receive sees the connection go, its reconnection
+# attempts fail while the server's device is away, the server's sends in
+# flight are flushed.
+[ -z "$yank" ] || ok+="|CIFS: VFS: smbd_recv:[0-9]+ disconnected$|rdma_connect failed port=445$|ksmbd: smb_direct: Send error. status='WR flushed \\(5\\)'"
 bad=$(grep -v -E "$ok" <<<"$lines" |
 	grep -E -i 'error|fail|timed out|disconnect|reconnect' || true)
 [ -z "$bad" ] || fail "kernel log reports SMB Direct trouble: $bad"
