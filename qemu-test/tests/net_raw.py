@@ -18,6 +18,14 @@ RC QP in RTS, and an address of its own that is none of its device's GIDs
 pings make the receiver answer through its transmit path, checked by the
 sender's (or the receiver's own, looped back) receive path.
 
+An rxe_rs receiver also holds a UD QP whose one receive buffer lies in an
+ODP MR over a file of a FUSE file system that never answers a READ
+(odp_stuck.py's daemon), owned by a process of its own (`stuck`): the first
+datagram for it starts a page fault that stays stuck, the datagrams behind
+it wait in the QP's packet queue, and a burst of more than the queue holds
+must be counted in rcvd_drop_queue_full. Aborting the FUSE connection ends
+the fault; the owner must then exit.
+
 rdma_rxe (6.12) crashes on IPv6 datagrams shorter than a BTH: rxe_rcv drops
 them before it clears pkt->qp, which then is whatever IP6CB left in skb->cb,
 and rxe_put()s it. Those cases are skipped when the receiver runs c.
@@ -31,7 +39,7 @@ import sys
 import time
 import zlib
 
-from testlib import DEV, NODE_IP, NODE_IP6, PEER_IP6S, PEER_IPS, hw_counters
+from testlib import DEV, DRIVER, NODE_IP, NODE_IP6, PEER_IP6S, PEER_IPS, hw_counters
 
 ROCE_PORT = 4791
 SPORT = 0xC0DE
@@ -125,21 +133,137 @@ class Targets:
         return {"ud": self.ud.qp_num, "ud_init": self.ud_init.qp_num, "rc": self.rc.qp_num}
 
 
+# The stuck UD QP's burst: more datagrams than a QP's packet queue holds
+# (PKT_QUEUE_LIMIT, 8192 in rxe/qp/mod.rs).
+QUEUE_BURST = 8192 + 1024
+ODP_STUCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "odp_stuck.py")
+
+
+def stuck(path):
+    """The owner of the stuck UD QP: prints its QPN, waits for stdin to close.
+
+    Once the fault is stuck it holds this process's mmap_lock: from then on
+    it only blocks in read(2), which allocates nothing."""
+    import ctypes
+
+    import pyverbs.enums as e
+    from pyverbs.cq import CQ
+    from pyverbs.device import Context
+    from pyverbs.mr import MR
+    from pyverbs.pd import PD
+    from pyverbs.qp import QP, QPCap, QPInitAttr
+    from pyverbs.wr import SGE, RecvWR
+
+    import rc_lib as rl
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    size = 1 << 20
+    fd = os.open(path, os.O_RDONLY)
+    addr = libc.mmap(None, size, 3, 0x02, fd, 0)  # RW, MAP_PRIVATE: never touched here
+    if addr in (None, ctypes.c_void_p(-1).value):
+        print(f"mmap: {os.strerror(ctypes.get_errno())}", flush=True)
+        return 1
+    ctx = Context(name=DEV)
+    pd = PD(ctx)
+    cq = CQ(ctx, 16)
+    cap = QPCap(max_send_wr=1, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap))
+    rl.connect_ud(qp, QKEY)
+    mr = MR(pd, size, e.IBV_ACCESS_ON_DEMAND | e.IBV_ACCESS_LOCAL_WRITE, address=addr)
+    qp.post_recv(RecvWR(wr_id=1, num_sge=1, sg=[SGE(mr.buf, 4096, mr.lkey)]))
+    os.write(1, f"{qp.qp_num}\n".encode())
+    while os.read(0, 64):
+        pass
+    return 0
+
+
+class Stuck:
+    """The stuck UD QP of an rxe_rs receiver: the FUSE daemon and the owner."""
+
+    def __init__(self):
+        import subprocess
+
+        from odp_stuck import FILE, MNT
+        from testlib import sh
+
+        self.qpn = None
+        os.makedirs(MNT, exist_ok=True)
+        if not os.path.ismount("/sys/fs/fuse/connections"):
+            sh("mount -t fusectl fusectl /sys/fs/fuse/connections")
+        self.mnt = MNT
+        self.fuse = subprocess.Popen([sys.executable, ODP_STUCK, "daemon"], stdout=subprocess.PIPE)
+        path = os.path.join(MNT, FILE)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.owner = subprocess.Popen([sys.executable, os.path.abspath(__file__), "stuck", path],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.line(self.owner, 60)
+        if line.isdigit():
+            self.qpn = int(line)
+        else:
+            print(f"stuck QP owner: {line!r}", flush=True)
+
+    @staticmethod
+    def line(proc, limit):
+        import select
+        ready, _, _ = select.select([proc.stdout], [], [], limit)
+        return proc.stdout.readline().decode().strip() if ready else ""
+
+    def held(self):
+        """Whether the daemon holds a READ: the QP's fault is stuck."""
+        return self.line(self.fuse, 20).startswith("daemon: READ held")
+
+    def release(self):
+        """Ends the fault, then the owner; whether both went in time."""
+        import subprocess
+        for c in os.listdir("/sys/fs/fuse/connections"):
+            with open(f"/sys/fs/fuse/connections/{c}/abort", "w") as f:
+                f.write("1")
+        ok = True
+        for proc, close in ((self.fuse, False), (self.owner, True)):
+            if close:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                print(f"pid {proc.pid} still running 30 s after the abort", flush=True)
+                proc.kill()
+                proc.wait()
+                ok = False
+        subprocess.run(["umount", "-l", self.mnt], check=False)
+        return ok
+
+
 def serve():
     targets = Targets()
+    stuck_qp = Stuck() if DRIVER == "rs" else None
     with socket.create_server(("", CTRL_PORT)) as srv:
         srv.settimeout(300)
         conn, _ = srv.accept()
     with conn, conn.makefile("rw") as f:
         for line in f:
             if line.strip() == "stop":
+                if stuck_qp:
+                    stuck_qp.release()
                 return
             # Let softirqs and the loopback path settle.
             time.sleep(0.3)
             if line.strip() == "drops":
                 f.write(json.dumps(drop_counters()) + "\n")
             elif line.strip() == "qps":
-                f.write(json.dumps(targets.info()) + "\n")
+                info = targets.info()
+                if stuck_qp and stuck_qp.qpn is not None:
+                    info["stuck"] = stuck_qp.qpn
+                f.write(json.dumps(info) + "\n")
+            elif line.strip() == "held":
+                f.write(json.dumps(bool(stuck_qp and stuck_qp.held())) + "\n")
+            elif line.strip() == "release":
+                f.write(json.dumps(bool(stuck_qp and stuck_qp.release())) + "\n")
+                stuck_qp = None
             else:
                 f.write(f"{rcvd_pkts()}\n")
             f.flush()
@@ -167,7 +291,7 @@ class Peer:
         line = self.f.readline()
         if not line:
             raise SystemExit("peer does not answer")
-        return json.loads(line) if cmd in ("drops", "qps") else int(line)
+        return json.loads(line) if cmd in ("drops", "qps", "held", "release") else int(line)
 
 
 # --- packet building ----------------------------------------------------------
@@ -334,12 +458,54 @@ def send(echo, peer_driver):
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {fam} {name}: receiver +{got_peer} (want +{want_peer}), "
                   f"sender +{got_me} (want +{want_me}){drop_note}; {time.monotonic() - t0:.1f} s", flush=True)
+    if "stuck" in qps:
+        failures += queue_full(Path(False, me4, peer4), peer, qps["stuck"])
+    elif peer_driver == "rs":
+        print("FAIL the receiver has no stuck QP for the queue_full case", flush=True)
+        failures += 1
     peer.ask("stop")
     return failures
+
+
+def queue_full(p, peer, qpn):
+    """The stuck UD QP: one datagram starts its fault, a burst behind it
+    overflows its packet queue (see the module docstring). 1 on failure."""
+    t0 = time.monotonic()
+    drops0, before = peer.ask("drops"), peer.ask()
+    pkt = p.icrc(ud(b"q" * 64, qpn=qpn, qkey=QKEY))
+    p.send(pkt)
+    held = peer.ask("held")
+    # Not paced (a short sleep can take most of a second on a debug guest):
+    # what the virtual NIC drops does not reach the driver and is not
+    # counted; the burst leaves room for that.
+    for _ in range(QUEUE_BURST):
+        p.send(pkt)
+    # Until the receiver's count stops moving (each query waits 0.3 s).
+    got, prev = peer.ask() - before, -1
+    for _ in range(100):
+        if got == prev:
+            break
+        got, prev = peer.ask() - before, got
+    drops1 = peer.ask("drops")
+    delta = {k: v - drops0.get(k, 0) for k, v in drops1.items() if v != drops0.get(k, 0)}
+    released = peer.ask("release")
+    full = delta.pop("rcvd_drop_queue_full", 0)
+    # Counted in rcvd_pkts when they reached the QP, then dropped by the
+    # full queue: all but the one at the head and the 8192 queued behind it
+    # (more if the queue could not grow that far).
+    want = got - 1 - 8192
+    ok = held and released and not delta and want >= 1 and full >= want
+    print(f"{'ok  ' if ok else 'FAIL'} IPv4 burst of {QUEUE_BURST + 1} to a QP stuck in a fault: "
+          f"fault stuck {held}, receiver +{got}, rcvd_drop_queue_full +{full} "
+          f"(want >= {want}), other drops {delta}, "
+          f"fault and owner ended {released}; {time.monotonic() - t0:.1f} s", flush=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve()
+    elif sys.argv[1] == "stuck":
+        sys.exit(stuck(sys.argv[2]))
     else:
         sys.exit(1 if send(sys.argv[2] == "1", sys.argv[3]) else 0)
