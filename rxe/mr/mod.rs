@@ -387,6 +387,31 @@ impl MrShared {
         }
     }
 
+    /// [`lookup_range`]'s checks again on a region it resolved before,
+    /// for the next packet of the same message: the key still names it
+    /// with these rights (a region deregistered or invalidated since
+    /// fails here, as a new lookup would) and the range lies in it. Not
+    /// for windows, whose rights live in the window.
+    pub(crate) fn recheck_range(
+        &self,
+        key: u32,
+        kind: KeyKind,
+        pd: PdId,
+        access: Access,
+        range: Option<(u64, u64)>,
+    ) -> Result<(), AccessError> {
+        if self.window.is_some() {
+            return Err(AccessError::Key);
+        }
+        self.check_key_range(key, kind, pd, access, range)
+    }
+
+    /// Whether this is the view of a memory window (a type 1 or 2 MW's
+    /// binding) rather than a region.
+    pub(crate) fn is_window(&self) -> bool {
+        self.window.is_some()
+    }
+
     /// Whether `[iova, iova + len)` is inside the region (C's
     /// `mr_check_range`; a DMA MR covers everything).
     pub(crate) fn check_range(&self, iova: u64, len: u64) -> Result<(), AccessError> {
