@@ -323,15 +323,16 @@ impl machine::Io for Io<'_> {
         let m = self.head.as_ref().map_or(Mask::NONE, RxPacket::mask);
         let write = m.contains(Mask::WRITE);
         // A WRITE's middle and last packets go on in the region its first
-        // packet resolved: the same key checks on it, without the pool's
-        // lookup. Any other request lets the held region go.
+        // packet resolved, whose checks covered the whole message: while
+        // nothing changed in the region, they hold. Any other request lets
+        // the held region go.
         if let Some(w) = self.write_mr.take() {
-            if write && !m.contains(Mask::START) && w.rkey == t.rkey {
-                w.mr.recheck_range(t.rkey, kind, pd, t.access, range)
-                    .map_err(|_| AccessFault)?;
+            if write && !m.contains(Mask::START) && w.rkey == t.rkey && w.mr.unchanged_since(w.gen)
+            {
                 if !m.contains(Mask::END) {
                     *self.write_mr = Some(WriteMr {
                         rkey: w.rkey,
+                        gen: w.gen,
                         mr: w.mr.clone(),
                     });
                 }
@@ -339,11 +340,12 @@ impl machine::Io for Io<'_> {
                 return Ok(());
             }
         }
-        let mr = mr::lookup_range(self.sh.dev.state(), t.rkey, kind, pd, t.access, range)
+        let (mr, gen) = mr::lookup_range(self.sh.dev.state(), t.rkey, kind, pd, t.access, range)
             .map_err(|_| AccessFault)?;
         if write && m.contains(Mask::START) && !m.contains(Mask::END) && !mr.is_window() {
             *self.write_mr = Some(WriteMr {
                 rkey: t.rkey,
+                gen,
                 mr: mr.clone(),
             });
         }

@@ -106,14 +106,16 @@ pub(crate) struct State {
     /// The QP's status as the responder last read it.
     view: Option<View>,
     /// The region the RDMA WRITE under way resolved at its first packet,
-    /// with its rkey: its middle and last packets check it again instead
-    /// of looking the key up.
+    /// with its rkey: its middle and last packets use it while it has not
+    /// changed, without a lookup.
     write_mr: Option<WriteMr>,
 }
 
 /// A region held for the RDMA WRITE under way (see [`State::write_mr`]).
 pub(super) struct WriteMr {
     rkey: u32,
+    /// The region's generation its first packet's checks were made at.
+    gen: u32,
     mr: Arc<crate::rxe::mr::MrShared>,
 }
 
