@@ -287,6 +287,10 @@ pub(crate) struct MrShared {
     inner: SpinLockBh<Inner>,
     /// Windows bound to this MR; deregistration is refused while non-zero.
     bound_mws: AtomicU32,
+    /// Moves (under `inner`'s lock, before the change) whenever the state,
+    /// keys, rights, PD or range change: a check made under the lock holds
+    /// while it has not moved ([`MrShared::unchanged_since`]).
+    gen: AtomicU32,
 }
 
 impl MrShared {
@@ -296,6 +300,7 @@ impl MrShared {
             window,
             inner <- new_spinlock_bh!(inner, "rxe_mr"),
             bound_mws: AtomicU32::new(0),
+            gen: AtomicU32::new(0),
         })
     }
 
@@ -366,6 +371,9 @@ impl MrShared {
 
     /// [`MrShared::check_key`] and, with `range`, [`MrShared::check_range`]
     /// under one lock.
+    /// Whether `key` grants `access` to a QP of `pd` (of `kind`) and, with
+    /// `range`, whether `(iova, len)` lies in the region, under one lock;
+    /// on success the region's generation the checks were made at.
     fn check_key_range(
         &self,
         key: u32,
@@ -373,18 +381,45 @@ impl MrShared {
         pd: PdId,
         access: Access,
         range: Option<(u64, u64)>,
-    ) -> Result<(), AccessError> {
+    ) -> Result<u32, AccessError> {
         if self.window.is_some() {
             self.check_key(key, kind, pd, access)?;
-            return range.map_or(Ok(()), |(iova, len)| self.check_range(iova, len));
+            if let Some((iova, len)) = range {
+                self.check_range(iova, len)?;
+            }
+            return Ok(self.gen.load(Ordering::Relaxed));
         }
         let i = self.inner.lock();
         i.key_grants(key, kind, pd, access)?;
         match (range, &i.mem) {
-            (None, _) | (_, Memory::Dma(_)) => Ok(()),
-            (Some((iova, len)), _) if i.in_range(iova, len) => Ok(()),
-            _ => Err(AccessError::Range),
+            (None, _) | (_, Memory::Dma(_)) => {}
+            (Some((iova, len)), _) if i.in_range(iova, len) => {}
+            _ => return Err(AccessError::Range),
         }
+        Ok(self.gen.load(Ordering::Relaxed))
+    }
+
+    /// Whether nothing a key check depends on (state, keys, rights, PD,
+    /// range) changed since generation `gen`, which [`lookup_range`]
+    /// returned: a check that passed then still passes, for any range
+    /// inside the one it checked. Takes no lock. Not for windows, whose
+    /// changes are the window's.
+    pub(crate) fn unchanged_since(&self, gen: u32) -> bool {
+        self.window.is_none() && self.gen.load(Ordering::Acquire) == gen
+    }
+
+    /// Takes `inner` for a change that can fail checks made before.
+    fn change(&self) -> impl core::ops::DerefMut<Target = Inner> + '_ {
+        let i = self.inner.lock();
+        // The datapath sees the generation move before any of the change.
+        self.gen.fetch_add(1, Ordering::Release);
+        i
+    }
+
+    /// Whether this is the view of a memory window (a type 1 or 2 MW's
+    /// binding) rather than a region.
+    pub(crate) fn is_window(&self) -> bool {
+        self.window.is_some()
     }
 
     /// Whether `[iova, iova + len)` is inside the region (C's
@@ -406,7 +441,7 @@ impl MrShared {
     /// `ib_mr` fields the kernel user set up through `ib_map_mr_sg`, and
     /// bound every later access through the new key).
     fn fast_reg(&self, qp_pd: PdId, reg: &FastReg) -> Result {
-        let mut i = self.inner.lock();
+        let mut i = self.change();
         let facts = i.facts(self.mr_type, self.bound_mws.load(Ordering::Relaxed));
         rules::check_fast_reg(&facts, i.pd == qp_pd, reg.key).map_err(rule_errno)?;
         i.access = reg.access;
@@ -421,7 +456,7 @@ impl MrShared {
     /// Invalidates a fast-reg MR by key (LOCAL_INV, send with invalidate)
     /// for a QP of PD `qp_pd`.
     pub(crate) fn invalidate(&self, key: u32, qp_pd: PdId) -> Result<(), InvalidateError> {
-        let mut i = self.inner.lock();
+        let mut i = self.change();
         let facts = i.facts(self.mr_type, self.bound_mws.load(Ordering::Relaxed));
         rules::check_invalidate_mr(&facts, key, i.pd == qp_pd)?;
         i.state = State::Free;
@@ -453,7 +488,7 @@ impl MrShared {
 
     /// Makes the MR usable under `key` (`index << 8 | byte`).
     fn activate(&self, key: u32, state: State) {
-        let mut i = self.inner.lock();
+        let mut i = self.change();
         i.lkey = key;
         i.rkey = key;
         i.state = state;
@@ -461,7 +496,7 @@ impl MrShared {
 
     /// Ends every later access through references the datapath still holds.
     fn retire(&self) {
-        let mut i = self.inner.lock();
+        let mut i = self.change();
         i.state = State::Invalid;
     }
 }
@@ -485,7 +520,9 @@ pub(crate) fn lookup(
 }
 
 /// [`lookup`], then with `range` the check that `(iova, len)` lies in
-/// the region, the key and range checked under one lock of the MR.
+/// the region, the key and range checked under one lock of the MR; with
+/// the region's generation they were made at (see
+/// [`MrShared::unchanged_since`]).
 pub(crate) fn lookup_range(
     dev: &DeviceState,
     key: u32,
@@ -493,19 +530,20 @@ pub(crate) fn lookup_range(
     pd: PdId,
     access: Access,
     range: Option<(u64, u64)>,
-) -> Result<Arc<MrShared>, AccessError> {
+) -> Result<(Arc<MrShared>, u32), AccessError> {
     if let KeyKind::Remote { qp } = kind {
         if rules::rkey_is_mw(key) {
             let mr = mw::lookup(dev, key, qp, pd, access)?;
             if let Some((iova, len)) = range {
                 mr.check_range(iova, len)?;
             }
-            return Ok(mr);
+            let gen = mr.gen.load(Ordering::Relaxed);
+            return Ok((mr, gen));
         }
     }
     let mr = dev.mrs.get(rules::key_index(key)).ok_or(AccessError::Key)?;
-    mr.check_key_range(key, kind, pd, access, range)?;
-    Ok(mr)
+    let gen = mr.check_key_range(key, kind, pd, access, range)?;
+    Ok((mr, gen))
 }
 
 /// `ibv_advise_mr`: prefetches the ranges `(lkey, iova, length)` of ODP

@@ -188,7 +188,7 @@ impl Mr {
         {
             return Err(EINVAL);
         }
-        let mut i = self.shared.inner.lock();
+        let mut i = self.shared.change();
         if flags & rereg::PD != 0 {
             i.pd = new_pd;
         }

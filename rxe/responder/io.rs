@@ -6,7 +6,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{Facts, WqeHold};
+use super::{Facts, WqeHold, WriteMr};
 use crate::rxe::counters;
 use crate::rxe::cq::Due;
 use crate::rxe::device::Device;
@@ -47,6 +47,9 @@ pub(super) struct Io<'a> {
     pub(super) batch: net::TxBatch<'a, ()>,
     /// The region `lookup` resolved, until `release_mr`.
     pub(super) mr: Option<Arc<mr::MrShared>>,
+    /// The region of the RDMA WRITE under way, kept across runs from its
+    /// first packet to its last.
+    pub(super) write_mr: &'a mut Option<WriteMr>,
     /// The receive CQ's callbacks, run after the `resp` lock.
     pub(super) due: Due,
     /// The SRQ's limit event, raised after the `resp` lock.
@@ -312,17 +315,40 @@ impl machine::Io for Io<'_> {
     }
 
     fn lookup(&mut self, t: &Target) -> Result<(), AccessFault> {
-        let mr = mr::lookup_range(
-            self.sh.dev.state(),
-            t.rkey,
-            KeyKind::Remote {
-                qp: QpId::of(self.sh),
-            },
-            PdId(self.sh.pd),
-            t.access,
-            t.check_range.then_some((t.va, u64::from(t.len))),
-        )
-        .map_err(|_| AccessFault)?;
+        let kind = KeyKind::Remote {
+            qp: QpId::of(self.sh),
+        };
+        let pd = PdId(self.sh.pd);
+        let range = t.check_range.then_some((t.va, u64::from(t.len)));
+        let m = self.head.as_ref().map_or(Mask::NONE, RxPacket::mask);
+        let write = m.contains(Mask::WRITE);
+        // A WRITE's middle and last packets go on in the region its first
+        // packet resolved, whose checks covered the whole message: while
+        // nothing changed in the region, they hold. Any other request lets
+        // the held region go.
+        if let Some(w) = self.write_mr.take() {
+            if write && !m.contains(Mask::START) && w.rkey == t.rkey && w.mr.unchanged_since(w.gen)
+            {
+                if !m.contains(Mask::END) {
+                    *self.write_mr = Some(WriteMr {
+                        rkey: w.rkey,
+                        gen: w.gen,
+                        mr: w.mr.clone(),
+                    });
+                }
+                self.mr = Some(w.mr);
+                return Ok(());
+            }
+        }
+        let (mr, gen) = mr::lookup_range(self.sh.dev.state(), t.rkey, kind, pd, t.access, range)
+            .map_err(|_| AccessFault)?;
+        if write && m.contains(Mask::START) && !m.contains(Mask::END) && !mr.is_window() {
+            *self.write_mr = Some(WriteMr {
+                rkey: t.rkey,
+                gen,
+                mr: mr.clone(),
+            });
+        }
         self.mr = Some(mr);
         Ok(())
     }

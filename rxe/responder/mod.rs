@@ -105,6 +105,18 @@ pub(crate) struct State {
     odp_give_up: bool,
     /// The QP's status as the responder last read it.
     view: Option<View>,
+    /// The region the RDMA WRITE under way resolved at its first packet,
+    /// with its rkey: its middle and last packets use it while it has not
+    /// changed, without a lookup.
+    write_mr: Option<WriteMr>,
+}
+
+/// A region held for the RDMA WRITE under way (see [`State::write_mr`]).
+pub(super) struct WriteMr {
+    rkey: u32,
+    /// The region's generation its first packet's checks were made at.
+    gen: u32,
+    mr: Arc<crate::rxe::mr::MrShared>,
 }
 
 /// The responder state (9 KiB, mostly the read/atomic resources), built in
@@ -143,6 +155,7 @@ impl State {
             odp_retry: Retry::new(),
             odp_give_up: false,
             view: None,
+            write_mr: None,
         })
     }
 
@@ -162,6 +175,7 @@ impl State {
             p.consume();
         }
         self.wqe.clear();
+        self.write_mr = None;
     }
 }
 
@@ -422,6 +436,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
                 odp_retry,
                 odp_give_up,
                 view,
+                write_mr,
                 ..
             } = &mut *guard;
             let Some(View { gen, facts: f, .. }) = view.as_ref() else {
@@ -435,6 +450,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
                 wqe,
                 batch: net::TxBatch::new(flow),
                 mr: None,
+                write_mr,
                 due: Due::NONE,
                 srq_limit: false,
                 fault: None,
