@@ -100,6 +100,11 @@ impl<'a> LocalAccess<'a> {
 struct Held {
     index: usize,
     lkey: u32,
+    /// The PD and rights the key was checked for, and the region's
+    /// generation then.
+    pd: PdId,
+    access: Access,
+    gen: u32,
     mr: Arc<mr::MrShared>,
 }
 
@@ -234,10 +239,10 @@ impl Cursor {
     }
 
     /// The MR of `piece`'s SGE, checked for this access: the held one if it
-    /// is for the same SGE and its key still passes the checks (a rereg, an
-    /// invalidation or a deregistration since the last copy fails them),
-    /// else a fresh lookup. Each SGE is checked once per copy, as C looks it
-    /// up once.
+    /// is for the same SGE and access and nothing its key check depends on
+    /// changed since (a rereg, an invalidation or a deregistration moves
+    /// the region's generation), else a fresh lookup. Each SGE is checked
+    /// once per copy, as C looks it up once.
     #[inline(always)]
     fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::MrShared, DmaError> {
         let lkey = piece.sge.lkey;
@@ -245,18 +250,22 @@ impl Cursor {
             Some(h) => {
                 h.index == piece.index
                     && h.lkey == lkey
-                    && h.mr
-                        .check_key(lkey, KeyKind::Local, mem.pd, mem.access)
-                        .is_ok()
+                    && h.pd == mem.pd
+                    && h.access == mem.access
+                    && h.mr.unchanged_since(h.gen)
             }
             None => false,
         };
         if !reuse {
             self.held = None;
-            let mr = mr::lookup(mem.dev, lkey, KeyKind::Local, mem.pd, mem.access)?;
+            let (mr, gen) =
+                mr::lookup_range(mem.dev, lkey, KeyKind::Local, mem.pd, mem.access, None)?;
             self.held = Some(Held {
                 index: piece.index,
                 lkey,
+                pd: mem.pd,
+                access: mem.access,
+                gen,
                 mr,
             });
         }
