@@ -6,8 +6,9 @@
 //! A [`Cursor`] is the progress of one WQE's transfer. Each copy looks up
 //! the lkey of every SGE it touches with the QP's PD and the rights the
 //! operation needs, as C does per packet, except that the MR of the current
-//! SGE is kept between copies and only its key rechecked, which spares the
-//! device-wide pool lookup on every packet of a large SGE.
+//! SGE is kept between copies and serves while its generation has not moved
+//! (`MrShared::unchanged_since`), which spares the device-wide pool lookup
+//! and the MR's lock on every packet of a large SGE.
 //!
 //! The responder's receive copy is the model of use
 //! (`rxe/responder/io.rs`, `take_recv` and `recv_data`): a [`Cursor`] made
