@@ -6,8 +6,9 @@
 //! A [`Cursor`] is the progress of one WQE's transfer. Each copy looks up
 //! the lkey of every SGE it touches with the QP's PD and the rights the
 //! operation needs, as C does per packet, except that the MR of the current
-//! SGE is kept between copies and only its key rechecked, which spares the
-//! device-wide pool lookup on every packet of a large SGE.
+//! SGE is kept between copies and serves while its generation has not moved
+//! (`MrShared::unchanged_since`), which spares the device-wide pool lookup
+//! and the MR's lock on every packet of a large SGE.
 //!
 //! The responder's receive copy is the model of use
 //! (`rxe/responder/io.rs`, `take_recv` and `recv_data`): a [`Cursor`] made
@@ -100,6 +101,11 @@ impl<'a> LocalAccess<'a> {
 struct Held {
     index: usize,
     lkey: u32,
+    /// The PD and rights the key was checked for, and the region's
+    /// generation then.
+    pd: PdId,
+    access: Access,
+    gen: u32,
     mr: Arc<mr::MrShared>,
 }
 
@@ -234,10 +240,10 @@ impl Cursor {
     }
 
     /// The MR of `piece`'s SGE, checked for this access: the held one if it
-    /// is for the same SGE and its key still passes the checks (a rereg, an
-    /// invalidation or a deregistration since the last copy fails them),
-    /// else a fresh lookup. Each SGE is checked once per copy, as C looks it
-    /// up once.
+    /// is for the same SGE and access and nothing its key check depends on
+    /// changed since (a rereg, an invalidation or a deregistration moves
+    /// the region's generation), else a fresh lookup. Each SGE is checked
+    /// once per copy, as C looks it up once.
     #[inline(always)]
     fn mr_for(&mut self, mem: &LocalAccess<'_>, piece: &Piece) -> Result<&mr::MrShared, DmaError> {
         let lkey = piece.sge.lkey;
@@ -245,18 +251,22 @@ impl Cursor {
             Some(h) => {
                 h.index == piece.index
                     && h.lkey == lkey
-                    && h.mr
-                        .check_key(lkey, KeyKind::Local, mem.pd, mem.access)
-                        .is_ok()
+                    && h.pd == mem.pd
+                    && h.access == mem.access
+                    && h.mr.unchanged_since(h.gen)
             }
             None => false,
         };
         if !reuse {
             self.held = None;
-            let mr = mr::lookup(mem.dev, lkey, KeyKind::Local, mem.pd, mem.access)?;
+            let (mr, gen) =
+                mr::lookup_range(mem.dev, lkey, KeyKind::Local, mem.pd, mem.access, None)?;
             self.held = Some(Held {
                 index: piece.index,
                 lkey,
+                pd: mem.pd,
+                access: mem.access,
+                gen,
                 mr,
             });
         }

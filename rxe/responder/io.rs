@@ -50,6 +50,9 @@ pub(super) struct Io<'a> {
     /// The region of the RDMA WRITE under way, kept across runs from its
     /// first packet to its last.
     pub(super) write_mr: &'a mut Option<WriteMr>,
+    /// `lookup` found the request's region in `write_mr` (not in `mr`);
+    /// `Some(true)` for the message's last packet, which lets it go.
+    pub(super) on_write_mr: Option<bool>,
     /// The receive CQ's callbacks, run after the `resp` lock.
     pub(super) due: Due,
     /// The SRQ's limit event, raised after the `resp` lock.
@@ -90,7 +93,7 @@ impl<'a> Io<'a> {
     /// Records an access of the held MR that found a page absent.
     fn note_absent(&mut self, e: AccessError, iova: u64, len: u64, write: bool) {
         if e == AccessError::Absent {
-            if let Some(mr) = &self.mr {
+            if let Some(mr) = self.region() {
                 self.fault = Some(PendingFault {
                     mr: mr.clone(),
                     iova,
@@ -98,6 +101,15 @@ impl<'a> Io<'a> {
                     write,
                 });
             }
+        }
+    }
+
+    /// The region `lookup` resolved for the request at hand.
+    #[inline]
+    fn region(&self) -> Option<&Arc<mr::MrShared>> {
+        match self.on_write_mr {
+            Some(_) => self.write_mr.as_ref().map(|w| &w.mr),
+            None => self.mr.as_ref(),
         }
     }
 
@@ -322,24 +334,20 @@ impl machine::Io for Io<'_> {
         let range = t.check_range.then_some((t.va, u64::from(t.len)));
         let m = self.head.as_ref().map_or(Mask::NONE, RxPacket::mask);
         let write = m.contains(Mask::WRITE);
+        self.on_write_mr = None;
         // A WRITE's middle and last packets go on in the region its first
         // packet resolved, whose checks covered the whole message: while
         // nothing changed in the region, they hold. Any other request lets
         // the held region go.
-        if let Some(w) = self.write_mr.take() {
-            if write && !m.contains(Mask::START) && w.rkey == t.rkey && w.mr.unchanged_since(w.gen)
-            {
-                if !m.contains(Mask::END) {
-                    *self.write_mr = Some(WriteMr {
-                        rkey: w.rkey,
-                        gen: w.gen,
-                        mr: w.mr.clone(),
-                    });
+        if write && !m.contains(Mask::START) {
+            if let Some(w) = self.write_mr.as_ref() {
+                if w.rkey == t.rkey && w.mr.unchanged_since(w.gen) {
+                    self.on_write_mr = Some(m.contains(Mask::END));
+                    return Ok(());
                 }
-                self.mr = Some(w.mr);
-                return Ok(());
             }
         }
+        *self.write_mr = None;
         let (mr, gen) = mr::lookup_range(self.sh.dev.state(), t.rkey, kind, pd, t.access, range)
             .map_err(|_| AccessFault)?;
         if write && m.contains(Mask::START) && !m.contains(Mask::END) && !mr.is_window() {
@@ -355,11 +363,14 @@ impl machine::Io for Io<'_> {
 
     fn release_mr(&mut self) {
         self.mr = None;
+        if self.on_write_mr.take() == Some(true) {
+            *self.write_mr = None;
+        }
     }
 
     fn write_data(&mut self, va: u64) -> Result<(), AccessFault> {
         let p = self.head.as_ref().ok_or(AccessFault)?;
-        let mr = self.mr.as_ref().ok_or(AccessFault)?;
+        let mr = self.region().ok_or(AccessFault)?;
         let len = len64(p.payload().len());
         let r = mr.copy_in(va, p.payload());
         if let Err(e) = r {
@@ -369,7 +380,7 @@ impl machine::Io for Io<'_> {
     }
 
     fn atomic(&mut self, va: u64, op: AtomicOp) -> Result<u64, AtomicError> {
-        let mr = self.mr.as_ref().ok_or(AtomicError::Access)?;
+        let mr = self.region().ok_or(AtomicError::Access)?;
         let r = mr.atomic_op(va, op);
         if let Err(e) = r {
             self.note_absent(e, va, 8, true);
@@ -382,7 +393,7 @@ impl machine::Io for Io<'_> {
 
     fn atomic_write(&mut self, va: u64) -> Result<(), AtomicError> {
         let p = self.head.as_ref().ok_or(AtomicError::Access)?;
-        let mr = self.mr.as_ref().ok_or(AtomicError::Access)?;
+        let mr = self.region().ok_or(AtomicError::Access)?;
         let value = p
             .payload()
             .first_chunk::<8>()
@@ -399,11 +410,11 @@ impl machine::Io for Io<'_> {
     }
 
     fn region_bounds(&self) -> Option<(u64, u64)> {
-        self.mr.as_ref().map(|mr| mr.bounds())
+        self.region().map(|mr| mr.bounds())
     }
 
     fn flush(&mut self, va: u64, len: u64) -> Result<(), AccessFault> {
-        let mr = self.mr.as_ref().ok_or(AccessFault)?;
+        let mr = self.region().ok_or(AccessFault)?;
         mr.flush(va, len).map_err(|_| AccessFault)
     }
 
@@ -418,7 +429,7 @@ impl machine::Io for Io<'_> {
 
     fn send_read_response(&mut self, r: &ReadResponse) -> Result<(), SendFailed> {
         let mr = match r.source {
-            ReadSource::Held => self.mr.clone(),
+            ReadSource::Held => self.region().cloned(),
             ReadSource::Recheck(rkey) => Some(
                 self.remote_lookup(rkey, Access::REMOTE_READ)
                     .map_err(|_| SendFailed::Access)?,
@@ -496,7 +507,7 @@ impl machine::Io for Io<'_> {
     }
 
     fn probe(&mut self, va: u64, len: u32, write: bool) -> bool {
-        let Some(mr) = &self.mr else {
+        let Some(mr) = self.region() else {
             return true;
         };
         if self.odp_give_up || mr.present(va, u64::from(len), write) {

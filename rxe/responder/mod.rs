@@ -451,6 +451,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
                 batch: net::TxBatch::new(flow),
                 mr: None,
                 write_mr,
+                on_write_mr: None,
                 due: Due::NONE,
                 srq_limit: false,
                 fault: None,
