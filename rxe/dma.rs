@@ -105,7 +105,7 @@ struct Held {
     /// generation then.
     pd: PdId,
     access: Access,
-    gen: u32,
+    gen: u64,
     mr: Arc<mr::MrShared>,
 }
 

@@ -48,7 +48,7 @@ mod reg;
 pub(crate) use access::PendingFault;
 pub(crate) use reg::Mr;
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
@@ -289,8 +289,9 @@ pub(crate) struct MrShared {
     bound_mws: AtomicU32,
     /// Moves (under `inner`'s lock, before the change) whenever the state,
     /// keys, rights, PD or range change: a check made under the lock holds
-    /// while it has not moved ([`MrShared::unchanged_since`]).
-    gen: AtomicU32,
+    /// while it has not moved ([`MrShared::unchanged_since`]). 64 bits: it
+    /// never comes back to a value a held check saw.
+    gen: AtomicU64,
 }
 
 impl MrShared {
@@ -300,7 +301,7 @@ impl MrShared {
             window,
             inner <- new_spinlock_bh!(inner, "rxe_mr"),
             bound_mws: AtomicU32::new(0),
-            gen: AtomicU32::new(0),
+            gen: AtomicU64::new(0),
         })
     }
 
@@ -381,7 +382,7 @@ impl MrShared {
         pd: PdId,
         access: Access,
         range: Option<(u64, u64)>,
-    ) -> Result<u32, AccessError> {
+    ) -> Result<u64, AccessError> {
         if self.window.is_some() {
             self.check_key(key, kind, pd, access)?;
             if let Some((iova, len)) = range {
@@ -404,7 +405,7 @@ impl MrShared {
     /// returned: a check that passed then still passes, for any range
     /// inside the one it checked. Takes no lock. Not for windows, whose
     /// changes are the window's.
-    pub(crate) fn unchanged_since(&self, gen: u32) -> bool {
+    pub(crate) fn unchanged_since(&self, gen: u64) -> bool {
         self.window.is_none() && self.gen.load(Ordering::Acquire) == gen
     }
 
@@ -530,7 +531,7 @@ pub(crate) fn lookup_range(
     pd: PdId,
     access: Access,
     range: Option<(u64, u64)>,
-) -> Result<(Arc<MrShared>, u32), AccessError> {
+) -> Result<(Arc<MrShared>, u64), AccessError> {
     if let KeyKind::Remote { qp } = kind {
         if rules::rkey_is_mw(key) {
             let mr = mw::lookup(dev, key, qp, pd, access)?;

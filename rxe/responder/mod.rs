@@ -115,7 +115,7 @@ pub(crate) struct State {
 pub(super) struct WriteMr {
     rkey: u32,
     /// The region's generation its first packet's checks were made at.
-    gen: u32,
+    gen: u64,
     mr: Arc<crate::rxe::mr::MrShared>,
 }
 
