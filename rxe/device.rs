@@ -22,6 +22,7 @@ use crate::rxe::proto::device_attr::{
     guid_from_mac, guid_source, DeviceReport, PhysState, PortAttr, PortImmutable, PortState,
     PORT_ATTR,
 };
+use crate::rxe::proto::gid_set::GidSet;
 use crate::rxe::proto::params::{self as p, IbMtu};
 use crate::rxe::{ah, mcast, mr, mw, qp};
 
@@ -115,6 +116,9 @@ pub(crate) struct DeviceState {
     /// Multicast groups and their QPs, by MGID.
     #[pin]
     pub(crate) mcast: mcast::Groups,
+    /// The port's RoCEv2 GIDs, for the receive path's destination check
+    /// (kept by the `add_gid`/`del_gid` callbacks).
+    pub(crate) gids: GidSet,
     /// Keeps the tunnel sockets of the netdev's namespace open while the
     /// device exists; dropped by `dealloc_driver` (process context).
     _tunnels: TunnelUse,
@@ -162,6 +166,7 @@ impl DeviceState {
             counters: Counters::new(),
             gsi_qp_index: AtomicU32::new(0),
             mcast <- mcast::Groups::new(),
+            gids: GidSet::new(),
             _tunnels: tunnels,
         }? Error))
     }

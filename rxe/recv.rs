@@ -22,11 +22,13 @@ use kernel::sync::Arc;
 use crate::rxe::counters::{self, Counter};
 use crate::rxe::device::{Device, DeviceRef};
 use crate::rxe::kapi::crc32;
+use crate::rxe::kapi::netdev::NetDevice;
 use crate::rxe::kapi::route;
 use crate::rxe::kapi::skb::{DropReason, Skb};
 use crate::rxe::kapi::trace;
 use crate::rxe::proto::accept::{self, PacketFacts, Reject};
 use crate::rxe::proto::conv::to_usize;
+use crate::rxe::proto::gid_set::Found;
 use crate::rxe::proto::headers::{Aeth, AtmAck, Deth, ExtHeader, BTH_LEN, MULTICAST_QPN};
 use crate::rxe::proto::icrc::{self, Frame};
 use crate::rxe::proto::ip::{self, IpAddr, NetworkType, UdpHdr, NETWORK_HDR_LEN};
@@ -258,13 +260,23 @@ pub(crate) fn receive_udp(mut skb: Skb) {
     let Some(pkt) = RxPacket::new(dev, skb, false) else {
         return;
     };
-    if !pkt.dst.is_multicast() && route::find_gid(&pkt.dev, pkt.dst.to_gid(), Some(&ndev)).is_none()
-    {
+    if !pkt.dst.is_multicast() && !is_our_gid(&pkt.dev, pkt.dst.to_gid(), &ndev) {
         pkt.drop_for(Counter::RcvdNotOurs);
         return;
     }
     drop(ndev);
     dispatch(pkt);
+}
+
+/// Whether `gid` is a RoCEv2 GID of `dev` on `ndev`: the driver's copy of
+/// the core's entries answers, or the core's table when the copy cannot.
+#[inline(always)]
+fn is_our_gid(dev: &Device, gid: [u8; 16], ndev: &NetDevice) -> bool {
+    match dev.state().gids.lookup(&gid, ndev.as_ptr() as usize) {
+        Found::Yes => true,
+        Found::No => false,
+        Found::Unknown => route::find_gid(dev, gid, Some(ndev)).is_some(),
+    }
 }
 
 /// Delivers a packet this host sent to one of its own addresses. `skb`

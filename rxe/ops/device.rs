@@ -26,6 +26,8 @@ pub(super) fn fill(ops: &mut sys::ib_device_ops) {
     ops.modify_device = Some(modify_device);
     ops.modify_port = Some(modify_port);
     ops.get_link_layer = Some(get_link_layer);
+    ops.add_gid = Some(add_gid);
+    ops.del_gid = Some(del_gid);
     ops.get_port_immutable = Some(get_port_immutable);
     ops.enable_driver = Some(enable_driver);
     ops.dealloc_driver = Some(dealloc_driver);
@@ -181,6 +183,62 @@ unsafe extern "C" fn modify_port(
         );
         Ok(0)
     })
+}
+
+/// The RoCEv2 entry of `attr`, if it is one: its GID and the identity of
+/// its network device.
+///
+/// # Safety
+///
+/// `attr` is a GID attribute of one of our devices, live for the call.
+unsafe fn roce_v2_entry(
+    attr: *const sys::ib_gid_attr,
+) -> Option<(&'static Device, [u8; 16], usize)> {
+    // SAFETY: Live for the call (the caller's contract).
+    let attr = unsafe { &*attr };
+    if attr.gid_type != sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+        return None;
+    }
+    // SAFETY: Every bit pattern is a valid `raw` GID.
+    let gid = unsafe { attr.gid.raw };
+    // SAFETY: `attr.device` is the `ib_device` of a live rxe_rs device
+    // (the caller's contract): the core adds and removes GID entries
+    // between registration and unregistration.
+    let dev = unsafe { dev(attr.device) };
+    // Only compared, never dereferenced.
+    Some((dev, gid, attr.ndev as usize))
+}
+
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
+unsafe extern "C" fn add_gid(
+    attr: *const sys::ib_gid_attr,
+    _context: *mut *mut kernel::ffi::c_void,
+) -> c_int {
+    // SAFETY: The core passes the attribute of an entry of one of our
+    // devices, under the port's GID table lock, which serialises the
+    // writers of the set.
+    if let Some((dev, gid, ndev)) = unsafe { roce_v2_entry(attr) } {
+        dev.state().gids.add(&gid, ndev);
+    }
+    0
+}
+
+/// # Safety
+///
+/// Only the kernel calls this, through the table or socket it was
+/// registered with, with arguments valid for the duration of the call.
+unsafe extern "C" fn del_gid(
+    attr: *const sys::ib_gid_attr,
+    _context: *mut *mut kernel::ffi::c_void,
+) -> c_int {
+    // SAFETY: As in `add_gid`, for an entry `add_gid` was given.
+    if let Some((dev, gid, ndev)) = unsafe { roce_v2_entry(attr) } {
+        dev.state().gids.remove(&gid, ndev);
+    }
+    0
 }
 
 /// # Safety

@@ -19,6 +19,7 @@ pub(crate) mod cq_srq;
 pub(crate) mod crc32;
 pub(crate) mod device_attr;
 pub(crate) mod events;
+pub(crate) mod gid_set;
 pub(crate) mod headers;
 pub(crate) mod icrc;
 pub(crate) mod index_alloc;
