@@ -191,9 +191,9 @@ unsafe extern "C" fn modify_port(
 /// # Safety
 ///
 /// `attr` is a GID attribute of one of our devices, live for the call.
-unsafe fn roce_v2_entry(
+unsafe fn roce_v2_entry<'a>(
     attr: *const sys::ib_gid_attr,
-) -> Option<(&'static Device, [u8; 16], usize)> {
+) -> Option<(&'a Device, [u8; 16], usize)> {
     // SAFETY: Live for the call (the caller's contract).
     let attr = unsafe { &*attr };
     if attr.gid_type != sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
