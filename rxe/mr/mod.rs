@@ -370,8 +370,6 @@ impl MrShared {
         self.inner.lock().key_grants(key, kind, pd, access)
     }
 
-    /// [`MrShared::check_key`] and, with `range`, [`MrShared::check_range`]
-    /// under one lock.
     /// Whether `key` grants `access` to a QP of `pd` (of `kind`) and, with
     /// `range`, whether `(iova, len)` lies in the region, under one lock;
     /// on success the region's generation the checks were made at.
