@@ -508,14 +508,7 @@ pub(crate) fn lookup(
     pd: PdId,
     access: Access,
 ) -> Result<Arc<MrShared>, AccessError> {
-    if let KeyKind::Remote { qp } = kind {
-        if rules::rkey_is_mw(key) {
-            return mw::lookup(dev, key, qp, pd, access);
-        }
-    }
-    let mr = dev.mrs.get(rules::key_index(key)).ok_or(AccessError::Key)?;
-    mr.check_key(key, kind, pd, access)?;
-    Ok(mr)
+    lookup_range(dev, key, kind, pd, access, None).map(|(mr, _)| mr)
 }
 
 /// [`lookup`], then with `range` the check that `(iova, len)` lies in
