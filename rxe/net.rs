@@ -59,7 +59,7 @@ use crate::rxe::kapi::trace;
 use crate::rxe::kapi::udp::{SkbOwner, TxSocket};
 use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
 use crate::rxe::proto::icrc::{self, Frame};
-use crate::rxe::proto::ip::{self, IpAddr, NetworkType};
+use crate::rxe::proto::ip::{self, IpAddr, Ipv4Ids, NetworkType};
 use crate::rxe::proto::opcode::Opcode;
 use crate::rxe::proto::packet::{packet_len, pad_for};
 use crate::rxe::proto::params::{pacing, ROCE_V2_UDP_DPORT};
@@ -327,6 +327,7 @@ impl<W: TxWake> SkbOwner for Inflight<W> {
 pub(crate) struct TxFlow<W: TxWake> {
     inflight: Arc<Inflight<W>>,
     routes: RouteCache,
+    ipv4_ids: Ipv4Ids,
     /// Always there, except in test builds' socket-less flows.
     sock: Option<TxSocket<Inflight<W>>>,
 }
@@ -346,6 +347,7 @@ impl<W: TxWake> TxFlow<W> {
         Ok(Self {
             inflight,
             routes: RouteCache::new(GFP_KERNEL)?,
+            ipv4_ids: Ipv4Ids::new(),
             sock,
         })
     }
@@ -365,6 +367,7 @@ impl<W: TxWake> TxFlow<W> {
         Ok(Self {
             inflight,
             routes: RouteCache::new(GFP_ATOMIC)?,
+            ipv4_ids: Ipv4Ids::new(),
             sock: None,
         })
     }
@@ -405,7 +408,7 @@ impl<W: TxWake> TxFlow<W> {
 
 /// Prepends the UDP and IP headers, routes the packet and fills its ICRC.
 #[inline]
-fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
+fn prepare(tx: &mut TxPacket<'_>, dst: &Dst, ids: &Ipv4Ids) -> Result {
     let av = tx.av;
     // All lengths are bounded by `alloc_packet`'s 64 KiB check; the
     // header lengths are at most 40 bytes.
@@ -414,6 +417,8 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     let hdrs = tx.skb.push_ip_udp(ip_len as u32, dst)?;
     let (iph, udp) = hdrs.split_at_mut(ip_len);
     ip::write_udp(udp, av.sport, ROCE_V2_UDP_DPORT, udp_len).map_err(|_| EINVAL)?;
+    // The id is covered by the ICRC, so it is chosen before the CRC runs.
+    let mut new_ids = None;
     match (av.src, av.dst) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => ip::write_ipv4(
             iph,
@@ -423,6 +428,10 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
                 tos: av.traffic_class,
                 ttl: av.hop_limit,
                 total_len: udp_len + ip::IPV4_HLEN as u16,
+                id: ids.take(src, dst).unwrap_or_else(|| {
+                    new_ids = Some((src, dst));
+                    0
+                }),
             },
         ),
         (IpAddr::V6(src), IpAddr::V6(dst)) => ip::write_ipv6(
@@ -438,9 +447,9 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
         _ => return Err(EINVAL),
     }
     .map_err(|_| EINVAL)?;
-    if av.network_type() == NetworkType::Ipv4 {
-        // The id is covered by the ICRC, so it is chosen before the CRC runs.
-        tx.skb.select_ipv4_id();
+    if let Some((src, dst)) = new_ids {
+        let first = tx.skb.reserve_ipv4_ids(ip::IPV4_ID_BLOCK);
+        ids.refill(src, dst, first);
     }
     let v6 = av.network_type() == NetworkType::Ipv6;
     crc32::with(|crc| {
@@ -480,7 +489,7 @@ fn ready<W: TxWake>(tx: &mut TxPacket<'_>, flow: &TxFlow<W>) -> Result<bool> {
         .output(&tx.ndev, tx.av.src, tx.av.dst)
         .map_err(|_| errno::ehostunreach())?;
     let loopback = dst.is_local() || tx.av.dmac == tx.ndev.mac();
-    prepare(tx, &dst)?;
+    prepare(tx, &dst, &flow.ipv4_ids)?;
     Ok(loopback)
 }
 

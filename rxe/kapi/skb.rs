@@ -417,12 +417,14 @@ impl TxSkb {
         self.skb.protocol()
     }
 
-    /// Lets the stack pick the IPv4 id of the header at the network header
-    /// (from the namespace of the route, which must be set).
-    pub(crate) fn select_ipv4_id(&mut self) {
+    /// Reserves `n` consecutive IPv4 ids from the stack's generator for the
+    /// addresses of the IPv4 header at the network header (in the namespace
+    /// of the route, which must be set), writes the first in the header and
+    /// returns it.
+    pub(crate) fn reserve_ipv4_ids(&mut self, n: u16) -> u16 {
         // SAFETY: The network header was set on a complete IPv4 header we
         // wrote, and the route; the id is written in place.
-        unsafe { sys::rxe_rs_skb_select_ipv4_id(self.ptr()) }
+        unsafe { sys::rxe_rs_skb_reserve_ipv4_ids(self.ptr(), n.into()) }
     }
 
     /// Makes this packet the first of a UDP fraglist GSO skb that carries
