@@ -215,8 +215,10 @@ impl Ipv4Ids {
             return None;
         }
         let id = b as u16;
-        self.block
-            .store(((left - 1) << 16) | u32::from(id.wrapping_add(1)), Ordering::Relaxed);
+        self.block.store(
+            ((left - 1) << 16) | u32::from(id.wrapping_add(1)),
+            Ordering::Relaxed,
+        );
         Some(id)
     }
 

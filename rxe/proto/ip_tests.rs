@@ -173,8 +173,12 @@ fn ipv4_ids_come_in_blocks_per_peer() {
     assert_eq!(ids.take(a, b), None);
     ids.refill(a, b, 0xfff0);
     // The caller used 0xfff0; the rest of the block follows, wrapping.
-    let got: Vec<u16> = (1..IPV4_ID_BLOCK).map(|_| ids.take(a, b).unwrap()).collect();
-    let want: Vec<u16> = (1..IPV4_ID_BLOCK).map(|i| 0xfff0u16.wrapping_add(i)).collect();
+    let got: Vec<u16> = (1..IPV4_ID_BLOCK)
+        .map(|_| ids.take(a, b).unwrap())
+        .collect();
+    let want: Vec<u16> = (1..IPV4_ID_BLOCK)
+        .map(|i| 0xfff0u16.wrapping_add(i))
+        .collect();
     assert_eq!(got, want);
     // Used up.
     assert_eq!(ids.take(a, b), None);
