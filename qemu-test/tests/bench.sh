@@ -54,8 +54,8 @@
 # (buffer fill, registration, connection), which the whole-row figures
 # include.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 results=$OUT_DIR/bench.jsonl
 rep=1

@@ -24,7 +24,7 @@
 #   qemu-test/run --debug --nodes 1 --drivers rs qemu-test/tests/cq_reentry.sh
 #   qemu-test/run --debug --nodes 1 --drivers c qemu-test/tests/cq_reentry.sh c
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 if [ "$RXE_DRIVER" != rs ] && [ "${1:-}" != c ]; then
 	note "SKIP on rdma_rxe: its handlers deadlock on re-entry (see the header; argument c runs it)"

@@ -14,8 +14,8 @@
 #
 # on the client's output, which scripts/test collects into its summary.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(pingpong perftest)

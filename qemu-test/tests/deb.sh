@@ -15,7 +15,7 @@
 #   qemu-test/run --kernel debian-7.3 --drivers c --nodes 1 qemu-test/tests/deb.sh ROOT removed
 #     rdma_rxe loads, and ROOT has no rdma_rxe_rs left
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 root=${1:?usage: deb.sh ROOT installed|removed}
 state=${2:?usage: deb.sh ROOT installed|removed}

@@ -4,7 +4,7 @@
 # driver, `rdma link add`, look at the device, then ib_send_bw with the
 # server on node2 and the client on node1. Extra arguments go to ib_send_bw.
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 # lib.sh's step, with a blank line between the steps.
 step() { echo; echo "node$NODE_INDEX \$ $*"; "$@"; }

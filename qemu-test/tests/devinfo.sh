@@ -6,7 +6,7 @@
 #
 #   qemu-test/run --drivers rs,c qemu-test/tests/devinfo.sh
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 # Mask what legitimately differs between two nodes.
 normalize() {

@@ -24,8 +24,8 @@
 # once the device is back), the write finish and read back intact, and the
 # rest of the test run on the same session.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 quick="" lossy="" yank=""
 for a in "$@"; do

@@ -9,7 +9,7 @@
 #
 #   qemu-test/run --nodes 1 --drivers rs qemu-test/tests/link.sh
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 port_attr() { # DEV ATTR: one field of ibv_devinfo's port 1
 	ibv_devinfo -v -d "$1" -i 1 | sed -nE "s/^\s+$2:\s+(.*)$/\1/p" | head -1

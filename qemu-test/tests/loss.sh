@@ -19,8 +19,8 @@
 # 2000, about 100 MiB every byte of which is checked) operations; `make
 # loss-heavy` runs the heavy profile rs-rs and rs-c in both directions.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 mib=${1:-100}
 ack_timeout=${2:-10}

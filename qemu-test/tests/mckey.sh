@@ -24,8 +24,8 @@
 # drivers' receivers miss the same ones). rxe_rs sends in the post_send
 # call itself, so mckey loses nothing there.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 count=${1:-20}
 rounds=${2:-4}

@@ -7,7 +7,7 @@
 #
 #   qemu-test/run --nodes 1 [--debug] qemu-test/tests/modloop.sh [ROUNDS]
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 rounds=${1:-100}
 case "$RXE_DRIVER" in

@@ -11,7 +11,7 @@
 #
 #   qemu-test/run --drivers rs,c qemu-test/tests/net_counters.sh
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 # `rdma statistic show link DEV/1` prints "link DEV/1 name value name value ...".
 stat_names() { # DEV

@@ -14,7 +14,7 @@
 #   qemu-test/run --debug --drivers rs,c qemu-test/tests/net_raw.sh 1
 #   RXE_RS_NETTEST=1 qemu-test/run --debug --drivers c,rs qemu-test/tests/net_raw.sh
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 receiver=${1:-2}
 case $receiver in

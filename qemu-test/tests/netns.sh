@@ -25,7 +25,7 @@
 # rdma_rxe 6.12 has one socket pair in the initial namespace only, so this
 # runs on rs only.
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 [ "$RXE_DRIVER" = rs ] || {
 	note "netns: rdma_rxe 6.12 has no network namespace support; rs only"

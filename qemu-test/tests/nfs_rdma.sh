@@ -27,8 +27,8 @@
 # write finish and read back intact, and the rest of the test run on the
 # same mount.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 quick="" lossy="" yank=""
 for a in "$@"; do

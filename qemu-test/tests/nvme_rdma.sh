@@ -20,8 +20,8 @@
 # "quick" moves a quarter of the data (same block sizes, same layout): for
 # the debug kernel, where the full test takes about 18 minutes under TCG.
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 case "${1:-full}" in
 full) scale=1 ;;

@@ -13,8 +13,8 @@
 # host "" ("Name or service not known for :18515", "Problem in resolving
 # basic address and port").
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 args=()
 for a in "$@"; do

@@ -188,7 +188,7 @@ def main():
     out_dir = os.environ.get("OUT_DIR", ".")
     driver = os.environ.get("RXE_DRIVER", "")
     dev = os.environ.get("RXE_DEV", "rxe0")
-    lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib.sh")
+    lib = os.path.join(os.environ["REPO"], "qemu-test", "lib", "lib.sh")
 
     work = tempfile.mkdtemp(prefix="rdma-core-suite.")
     tests = unpack(work)

@@ -9,8 +9,8 @@
 #
 # PINGS defaults to 1000, SIZE to 65535 (rping's largest).
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 pings=${1:-1000}
 size=${2:-65535}

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Test of the bench's helpers (qemu-test/lib.sh) on any number of nodes, and
+# Test of the bench's helpers (qemu-test/lib/lib.sh) on any number of nodes, and
 # an example of the client/server pattern: node 2 serves, node 1 connects,
 # any other node only keeps step through the barriers.
 #
 #   qemu-test/run --nodes 3 --drivers c qemu-test/tests/selftest.sh
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 kmemleak_clear
 echo "node$NODE_INDEX was here" >"$OUT_DIR/hello.txt"

@@ -7,7 +7,7 @@
 #
 # (the next plain build of the module drops the self-test again).
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 [ "$RXE_DRIVER" = rs ] || fail "the self-test is part of the rs module only"
 log=$(dmesg | grep -E 'rdma_rxe_rs: selftest: ' || true)

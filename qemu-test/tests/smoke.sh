@@ -5,8 +5,8 @@
 #
 #   qemu-test/run [--nodes N] [--drivers ...] qemu-test/tests/smoke.sh
 set -euo pipefail
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 note "node$NODE_INDEX of $NODE_COUNT, driver $RXE_DRIVER, $NODE_IP $NODE_IP6"
 rdma link show

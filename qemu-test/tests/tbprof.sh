@@ -10,8 +10,8 @@
 #       qemu-test/run --drivers rs,rs --keep qemu-test/tests/tbprof.sh ib_write_bw -s 4096 -n 6000
 #   scripts/tbprof-report symbols RUN/node1/out
 #
-# shellcheck source=qemu-test/lib.sh
-. "$REPO/qemu-test/lib.sh"
+# shellcheck source=qemu-test/lib/lib.sh
+. "$REPO/qemu-test/lib/lib.sh"
 
 # The plugin looks for its control files every 2^18 blocks and removes
 # each one it acts on: keep the vCPU busy until FILE is gone (bounded).

@@ -13,7 +13,7 @@
 # PREFIX is the plugin's control path in the guest, as for bench.sh --insns
 # (scripts/tcp-idle passes /run/rxe/node/out/tbprof and loads the plugin).
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 prefix=${1:?usage: tcp_idle.sh PREFIX [MIB]}
 mib=${2:-64}

@@ -15,7 +15,7 @@
 #
 #   qemu-test/run --debug --drivers rs,rs qemu-test/tests/teardown.sh
 set -euo pipefail
-. "$REPO/qemu-test/lib.sh"
+. "$REPO/qemu-test/lib/lib.sh"
 
 gidx=$(roce_gid_index v4) || fail "no IPv4 RoCE v2 GID on $RXE_DEV"
 kmemleak_clear

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for test scripts run by qemu-test/run, sourced in the guest:
 #
-#   . "$REPO/qemu-test/lib.sh"
+#   . "$REPO/qemu-test/lib/lib.sh"
 #
 # Conventions: node 2 is the server, node 1 the client (so on two nodes,
 # `ib_send_bw -d "$RXE_DEV"` runs on node 2 and `ib_send_bw -d "$RXE_DEV"
@@ -329,7 +329,7 @@ hw_counter() {
 disassociates() { [ "$RXE_DRIVER" = rs ] || [ "${RXE_KERNEL%%.*}" != 6 ]; }
 
 # holder_start DEV gone|live [NS]: a process holding DEV open with mapped
-# queues (qemu-test/tests/uverbs_holder.py; in namespace NS if given),
+# queues (qemu-test/lib/uverbs_holder.py; in namespace NS if given),
 # ready on return; HOLDER is its pid. The mode is what it must find when
 # holder_finish lets it go on: gone (its context was disassociated: verbs
 # fail with EIO) or live (the device still works).
@@ -338,7 +338,7 @@ holder_start() {
 	local run=()
 	[ -z "$ns" ] || run=(ip netns exec "$ns")
 	HOLDER_DIR=$(mktemp -d "$OUT_DIR/holder.XXXX")
-	"${run[@]}" /usr/bin/python3 "$REPO/qemu-test/tests/uverbs_holder.py" "$dev" "$HOLDER_DIR" "$mode" \
+	"${run[@]}" /usr/bin/python3 "$REPO/qemu-test/lib/uverbs_holder.py" "$dev" "$HOLDER_DIR" "$mode" \
 		>"$HOLDER_DIR/log" 2>&1 &
 	HOLDER=$!
 	wait_until 60 test -e "$HOLDER_DIR/ready" || {

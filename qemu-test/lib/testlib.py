@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Helpers shared by every Python test in this folder: the guest's
-environment, counted checks with errno expectations, memory and kmemleak
-checks, kernel log and port counter reads, GID lookups, the mapped ring
-layout and raw libibverbs. rc_lib.py builds the two-node tests on it.
+"""Helpers shared by every Python test: the guest's environment, counted
+checks with errno expectations, memory and kmemleak checks, kernel log and
+port counter reads, GID lookups, the mapped ring layout and raw
+libibverbs. rc_lib.py builds the two-node tests on it.
 
-The guest's root is the host's, shared over 9p, so a test runs from this
-folder and imports this module as a sibling (`import testlib`; Python puts
-the script's folder first on sys.path). It keeps one count of passed and
+The guest's root is the host's, shared over 9p, and guest-init puts this
+folder (qemu-test/lib) on PYTHONPATH, so a test under qemu-test/tests
+imports it by name (`import testlib`). It keeps one count of passed and
 failed checks per process:
 
     from testlib import check, expect, summary
@@ -14,7 +14,7 @@ failed checks per process:
     expect("CQ(0)", lambda: CQ(ctx, 0), "EINVAL")
     sys.exit(summary("verbs_cq"))
 
-The kmemleak helpers run qemu-test/lib.sh's kmemleak_clear and
+The kmemleak helpers run qemu-test/lib/lib.sh's kmemleak_clear and
 kmemleak_scan, so shell and Python tests scan the same way. pyverbs is
 imported only where needed, so tests that do without it (net_raw.py) can
 use this module too.
@@ -41,7 +41,7 @@ DEV = os.environ.get("RXE_DEV", "rxe0")
 DRIVER = os.environ.get("RXE_DRIVER", "")
 KERNEL = os.environ.get("RXE_KERNEL", "6.12")
 DEBUG_KERNEL = os.environ.get("RXE_FLAVOUR") == "debug"
-LIB_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib.sh")
+LIB_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib.sh")
 
 passed = 0
 failed = 0
@@ -262,7 +262,7 @@ def u64(addr):
 
 
 def _lib_sh(function):
-    """Runs a qemu-test/lib.sh function; its exit status."""
+    """Runs a qemu-test/lib/lib.sh function; its exit status."""
     return subprocess.run(["bash", "-c", '. "$1" && ' + function, "lib.sh", LIB_SH]).returncode
 
 
