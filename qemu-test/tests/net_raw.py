@@ -20,7 +20,7 @@ sender's (or the receiver's own, looped back) receive path.
 
 An rxe_rs receiver also holds a UD QP whose one receive buffer lies in an
 ODP MR over a file of a FUSE file system that never answers a READ
-(odp_stuck.py's daemon), owned by a process of its own (`stuck`): the first
+(qemu-test/lib/fuse_hold.py), owned by a process of its own (`stuck`): the first
 datagram for it starts a page fault that stays stuck, the datagrams behind
 it wait in the QP's packet queue, and a burst of more than the queue holds
 must be counted in rcvd_drop_queue_full. Aborting the FUSE connection ends
@@ -37,16 +37,11 @@ import socket
 import struct
 import sys
 import time
-import zlib
 
+import fuse_hold
+from roce_packet import MCAST_QPN, RC_SEND_ONLY, ROCE_PORT, SPORT, UD_SEND_ONLY, Path, bth, deth, ud
 from testlib import DEV, DRIVER, NODE_IP, NODE_IP6, PEER_IP6S, PEER_IPS, hw_counters
 
-ROCE_PORT = 4791
-SPORT = 0xC0DE
-MCAST_QPN = 0xFFFFFF
-GSI_QKEY = 0x80010000
-UD_SEND_ONLY = 0x64
-RC_SEND_ONLY = 0x04
 PING = b"rxe_rs ping\0"
 QKEY = 0x1111
 # The receiver's address on lo: its IP stack takes it, its rdma device has
@@ -136,7 +131,6 @@ class Targets:
 # The stuck UD QP's burst: more datagrams than a QP's packet queue holds
 # (PKT_QUEUE_LIMIT, 8192 in rxe/qp/mod.rs).
 QUEUE_BURST = 8192 + 1024
-ODP_STUCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "odp_stuck.py")
 
 
 def stuck(path):
@@ -186,7 +180,7 @@ class Stuck:
     def __init__(self):
         import subprocess
 
-        from odp_stuck import FILE, MNT
+        from fuse_hold import FILE, MNT
         from testlib import sh
 
         self.qpn = None
@@ -194,7 +188,7 @@ class Stuck:
         if not os.path.ismount("/sys/fs/fuse/connections"):
             sh("mount -t fusectl fusectl /sys/fs/fuse/connections")
         self.mnt = MNT
-        self.fuse = subprocess.Popen([sys.executable, ODP_STUCK, "daemon"], stdout=subprocess.PIPE)
+        self.fuse = subprocess.Popen([sys.executable, fuse_hold.__file__], stdout=subprocess.PIPE)
         path = os.path.join(MNT, FILE)
         deadline = time.monotonic() + 20
         while not os.path.exists(path) and time.monotonic() < deadline:
@@ -292,60 +286,6 @@ class Peer:
         if not line:
             raise SystemExit("peer does not answer")
         return json.loads(line) if cmd in ("drops", "qps", "held", "release") else int(line)
-
-
-# --- packet building ----------------------------------------------------------
-def bth(opcode, qpn, psn=0, pad=0, tver=0, pkey=0xFFFF):
-    return struct.pack(">BBHII", opcode, (pad << 4) | tver, pkey, qpn & 0xFFFFFF, psn & 0xFFFFFF)
-
-
-def deth(qkey=GSI_QKEY, sqpn=1):
-    return struct.pack(">II", qkey, sqpn)
-
-
-def ud(payload, qpn=MCAST_QPN, qkey=GSI_QKEY, **kw):
-    """UD SEND_ONLY with room for the ICRC."""
-    pad = -len(payload) % 4
-    return bth(UD_SEND_ONLY, qpn, pad=pad, **kw) + deth(qkey) + payload + bytes(pad) + bytes(4)
-
-
-class Path:
-    """One family: addresses, a DF socket (IPv4 id 0, so the ICRC is known)."""
-
-    def __init__(self, v6, src, dst):
-        self.v6, self.src, self.dst = v6, src, dst
-        fam = socket.AF_INET6 if v6 else socket.AF_INET
-        self.sock = socket.socket(fam, socket.SOCK_DGRAM)
-        if not v6:
-            self.sock.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = DO
-        self.sock.bind((src, SPORT))
-        self.bsrc = socket.inet_pton(fam, src)
-        if not v6:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
-            self.bcast = src.rsplit(".", 1)[0] + ".255"
-
-    def gid(self, addr):
-        if self.v6:
-            return socket.inet_pton(socket.AF_INET6, addr)
-        return bytes(10) + b"\xff\xff" + socket.inet_pton(socket.AF_INET, addr)
-
-    def icrc(self, ib, dst=None):
-        """ib with its last 4 bytes set to the ICRC for this path."""
-        dst = socket.inet_pton(socket.AF_INET6 if self.v6 else socket.AF_INET, dst or self.dst)
-        udp_len = 8 + len(ib)
-        if self.v6:
-            ip = b"\x6f\xff\xff\xff" + struct.pack(">HBB", udp_len, 17, 0xFF) + self.bsrc + dst
-        else:
-            ip = struct.pack(">BBHHHBBH", 0x45, 0xFF, 20 + udp_len, 0, 0x4000, 0xFF, 17, 0xFFFF)
-            ip += self.bsrc + dst
-        udp = struct.pack(">HHHH", SPORT, ROCE_PORT, udp_len, 0xFFFF)
-        b = bytearray(ib[:12])
-        b[4] = 0xFF
-        crc = zlib.crc32(b"\xff" * 8 + ip + udp + bytes(b) + ib[12:-4])
-        return ib[:-4] + struct.pack("<I", crc)
-
-    def send(self, data, dst=None):
-        self.sock.sendto(data, (dst or self.dst, ROCE_PORT))
 
 
 def cases(p, echo, me, peer, c_peer, qps):

@@ -337,7 +337,7 @@ def sniff_ack(sock, src_ip, dqpn, limit=5.0):
 def raw_atomic(env, peer, opcode, target, off, client_qpn):
     """Sends node 2's QP a hand-made atomic request with the PSN it
     expects, and returns what its ACK says ("ACK", "NAK:...", "none")."""
-    from net_raw import Path, bth
+    from roce_packet import Path, bth
     addr, rkey = peer["mrs"][target]
     path = Path(False, NODE_IP, rl.server_ip())
     sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))

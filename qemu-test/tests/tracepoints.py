@@ -52,8 +52,8 @@ import pyverbs.enums as e
 
 import rc_lib as rl
 from rc_lib import TestFailure, log
+from roce_packet import RC_SEND_ONLY, Path, bth, ud
 from testlib import DEV, NODE_IP, PEER_IPS, check, summary
-from net_raw import RC_SEND_ONLY, Path, bth, ud
 
 TRACEFS = "/sys/kernel/tracing"
 EVENTS = f"{TRACEFS}/events/rxe_rs"
