@@ -5,7 +5,7 @@
 # row to RESULTS (the client writes it). scripts/bench boots rs,rs and c,c
 # alternately and runs this in each boot; run it by hand with e.g.
 #
-#   qemu-test/run --drivers rs qemu-test/tests/bench.sh --rows 'write_bw_65536|tcp_lat'
+#   qemu-test/run --drivers rs qemu-test/guest/bench.sh --rows 'write_bw_65536|tcp_lat'
 #
 # Options:
 #   --results FILE    JSON lines go here (default $OUT_DIR/bench.jsonl, which
@@ -595,7 +595,7 @@ if ((tcp)); then
 	# The C ping-pong when scripts/bench built it, else the Python one (whose
 	# interpreter adds to every round trip).
 	pp=("$REPO/build/bench/tcp_pingpong")
-	[ -x "${pp[0]}" ] || pp=(python3 "$REPO/qemu-test/tests/tcp_pingpong.py")
+	[ -x "${pp[0]}" ] || pp=(python3 "$REPO/qemu-test/guest/tcp_pingpong.py")
 	scaled n 5000
 	row tcp_lat_2 tcplat "${pp[@]}" server @PORT@ -- "${pp[@]}" client @SERVER@ @PORT@ 2 2 "$n"
 	row tcp_lat_4096 tcplat "${pp[@]}" server @PORT@ -- "${pp[@]}" client @SERVER@ @PORT@ 4096 4096 "$n"

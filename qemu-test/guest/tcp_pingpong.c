@@ -7,7 +7,7 @@
  *   tcp_pingpong server PORT
  *   tcp_pingpong client HOST PORT REQ_BYTES RESP_BYTES ITERS
  *
- * scripts/bench builds it (cc -O2) into build/bench/; qemu-test/tests/bench.sh
+ * scripts/bench builds it (cc -O2) into build/bench/; qemu-test/guest/bench.sh
  * falls back to the Python one when it is not there.
  */
 #include <arpa/inet.h>

@@ -7,7 +7,7 @@
 # /proc/kallsyms. Run it with the plugin loaded:
 #
 #   RXE_RS_QEMU_EXTRA="-plugin build/tbprof.so,out=@DIR@/out/tbprof" \
-#       qemu-test/run --drivers rs,rs --keep qemu-test/tests/tbprof.sh ib_write_bw -s 4096 -n 6000
+#       qemu-test/run --drivers rs,rs --keep qemu-test/guest/tbprof.sh ib_write_bw -s 4096 -n 6000
 #   scripts/tbprof-report symbols RUN/node1/out
 #
 # shellcheck source=qemu-test/lib/lib.sh
@@ -40,7 +40,7 @@ counters "$OUT_DIR/hw_counters.before"
 mv "$OUT_DIR/tbprof.reset.tmp" "$OUT_DIR/tbprof.reset"
 spin_until_gone "$OUT_DIR/tbprof.reset"
 rc=0
-bash "$REPO/qemu-test/tests/perftest.sh" "$@" || rc=$?
+bash "$REPO/qemu-test/guest/perftest.sh" "$@" || rc=$?
 counters "$OUT_DIR/hw_counters.after"
 : >"$OUT_DIR/tbprof.dump.tmp"
 mv "$OUT_DIR/tbprof.dump.tmp" "$OUT_DIR/tbprof.dump"

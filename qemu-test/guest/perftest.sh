@@ -4,7 +4,7 @@
 # serves, node 1 is the client. Arguments: the program, then its options
 # (both sides get them), e.g.
 #
-#   qemu-test/run --debug --drivers c,rs qemu-test/tests/perftest.sh ib_write_bw -s 65536 -n 200
+#   qemu-test/run --debug --drivers c,rs qemu-test/guest/perftest.sh ib_write_bw -s 65536 -n 200
 #
 # The client must print a result line and both sides must exit 0.
 #

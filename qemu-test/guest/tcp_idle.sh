@@ -8,7 +8,7 @@
 # tcp-unloaded2), from which
 # scripts/tcp-idle computes the kernel instructions per MiB on each side.
 #
-#   qemu-test/run --nodes 2 --drivers rs,rs qemu-test/tests/tcp_idle.sh PREFIX [MIB]
+#   qemu-test/run --nodes 2 --drivers rs,rs qemu-test/guest/tcp_idle.sh PREFIX [MIB]
 #
 # PREFIX is the plugin's control path in the guest, as for bench.sh --insns
 # (scripts/tcp-idle passes /run/rxe/node/out/tbprof and loads the plugin).

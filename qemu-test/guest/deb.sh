@@ -8,11 +8,11 @@
 # the real system. Run on nodes of the system's kernel with the C driver
 # (the harness loads rdma_rxe and adds rxe0; node 1 unloads it first):
 #
-#   qemu-test/run --kernel debian-7.3 --drivers c qemu-test/tests/deb.sh ROOT installed
+#   qemu-test/run --kernel debian-7.3 --drivers c qemu-test/guest/deb.sh ROOT installed
 #     node 1: rdma_rxe_rs loads (the one DKMS built), rdma_rxe stays out
 #     and cannot be loaded beside it; then ib_send_bw against node 2's
 #     rdma_rxe
-#   qemu-test/run --kernel debian-7.3 --drivers c --nodes 1 qemu-test/tests/deb.sh ROOT removed
+#   qemu-test/run --kernel debian-7.3 --drivers c --nodes 1 qemu-test/guest/deb.sh ROOT removed
 #     rdma_rxe loads, and ROOT has no rdma_rxe_rs left
 set -euo pipefail
 . "$REPO/qemu-test/lib/lib.sh"
