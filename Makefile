@@ -33,6 +33,8 @@
 # Developer tools (docs/benchmark.md):
 #   make host-test           the host unit tests (cargo test in rxe/proto)
 #   make tbprof              build/tbprof.so, the QEMU plugin of the host-time profile
+#   make tbprof-run          the host-time profile of one perftest program, rs,rs
+#                            (TBPROF_RUN, TBPROF_DRIVERS; scripts/tbprof-report reads it)
 #   make tcp-idle            kernel instructions per TCP MiB, driver idle and unloaded
 #   make dkms-source         what dkms builds from, to $(DESTDIR)/usr/src/rxe_rs-VERSION
 #   scripts/insns-compare A.json B.json   flags a row that moved over 10%
@@ -62,7 +64,7 @@ SOURCES := Kbuild rxe_rs.rs rxe
 # (scripts/retry.sh).
 export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
 
-.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof tbprof-run
 
 all: module
 	@echo "built $(MODULE)"
@@ -236,6 +238,14 @@ tbprof: $(top)build/tbprof.so
 $(top)build/tbprof.so: $(top)qemu-test/tbprof/tbprof.c
 	mkdir -p $(top)build
 	$(CC) -O2 -Wall -shared -fPIC -fvisibility=hidden -o $@ $<
+
+# One perftest program under the plugin (qemu-test/guest/tbprof.sh); the
+# counts land in each node's out/ of the run directory it prints.
+TBPROF_RUN ?= ib_write_bw -s 4096 -n 6000
+TBPROF_DRIVERS ?= rs,rs
+tbprof-run: tbprof
+	RXE_RS_QEMU_EXTRA="-plugin $(top)build/tbprof.so,out=@DIR@/out/tbprof" \
+		qemu-test/run --drivers $(TBPROF_DRIVERS) --keep qemu-test/guest/tbprof.sh $(TBPROF_RUN)
 
 clean:
 	rm -rf build

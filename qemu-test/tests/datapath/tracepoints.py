@@ -17,7 +17,7 @@ events it must have are there with their fields:
 2. RNR: a SEND while the server has no receive posted (posted 0.3 s
    later): nak_send / nak_recv with an RNR syndrome at its PSN, retransmit
    cause rnr on the client, then the SEND completes.
-3. drops: hand-made datagrams from the client (UDP, as net_raw.py makes
+3. drops: hand-made datagrams from the client (UDP, lib/roce_packet.py makes
    them): an RC SEND_ONLY to the server's QP with a wrong ICRC (pkt_drop
    reason bad_icrc with its QPN, opcode and PSN) and a datagram with BTH
    version 1 (reason bad_hdr, headers not parsed: QPN 0, opcode 0xff).
