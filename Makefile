@@ -33,6 +33,8 @@
 # Developer tools (docs/benchmark.md):
 #   make host-test           the host unit tests (cargo test in rxe/proto)
 #   make tbprof              build/tbprof.so, the QEMU plugin of the host-time profile
+#   make tbprof-run          the host-time profile of one perftest program, rs,rs
+#                            (TBPROF_RUN, TBPROF_DRIVERS; scripts/tbprof-report reads it)
 #   make tcp-idle            kernel instructions per TCP MiB, driver idle and unloaded
 #   make dkms-source         what dkms builds from, to $(DESTDIR)/usr/src/rxe_rs-VERSION
 #   scripts/insns-compare A.json B.json   flags a row that moved over 10%
@@ -62,7 +64,7 @@ SOURCES := Kbuild rxe_rs.rs rxe
 # (scripts/retry.sh).
 export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
 
-.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof
+.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof tbprof-run
 
 all: module
 	@echo "built $(MODULE)"
@@ -78,12 +80,12 @@ module:
 module-path: module
 	@echo $(MODULE)
 
-# Test-only kernel modules (qemu-test/selftest), for the QEMU tests: built
+# Test-only kernel modules (qemu-test/testmod), for the QEMU tests: built
 # into $(BUILD)/testmod; prints that directory last.
 testmod-path:
 	@test -n "$(kdir_real)" || { echo "KDIR=$(KDIR) does not exist (run scripts/build-kernel or pass KDIR=)"; exit 1; }
 	@mkdir -p $(BUILD)/testmod
-	@rsync -a qemu-test/selftest/ $(BUILD)/testmod/
+	@rsync -a qemu-test/testmod/ $(BUILD)/testmod/
 	$(MAKE) -C $(kdir_real) M=$(BUILD)/testmod LLVM=$(LLVM) W=1 modules
 	@echo $(BUILD)/testmod
 
@@ -99,7 +101,7 @@ fuzz:
 		CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true \
 		cargo test --release --quiet fuzz_tests::fuzz_packets -- --nocapture
 
-# The in-VM packet fuzzer (qemu-test/tests/fuzz_vm.py), long mode: raw
+# The in-VM packet fuzzer (qemu-test/tests/hardening/fuzz_vm.py), long mode: raw
 # RoCEv2 frames from node 1 at node 2's live QPs, 10^5 on the debug kernel,
 # then 10^6 on the plain one. --smp 1 (no -icount) sends ~1,000 packets/s;
 # the test command runs it short.
@@ -108,11 +110,11 @@ FUZZ_VM_PLAIN ?= 1000000
 FUZZ_VM_SEED ?= 0xf022
 fuzz-vm:
 	qemu-test/run --debug --smp 1 --timeout 7200 --keep \
-		qemu-test/tests/fuzz_vm.py $(FUZZ_VM_DEBUG) $(FUZZ_VM_SEED)
+		qemu-test/tests/hardening/fuzz_vm.py $(FUZZ_VM_DEBUG) $(FUZZ_VM_SEED)
 	qemu-test/run --smp 1 --timeout 7200 --keep \
-		qemu-test/tests/fuzz_vm.py $(FUZZ_VM_PLAIN) $(FUZZ_VM_SEED)
+		qemu-test/tests/hardening/fuzz_vm.py $(FUZZ_VM_PLAIN) $(FUZZ_VM_SEED)
 
-# The verbs misuse walker (qemu-test/tests/misuse_walk.py), long mode:
+# The verbs misuse walker (qemu-test/tests/verbs/misuse_walk.py), long mode:
 # MISUSE_CALLS random verbs calls from MISUSE_PROCS processes at a time,
 # killed at random, on one rs node, debug kernel then plain. The test
 # command runs it short.
@@ -121,11 +123,11 @@ MISUSE_PROCS ?= 6
 MISUSE_SEED ?= 0x3153
 misuse-long:
 	qemu-test/run --debug --nodes 1 --timeout 3600 --keep \
-		qemu-test/tests/misuse_walk.py $(MISUSE_CALLS) $(MISUSE_PROCS) $(MISUSE_SEED)
+		qemu-test/tests/verbs/misuse_walk.py $(MISUSE_CALLS) $(MISUSE_PROCS) $(MISUSE_SEED)
 	qemu-test/run --nodes 1 --timeout 3600 --keep \
-		qemu-test/tests/misuse_walk.py $(MISUSE_CALLS) $(MISUSE_PROCS) $(MISUSE_SEED)
+		qemu-test/tests/verbs/misuse_walk.py $(MISUSE_CALLS) $(MISUSE_PROCS) $(MISUSE_SEED)
 
-# The heavy loss profile of qemu-test/tests/loss.sh (10% loss, 5%
+# The heavy loss profile of qemu-test/tests/datapath/loss.sh (10% loss, 5%
 # reordering, 1% duplication on both nodes' egress): 100 MiB of each
 # perftest, then the integrity test (about 100 MiB, every byte checked),
 # rs-rs and rs-c on the plain kernel. At 10% loss both ways a pairing
@@ -133,11 +135,11 @@ misuse-long:
 # test's IPv4 half another ~30 (measured on a loaded 2-core host).
 loss-heavy:
 	qemu-test/run --drivers rs,rs --timeout 7200 --keep \
-		qemu-test/tests/loss.sh 100 10 both heavy
+		qemu-test/tests/datapath/loss.sh 100 10 both heavy
 	qemu-test/run --drivers rs,c --timeout 7200 --keep \
-		qemu-test/tests/loss.sh 100 10 both heavy
+		qemu-test/tests/datapath/loss.sh 100 10 both heavy
 
-# The soak (qemu-test/tests/soak.py): SOAK_MINUTES (whole minutes) of
+# The soak (qemu-test/tests/datapath/soak.py): SOAK_MINUTES (whole minutes) of
 # mixed traffic on the debug kernel after a warm-up, both ways at once over
 # SOAK_RC_LANES RC QPs each way and a UC and a UD QP each way, every byte
 # checked; then Slab and VmallocUsed must be where the warm-up left them,
@@ -152,7 +154,7 @@ SOAK_RUN ?=
 soak:
 	set -e; for d in $(SOAK_DRIVERS); do \
 		qemu-test/run --debug --drivers $$d --timeout $$(( $(SOAK_MINUTES) * 60 + 1800 )) --keep $(SOAK_RUN) \
-			qemu-test/tests/soak.py $(SOAK_MINUTES) "$(SOAK_SEED)" $(SOAK_RC_LANES); \
+			qemu-test/tests/datapath/soak.py $(SOAK_MINUTES) "$(SOAK_SEED)" $(SOAK_RC_LANES); \
 	done
 
 # Rust formatting by the kernel's rules (.rustfmt.toml is the 6.12 kernel's),
@@ -176,7 +178,7 @@ test-full:
 # (rxe/selftest.rs): a module built with RXE_RS_SELFTEST=1, on the debug
 # kernel (the next plain build of the module drops the self-test again).
 selftest:
-	RXE_RS_SELFTEST=1 qemu-test/run --nodes 1 --debug qemu-test/tests/selftest_tasks.sh
+	RXE_RS_SELFTEST=1 qemu-test/run --nodes 1 --debug qemu-test/tests/selftest/module.sh
 
 test-7.3:
 	scripts/test 7.3
@@ -236,6 +238,14 @@ tbprof: $(top)build/tbprof.so
 $(top)build/tbprof.so: $(top)qemu-test/tbprof/tbprof.c
 	mkdir -p $(top)build
 	$(CC) -O2 -Wall -shared -fPIC -fvisibility=hidden -o $@ $<
+
+# One perftest program under the plugin (qemu-test/guest/tbprof.sh); the
+# counts land in each node's out/ of the run directory it prints.
+TBPROF_RUN ?= ib_write_bw -s 4096 -n 6000
+TBPROF_DRIVERS ?= rs,rs
+tbprof-run: tbprof
+	RXE_RS_QEMU_EXTRA="-plugin $(top)build/tbprof.so,out=@DIR@/out/tbprof" \
+		qemu-test/run --drivers $(TBPROF_DRIVERS) --keep qemu-test/guest/tbprof.sh $(TBPROF_RUN)
 
 clean:
 	rm -rf build

@@ -6,7 +6,7 @@
 //! A UD SEND_ONLY to the multicast QPN whose payload is [`PING`] followed by
 //! a 16-byte GID is answered with the same packet, payload [`PONG`], sent to
 //! that GID's address through `net::alloc_packet_with`/`net::TxBatch` (to the pinger,
-//! or back to ourselves for the loopback path). qemu-test/tests/net_raw.py
+//! or back to ourselves for the loopback path). qemu-test/tests/hardening/net_raw.py
 //! counts the answers in the receiver's `rcvd_pkts`, which only a valid
 //! packet (headers and ICRC) reaches, on rdma_rxe as on rxe_rs.
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
 //! Load-time self-test of the task and timer wrappers (and the FIFO), built only with
-//! `RXE_RS_SELFTEST=1` (cfg `rxe_rs_selftest`); see qemu-test/tests/selftest_tasks.sh.
+//! `RXE_RS_SELFTEST=1` (cfg `rxe_rs_selftest`); see qemu-test/tests/selftest/module.sh.
 //!
 //! Nothing in the driver can exercise these wrappers without QPs, so a probe
 //! object with two tasks and a timer walks through their guarantees and the
