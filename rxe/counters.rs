@@ -186,6 +186,18 @@ pub(crate) fn inc(dev: &Device, c: Counter) {
     dev.state().counters.inc(c);
 }
 
+/// Adds `n` to counter `c` of `dev`.
+pub(crate) fn add(dev: &Device, c: Counter, n: u64) {
+    dev.state().counters.add(c, n);
+}
+
+/// Counts `pkts` packets of `bytes` in all sent.
+pub(crate) fn packets_sent(dev: &Device, pkts: u64, bytes: usize) {
+    let c = &dev.state().counters;
+    c.add(Counter::SentPkts, pkts);
+    c.add(Counter::SentBytes, len64(bytes));
+}
+
 /// Counts a received packet dropped for `why` (an `rcvd_drop_*` counter)
 /// and reports it in the `pkt_drop` trace event with its BTH (`None`: the
 /// headers were not parsed, reported as QPN 0, opcode 0xff (none the

@@ -43,6 +43,7 @@
 //! - `sport`: the QP's UDP source port ([`crate::rxe::proto::ip::qp_udp_sport`]
 //!   at create, [`crate::rxe::proto::ip::udp_sport`] once a path is set).
 
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
@@ -59,7 +60,7 @@ use crate::rxe::kapi::trace;
 use crate::rxe::kapi::udp::{SkbOwner, TxSocket};
 use crate::rxe::proto::headers::{self, Bth, ExtHeader, ICRC_LEN};
 use crate::rxe::proto::icrc::{self, Frame};
-use crate::rxe::proto::ip::{self, IpAddr, NetworkType};
+use crate::rxe::proto::ip::{self, IpAddr, Ipv4Ids, NetworkType};
 use crate::rxe::proto::opcode::Opcode;
 use crate::rxe::proto::packet::{packet_len, pad_for};
 use crate::rxe::proto::params::{pacing, ROCE_V2_UDP_DPORT};
@@ -327,6 +328,7 @@ impl<W: TxWake> SkbOwner for Inflight<W> {
 pub(crate) struct TxFlow<W: TxWake> {
     inflight: Arc<Inflight<W>>,
     routes: RouteCache,
+    ipv4_ids: Ipv4Ids,
     /// Always there, except in test builds' socket-less flows.
     sock: Option<TxSocket<Inflight<W>>>,
 }
@@ -346,6 +348,7 @@ impl<W: TxWake> TxFlow<W> {
         Ok(Self {
             inflight,
             routes: RouteCache::new(GFP_KERNEL)?,
+            ipv4_ids: Ipv4Ids::new(),
             sock,
         })
     }
@@ -365,6 +368,7 @@ impl<W: TxWake> TxFlow<W> {
         Ok(Self {
             inflight,
             routes: RouteCache::new(GFP_ATOMIC)?,
+            ipv4_ids: Ipv4Ids::new(),
             sock: None,
         })
     }
@@ -405,7 +409,7 @@ impl<W: TxWake> TxFlow<W> {
 
 /// Prepends the UDP and IP headers, routes the packet and fills its ICRC.
 #[inline]
-fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
+fn prepare(tx: &mut TxPacket<'_>, dst: &Dst, ids: &Ipv4Ids) -> Result {
     let av = tx.av;
     // All lengths are bounded by `alloc_packet`'s 64 KiB check; the
     // header lengths are at most 40 bytes.
@@ -414,6 +418,8 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
     let hdrs = tx.skb.push_ip_udp(ip_len as u32, dst)?;
     let (iph, udp) = hdrs.split_at_mut(ip_len);
     ip::write_udp(udp, av.sport, ROCE_V2_UDP_DPORT, udp_len).map_err(|_| EINVAL)?;
+    // The id is covered by the ICRC, so it is chosen before the CRC runs.
+    let mut new_ids = None;
     match (av.src, av.dst) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => ip::write_ipv4(
             iph,
@@ -423,6 +429,10 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
                 tos: av.traffic_class,
                 ttl: av.hop_limit,
                 total_len: udp_len + ip::IPV4_HLEN as u16,
+                id: ids.take(src, dst).unwrap_or_else(|| {
+                    new_ids = Some((src, dst));
+                    0
+                }),
             },
         ),
         (IpAddr::V6(src), IpAddr::V6(dst)) => ip::write_ipv6(
@@ -438,9 +448,9 @@ fn prepare(tx: &mut TxPacket<'_>, dst: &Dst) -> Result {
         _ => return Err(EINVAL),
     }
     .map_err(|_| EINVAL)?;
-    if av.network_type() == NetworkType::Ipv4 {
-        // The id is covered by the ICRC, so it is chosen before the CRC runs.
-        tx.skb.select_ipv4_id();
+    if let Some((src, dst)) = new_ids {
+        let first = tx.skb.reserve_ipv4_ids(ip::IPV4_ID_BLOCK);
+        ids.refill(src, dst, first);
     }
     let v6 = av.network_type() == NetworkType::Ipv6;
     crc32::with(|crc| {
@@ -480,7 +490,7 @@ fn ready<W: TxWake>(tx: &mut TxPacket<'_>, flow: &TxFlow<W>) -> Result<bool> {
         .output(&tx.ndev, tx.av.src, tx.av.dst)
         .map_err(|_| errno::ehostunreach())?;
     let loopback = dst.is_local() || tx.av.dmac == tx.ndev.mac();
-    prepare(tx, &dst)?;
+    prepare(tx, &dst, &flow.ipv4_ids)?;
     Ok(loopback)
 }
 
@@ -506,7 +516,7 @@ fn deliver_local<W: TxWake>(tx: TxPacket<'_>, flow: &TxFlow<W>) -> Result {
         recv::receive_loopback(dev, rx);
     }
     drop(ndev);
-    count_sent(dev, res.map(|()| Xmit::Sent), &[bytes as u32])
+    count_sent(dev, res.map(|()| Xmit::Sent), 1, bytes)
 }
 
 impl TxPacket<'_> {
@@ -516,33 +526,27 @@ impl TxPacket<'_> {
             dev, mut skb, ndev, ..
         } = self;
         // From the IP header on, as `sent_bytes` counts.
-        let bytes = skb.len() as u32;
+        let bytes = skb.len();
         flow.own(&mut skb);
         let res = skb.ip_local_out();
         drop(ndev);
-        count_sent(dev, res, &[bytes])
+        count_sent(dev, res, 1, bytes)
     }
 }
 
 /// Counts what the IP layer did with packets of `lens` bytes each.
-fn count_sent(dev: &Device, res: Result<Xmit>, lens: &[u32]) -> Result {
+fn count_sent(dev: &Device, res: Result<Xmit>, pkts: u64, bytes: usize) -> Result {
     match res {
         Ok(Xmit::Sent) => {
-            for &bytes in lens {
-                counters::packet(dev, true, bytes as usize);
-            }
+            counters::packets_sent(dev, pkts, bytes);
             Ok(())
         }
         Ok(Xmit::Dropped) => {
-            for _ in lens {
-                counters::inc(dev, Counter::SendErr);
-            }
+            counters::add(dev, Counter::SendErr, pkts);
             Ok(())
         }
         Err(e) => {
-            for _ in lens {
-                counters::inc(dev, Counter::SendErr);
-            }
+            counters::add(dev, Counter::SendErr, pkts);
             Err(e)
         }
     }
@@ -582,24 +586,29 @@ impl<W: TxWake> TxFlow<W> {
 ///
 /// Flow control: only a batch's first skb has an owner (the stack wants
 /// none on the others), so a batch counts as one skb in flight.
+///
+/// # Invariants
+///
+/// `n` is 0 when `first` is `None`, else 1 to `GSO_BATCH_MAX`, and the first
+/// `n - 1` slots of `rest` are initialised (the others are not, so that a
+/// batch costs no clearing: one is made per step of a task).
 pub(crate) struct TxBatch<'a, W: TxWake> {
     flow: &'a TxFlow<W>,
     /// The batch's first packet; the others follow in `rest`.
     first: Option<TxPacket<'a>>,
-    rest: [Option<TxSkb>; GSO_BATCH_MAX - 1],
-    /// Each packet's bytes from the IP header on, for the counters.
-    lens: [u32; GSO_BATCH_MAX],
+    rest: [MaybeUninit<TxSkb>; GSO_BATCH_MAX - 1],
     n: usize,
+    /// The packets' bytes from the IP header on, for the counters.
     bytes: usize,
 }
 
 impl<'a, W: TxWake> TxBatch<'a, W> {
     pub(crate) fn new(flow: &'a TxFlow<W>) -> Self {
+        // INVARIANT: No packet, and no slot of `rest` initialised.
         Self {
             flow,
             first: None,
-            rest: [const { None }; GSO_BATCH_MAX - 1],
-            lens: [0; GSO_BATCH_MAX],
+            rest: [const { MaybeUninit::uninit() }; GSO_BATCH_MAX - 1],
             n: 0,
             bytes: 0,
         }
@@ -642,10 +651,8 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
         if !fits {
             self.flush();
         }
-        if let Some(l) = self.lens.get_mut(self.n) {
-            *l = len as u32;
-        }
         if self.first.is_none() {
+            // INVARIANT: One packet, none in `rest`.
             self.first = Some(p);
             self.n = 1;
             self.bytes = len;
@@ -654,7 +661,9 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
         // `n` is 1..GSO_BATCH_MAX here (a full batch was flushed above).
         match self.rest.get_mut(self.n - 1) {
             Some(slot) => {
-                *slot = Some(p.skb);
+                // INVARIANT: The slot after the initialised ones is set as
+                // `n` grows past it.
+                slot.write(p.skb);
                 self.n += 1;
                 self.bytes += len;
                 Ok(())
@@ -668,10 +677,17 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
         let Some(mut first) = self.first.take() else {
             return;
         };
+        // INVARIANT: From here no slot counts as initialised; the loop
+        // below moves each initialised one out once.
         let n = core::mem::take(&mut self.n);
-        self.bytes = 0;
+        let bytes = core::mem::take(&mut self.bytes);
         if n > 1 {
-            first.skb.gso_chain(&mut self.rest);
+            let rest = self.rest.iter_mut().take(n - 1).map(|slot| {
+                // SAFETY: The first `n - 1` slots were initialised (type
+                // invariant), and each is read once.
+                unsafe { slot.assume_init_read() }
+            });
+            first.skb.gso_chain(rest);
         }
         let TxPacket {
             dev, mut skb, ndev, ..
@@ -679,7 +695,7 @@ impl<'a, W: TxWake> TxBatch<'a, W> {
         self.flow.own(&mut skb);
         let res = skb.ip_local_out();
         drop(ndev);
-        let _ = count_sent(dev, res, self.lens.get(..n).unwrap_or(&[]));
+        let _ = count_sent(dev, res, n as u64, bytes);
     }
 }
 

@@ -3,6 +3,7 @@
 //! Socket buffers owned by the driver: received packets (`Skb`) and packets
 //! being built for transmission (`TxSkb`).
 
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
 use kernel::{error::to_result, page::PAGE_SIZE, prelude::*};
@@ -417,17 +418,19 @@ impl TxSkb {
         self.skb.protocol()
     }
 
-    /// Lets the stack pick the IPv4 id of the header at the network header
-    /// (from the namespace of the route, which must be set).
-    pub(crate) fn select_ipv4_id(&mut self) {
+    /// Reserves `n` consecutive IPv4 ids from the stack's generator for the
+    /// addresses of the IPv4 header at the network header (in the namespace
+    /// of the route, which must be set), writes the first in the header and
+    /// returns it.
+    pub(crate) fn reserve_ipv4_ids(&mut self, n: u16) -> u16 {
         // SAFETY: The network header was set on a complete IPv4 header we
         // wrote, and the route; the id is written in place.
-        unsafe { sys::rxe_rs_skb_select_ipv4_id(self.ptr()) }
+        unsafe { sys::rxe_rs_skb_reserve_ipv4_ids(self.ptr(), n.into()) }
     }
 
     /// Makes this packet the first of a UDP fraglist GSO skb that carries
-    /// the packets of `rest` after it, taking them (the `Some`s, in order;
-    /// at most [`GSO_BATCH_MAX`] - 1). Software GSO splits it back into the
+    /// the packets of `rest` after it, taking them in order (at most
+    /// [`GSO_BATCH_MAX`] - 1; any more are freed). Software GSO splits it back into the
     /// same packets right before the driver, which gets them in one go and
     /// notifies its device once (see `rxe_rs_skb_gso_chain`).
     ///
@@ -435,20 +438,24 @@ impl TxSkb {
     /// ICRC filled. `rest` have no owner and go along this packet's route
     /// from and to the same addresses and ports; the device of the route
     /// splits such skbs itself ([`NetDevice::splits_gso_batch`]).
-    pub(crate) fn gso_chain(&mut self, rest: &mut [Option<TxSkb>]) {
-        let mut raw = [core::ptr::null_mut::<sys::sk_buff>(); GSO_BATCH_MAX];
+    pub(crate) fn gso_chain(&mut self, rest: impl Iterator<Item = TxSkb>) {
+        let mut raw = [const { MaybeUninit::<*mut sys::sk_buff>::uninit() }; GSO_BATCH_MAX];
         let mut n = 0usize;
-        for (slot, skb) in raw.iter_mut().zip(rest.iter_mut().filter_map(Option::take)) {
-            *slot = skb.into_raw();
-            n += 1;
+        for skb in rest {
+            // More than a batch holds (a caller's bug): freed, not sent.
+            if let Some(slot) = raw.get_mut(n) {
+                slot.write(skb.into_raw());
+                n += 1;
+            }
         }
         if n == 0 {
             return;
         }
-        // SAFETY: We own this skb and the `n` skbs in `raw`, whose
-        // references go to it; all are complete packets as the contract
-        // says. `n` is at most `GSO_BATCH_MAX`.
-        unsafe { sys::rxe_rs_skb_gso_chain(self.ptr(), raw.as_mut_ptr(), n as u32) };
+        // SAFETY: We own this skb and the `n` skbs in the first `n` slots of
+        // `raw`, all written above, whose references go to it; all are
+        // complete packets as the contract says. `n` is at most
+        // `GSO_BATCH_MAX`.
+        unsafe { sys::rxe_rs_skb_gso_chain(self.ptr(), raw.as_mut_ptr().cast(), n as u32) };
     }
 
     /// Hands the packet to the IPv4 or IPv6 output path (by `protocol`).

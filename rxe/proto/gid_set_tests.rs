@@ -106,35 +106,36 @@ fn readers_during_writes_never_see_a_wrong_answer() {
     // Always there, on a slot the writer keeps moving others around.
     s.add(&gid(100), 7);
     let stop = Arc::new(AtomicBool::new(false));
+    // Lookups done by all readers: the writer goes on until they have done
+    // some, however late a loaded host runs them.
+    let looked = Arc::new(AtomicU32::new(0));
     let readers: std::vec::Vec<_> = (0..2)
         .map(|_| {
-            let (s, stop) = (s.clone(), stop.clone());
+            let (s, stop, looked) = (s.clone(), stop.clone(), looked.clone());
             std::thread::spawn(move || {
-                let mut seen = [0u32; 3];
                 while !stop.load(Ordering::Relaxed) {
                     match s.lookup(&gid(100), 7) {
-                        Found::Yes => seen[0] += 1,
-                        Found::Unknown => seen[2] += 1,
+                        Found::Yes | Found::Unknown => {}
                         Found::No => panic!("a stored GID looked absent"),
                     }
                     if s.lookup(&gid(250), 7) == Found::Yes {
                         panic!("a GID never added looked present");
                     }
-                    seen[1] += 1;
+                    looked.fetch_add(1, Ordering::Relaxed);
                 }
-                seen
             })
         })
         .collect();
-    for round in 0..20_000u32 {
+    let mut round = 0u32;
+    while round < 20_000 || looked.load(Ordering::Relaxed) < 20_000 {
         let g = gid(u8::try_from(round % 7).unwrap());
         s.add(&g, 7);
         s.remove(&g, 7);
+        round = round.wrapping_add(1);
     }
     stop.store(true, Ordering::Relaxed);
     for r in readers {
-        let seen = r.join().unwrap();
-        assert!(seen[1] > 0);
+        r.join().unwrap();
     }
     assert_eq!(s.lookup(&gid(100), 7), Found::Yes);
 }

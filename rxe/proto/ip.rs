@@ -4,8 +4,11 @@
 //! name them, the UDP source port a QP uses, and the IPv4/IPv6/UDP headers.
 //!
 //! Header writers produce exactly what rdma_rxe puts on the wire (IPv4 with
-//! DF and no options, IPv6 with flow label 0, UDP with checksum 0); fields the
-//! kernel fills on output (IPv4 id and checksum) are left zero here.
+//! DF and no options, IPv6 with flow label 0, UDP with checksum 0); the IPv4
+//! checksum is left zero for the kernel to fill on output, and the IPv4
+//! identification comes from [`Ipv4Ids`], a block of the kernel's own.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 #[cfg(test)]
 use super::params::ROCE_V2_SPORT;
@@ -131,20 +134,23 @@ pub(crate) struct Ipv4Out {
     pub(crate) ttl: u8,
     /// Header plus everything after it.
     pub(crate) total_len: u16,
+    /// The identification.
+    pub(crate) id: u16,
 }
 
-/// Writes a 20-byte IPv4 header with DF set; id and checksum stay zero for
+/// Writes a 20-byte IPv4 header with DF set; the checksum stays zero for
 /// the stack to fill.
 pub(crate) fn write_ipv4(buf: &mut [u8], h: &Ipv4Out) -> Result<(), TooShort> {
     let b = buf.first_chunk_mut::<IPV4_HLEN>().ok_or(TooShort)?;
     let [tl0, tl1] = h.total_len.to_be_bytes();
+    let [id0, id1] = h.id.to_be_bytes();
     *b = [
         0x45,
         h.tos,
         tl0,
         tl1,
-        0,
-        0,
+        id0,
+        id1,
         0x40,
         0,
         h.ttl,
@@ -161,6 +167,72 @@ pub(crate) fn write_ipv4(buf: &mut [u8], h: &Ipv4Out) -> Result<(), TooShort> {
         h.dst[3],
     ];
     Ok(())
+}
+
+/// How many IPv4 identifications [`Ipv4Ids`] takes from the kernel at once.
+pub(crate) const IPV4_ID_BLOCK: u16 = 32;
+
+/// The IPv4 identifications of one sender (a QP's requester or responder),
+/// handed out from a block the kernel's generator reserved for the pair of
+/// addresses (`__ip_select_ident` with a count, as UDP segmentation takes
+/// ids for its segments): consecutive within a block, disjoint from every
+/// other sender's to the same peer, one hash of the addresses per block
+/// instead of per packet. The datagrams carry DF, so an id only has to be
+/// unlikely to repeat; a race between two callers may give both the same
+/// id, and nothing worse.
+pub(crate) struct Ipv4Ids {
+    /// `src << 32 | dst` of the block (addresses in network order); 0 for
+    /// none.
+    peer: AtomicU64,
+    /// The next id in the low 16 bits, how many of the block are left in
+    /// the high 16.
+    block: AtomicU32,
+}
+
+impl Ipv4Ids {
+    pub(crate) const fn new() -> Self {
+        Self {
+            peer: AtomicU64::new(0),
+            block: AtomicU32::new(0),
+        }
+    }
+
+    fn peer(src: [u8; 4], dst: [u8; 4]) -> u64 {
+        (u64::from(u32::from_be_bytes(src)) << 32) | u64::from(u32::from_be_bytes(dst))
+    }
+
+    /// The next id of the block for `src` to `dst`, or `None` when a new
+    /// block must be reserved (the block is used up, or was for another
+    /// peer): then [`Ipv4Ids::refill`] with the block's first id.
+    #[inline]
+    pub(crate) fn take(&self, src: [u8; 4], dst: [u8; 4]) -> Option<u16> {
+        if self.peer.load(Ordering::Relaxed) != Self::peer(src, dst) {
+            return None;
+        }
+        let b = self.block.load(Ordering::Relaxed);
+        let left = b >> 16;
+        if left == 0 {
+            return None;
+        }
+        let id = b as u16;
+        self.block.store(
+            ((left - 1) << 16) | u32::from(id.wrapping_add(1)),
+            Ordering::Relaxed,
+        );
+        Some(id)
+    }
+
+    /// Records a block of [`IPV4_ID_BLOCK`] ids for `src` to `dst` whose
+    /// first, `first`, the caller used itself.
+    pub(crate) fn refill(&self, src: [u8; 4], dst: [u8; 4], first: u16) {
+        // The block goes first: a reader that sees the new peer with the
+        // old block's count takes an id of the old block, a harmless repeat.
+        self.block.store(
+            (u32::from(IPV4_ID_BLOCK - 1) << 16) | u32::from(first.wrapping_add(1)),
+            Ordering::Relaxed,
+        );
+        self.peer.store(Self::peer(src, dst), Ordering::Relaxed);
+    }
 }
 
 /// Fields of the IPv6 header rxe sends.

@@ -3,6 +3,7 @@
 //! Host tests of [`super`] (`ip.rs`).
 
 use super::*;
+use std::vec::Vec;
 
 #[test]
 fn gid_mapping() {
@@ -79,11 +80,12 @@ fn ipv4_header() {
         tos: 0x02,
         ttl: 64,
         total_len: 0x0123,
+        id: 0xbeef,
     };
     write_ipv4(&mut b, &h).unwrap();
     assert_eq!(
         &b[..20],
-        &[0x45, 2, 1, 0x23, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]
+        &[0x45, 2, 1, 0x23, 0xbe, 0xef, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]
     );
     assert_eq!(b[20], 0xaa);
     let info = parse_ip(&b).unwrap();
@@ -161,4 +163,31 @@ fn parse_garbage() {
         }
         let _ = network_hdr(&b[..(first as usize % 64)]);
     }
+}
+
+#[test]
+fn ipv4_ids_come_in_blocks_per_peer() {
+    let ids = Ipv4Ids::new();
+    let (a, b, c) = ([10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 0, 3]);
+    // Nothing reserved yet.
+    assert_eq!(ids.take(a, b), None);
+    ids.refill(a, b, 0xfff0);
+    // The caller used 0xfff0; the rest of the block follows, wrapping.
+    let got: Vec<u16> = (1..IPV4_ID_BLOCK)
+        .map(|_| ids.take(a, b).unwrap())
+        .collect();
+    let want: Vec<u16> = (1..IPV4_ID_BLOCK)
+        .map(|i| 0xfff0u16.wrapping_add(i))
+        .collect();
+    assert_eq!(got, want);
+    // Used up.
+    assert_eq!(ids.take(a, b), None);
+    ids.refill(a, b, 7);
+    assert_eq!(ids.take(a, b), Some(8));
+    // Another peer (either address) needs a block of its own.
+    assert_eq!(ids.take(a, c), None);
+    assert_eq!(ids.take(c, b), None);
+    ids.refill(a, c, 100);
+    assert_eq!(ids.take(a, c), Some(101));
+    assert_eq!(ids.take(a, b), None);
 }

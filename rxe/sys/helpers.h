@@ -94,7 +94,7 @@ struct sk_buff *rxe_rs_alloc_tx_skb(struct net_device *ndev,
 				    unsigned int hole_len);
 void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
 			     struct dst_entry *dst);
-void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb);
+u16 rxe_rs_skb_reserve_ipv4_ids(struct sk_buff *skb, unsigned int n);
 int rxe_rs_skb_linearize(struct sk_buff *skb);
 bool rxe_rs_netdev_splits_gso_batch(const struct net_device *ndev);
 void rxe_rs_skb_gso_chain(struct sk_buff *head, struct sk_buff **rest,

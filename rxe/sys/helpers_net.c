@@ -117,12 +117,15 @@ void *rxe_rs_skb_push_ip_udp(struct sk_buff *skb, unsigned int ip_len,
 }
 
 /*
- * rxe_rs_skb_select_ipv4_id: lets the stack pick the id of the IPv4 header
- * at the network header, from the namespace of the skb's route.
+ * rxe_rs_skb_reserve_ipv4_ids: reserves n consecutive ids of the stack's
+ * generator for the addresses of the IPv4 header at the network header, in
+ * the namespace of the skb's route; writes the first in the header and
+ * returns it (host order).
  */
-void rxe_rs_skb_select_ipv4_id(struct sk_buff *skb)
+u16 rxe_rs_skb_reserve_ipv4_ids(struct sk_buff *skb, unsigned int n)
 {
-	__ip_select_ident(rxe_rs_skb_dst_net(skb), ip_hdr(skb), 1);
+	__ip_select_ident(rxe_rs_skb_dst_net(skb), ip_hdr(skb), n);
+	return ntohs(ip_hdr(skb)->id);
 }
 
 /*

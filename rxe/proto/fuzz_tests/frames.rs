@@ -87,6 +87,7 @@ pub(super) fn frame(transport: &[u8], icrc_ok: bool) -> Vec<u8> {
         tos: 0,
         ttl: 64,
         total_len: (ip::IPV4_HLEN + udp_len) as u16,
+        id: 0,
     };
     ip::write_ipv4(&mut f, &h).unwrap();
     ip::write_udp(&mut f[ip::IPV4_HLEN..], 0xc000, ROCE_PORT, udp_len as u16).unwrap();
