@@ -7,8 +7,9 @@
 #   make CLIPPY=1            the same, linted with clippy
 #   make demo                set up, build, run the two-node demo
 #   make test                set up, build, run host tests and QEMU tests (the CI command)
+#   make test ONLY=FILTER    ... only the QEMU tests whose name contains FILTER
+#                            (ONLY=7.3: those on Linux 7.3; ONLY=nfs: NFS over RDMA)
 #   make test-full           the same with the longer loops of qemu-test/tests/FULL (~2 h)
-#   make test-7.3            only the tests of make test that run on Linux 7.3
 #   make test-debian         Debian's stock 7.3 kernel in QEMU: demo and datapath against
 #                            its own rdma_rxe, the .deb installed, used and removed
 #   make deb                 build/deb/rxe-rs-dkms_VERSION_all.deb (needs dpkg-dev,
@@ -64,7 +65,7 @@ SOURCES := Kbuild rxe_rs.rs rxe
 # (scripts/retry.sh).
 export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
 
-.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-7.3 test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof tbprof-run
+.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof tbprof-run
 
 all: module
 	@echo "built $(MODULE)"
@@ -168,7 +169,7 @@ rustfmtcheck:
 	cd $(top) && $(RUSTFMT) --edition 2021 --check $(rust_files)
 
 test:
-	scripts/test
+	scripts/test $(ONLY)
 
 test-full:
 	scripts/test --full
@@ -179,9 +180,6 @@ test-full:
 # kernel (the next plain build of the module drops the self-test again).
 selftest:
 	RXE_RS_SELFTEST=1 qemu-test/run --nodes 1 --debug qemu-test/tests/selftest/module.sh
-
-test-7.3:
-	scripts/test 7.3
 
 test-debian:
 	scripts/test-debian

@@ -23,7 +23,7 @@ use crate::rxe::proto::device_attr::{
     PORT_ATTR,
 };
 use crate::rxe::proto::gid_set::GidSet;
-use crate::rxe::proto::params::{self as p, IbMtu};
+use crate::rxe::proto::params::{self, IbMtu};
 use crate::rxe::{ah, mcast, mr, mw, qp};
 
 /// An rxe device: the core's `ib_device` followed by its [`DeviceState`].
@@ -49,14 +49,14 @@ const KINDS: usize = 8;
 impl ObjKind {
     fn max(self) -> u32 {
         let pool = match self {
-            Self::Ucontext => p::pool::UC,
-            Self::Pd => p::pool::PD,
-            Self::Ah => p::pool::AH,
-            Self::Srq => p::pool::SRQ,
-            Self::Qp => p::pool::QP,
-            Self::Cq => p::pool::CQ,
-            Self::Mr => p::pool::MR,
-            Self::Mw => p::pool::MW,
+            Self::Ucontext => params::pool::UC,
+            Self::Pd => params::pool::PD,
+            Self::Ah => params::pool::AH,
+            Self::Srq => params::pool::SRQ,
+            Self::Qp => params::pool::QP,
+            Self::Cq => params::pool::CQ,
+            Self::Mr => params::pool::MR,
+            Self::Mw => params::pool::MW,
         };
         pool.max_elem
     }
@@ -144,11 +144,11 @@ impl DeviceState {
             ]),
             GFP_KERNEL,
         )?;
-        let qps = Pool::new(p::pool::QP.min_index, p::pool::QP.max_index)?;
-        let mrs = Pool::new(p::pool::MR.min_index, p::pool::MR.max_index)?;
-        let mws = Pool::new(p::pool::MW.min_index, p::pool::MW.max_index)?;
-        let ahs = Pool::new(p::pool::AH.min_index, p::pool::AH.max_index)?;
-        let srqs = Pool::new(p::pool::SRQ.min_index, p::pool::SRQ.max_index)?;
+        let qps = Pool::new(params::pool::QP.min_index, params::pool::QP.max_index)?;
+        let mrs = Pool::new(params::pool::MR.min_index, params::pool::MR.max_index)?;
+        let mws = Pool::new(params::pool::MW.min_index, params::pool::MW.max_index)?;
+        let ahs = Pool::new(params::pool::AH.min_index, params::pool::AH.max_index)?;
+        let srqs = Pool::new(params::pool::SRQ.min_index, params::pool::SRQ.max_index)?;
         Ok(try_pin_init!(Self {
             sys_image_guid: AtomicU64::new(u64::from_ne_bytes(guid)),
             port: Port {
@@ -236,7 +236,7 @@ impl DeviceState {
         if index != 0 {
             return Err(EINVAL);
         }
-        Ok(p::DEFAULT_PKEY_FULL)
+        Ok(params::DEFAULT_PKEY_FULL)
     }
 
     pub(crate) fn modify_port(&self, set: u32, clear: u32, reset_qkey_cntr: bool) {

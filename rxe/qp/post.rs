@@ -10,7 +10,7 @@ use super::{Qp, QpShared, Rq, Sq, State};
 use crate::rxe::ah::Ah;
 use crate::rxe::kapi::wr::{RecvWr, RecvWrs, SendWr, SendWrs};
 use crate::rxe::proto::conv::to_usize;
-use crate::rxe::proto::post::{self as p, PostError};
+use crate::rxe::proto::post::{self, PostError};
 
 fn post_errno(e: PostError) -> Error {
     match e {
@@ -27,7 +27,7 @@ impl Sq {
         let caps = sh.sq_caps;
         let sges = self.sges.get_mut(..to_usize(caps.max_sge)).ok_or(EINVAL)?;
         let n = wr.read_sges(sges)?;
-        let swr = p::SendWr {
+        let swr = post::SendWr {
             wr_id: wr.wr_id(),
             opcode: wr.opcode(),
             send_flags: wr.send_flags(),
@@ -35,11 +35,11 @@ impl Sq {
             target: wr.target(),
             sges: self.sges.get(..n).ok_or(EINVAL)?,
         };
-        let limits = p::SqLimits {
+        let limits = post::SqLimits {
             max_sge: caps.max_sge,
             max_inline: caps.max_inline,
         };
-        let checked = p::check_send_wr(sh.qp_type, limits, &swr).map_err(post_errno)?;
+        let checked = post::check_send_wr(sh.qp_type, limits, &swr).map_err(post_errno)?;
         if self.queue.is_full() {
             return Err(ENOMEM);
         }
@@ -50,8 +50,9 @@ impl Sq {
         };
         let inline = self.inline_buf.get(..inline_len).ok_or(EINVAL)?;
         let ssn = self.ssn.wrapping_add(1);
-        let used_ssn = p::encode_send_wqe(&mut self.slot, sh.qp_type, &swr, &checked, inline, ssn)
-            .ok_or(EINVAL)?;
+        let used_ssn =
+            post::encode_send_wqe(&mut self.slot, sh.qp_type, &swr, &checked, inline, ssn)
+                .ok_or(EINVAL)?;
         self.queue.kernel_produce(&self.slot)?;
         if used_ssn {
             self.ssn = ssn;
@@ -69,8 +70,8 @@ impl Rq {
         let sges = self.sges.get_mut(..to_usize(max_sge)).ok_or(EINVAL)?;
         let n = wr.read_sges(sges)?;
         let sges = self.sges.get(..n).ok_or(EINVAL)?;
-        let length = p::check_recv_wr(max_sge, sges).map_err(post_errno)?;
-        p::encode_recv_wqe(&mut self.slot, wr.wr_id(), sges, length).ok_or(EINVAL)?;
+        let length = post::check_recv_wr(max_sge, sges).map_err(post_errno)?;
+        post::encode_recv_wqe(&mut self.slot, wr.wr_id(), sges, length).ok_or(EINVAL)?;
         self.queue.kernel_produce(&self.slot)
     }
 }
