@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """RDS over RDMA (rds_rdma) between two nodes:
 
-  qemu-test/run --drivers rs,c qemu-test/tests/rds_rdma.py [MESSAGES [SEED]] [keep] [lossy]
+  qemu-test/run --drivers rs,c qemu-test/tests/rds_rdma.py [MESSAGES [SEED]] [keep] [lossy] [yank]
 
 Both nodes load rds_rdma and open an RDS socket bound to their own
 address with the transport forced to InfiniBand (SO_RDS_TRANSPORT), so a
@@ -16,6 +16,12 @@ between the two addresses (RDS_INFO_CONNECTIONS), its IB receive counters
 grown by at least the messages received (RDS_INFO_COUNTERS), and the
 rdma device's packet counters grown with the bytes. With lossy, eth0
 drops 1% and reorders 2% of the packets on both nodes (lib.sh lossy_link).
+With yank, first node 1 keeps WINDOW messages of random sizes in flight
+while node 2's rdma device is deleted and added back 5 s later (lib.sh
+yank_device, through testlib.yank_start): RDS must reconnect by itself
+and deliver every message once, in order and intact, both ways, going on
+until YANK_AFTER more have been echoed after the device came back; then
+the exchange above runs on the new device.
 Both nodes unload rds_rdma at the end, before the rdma device goes; with
 "keep" they leave it loaded, and the script must be the last of its boot
 (the device then stays until the guest powers off): Linux 7.3's RDS crashes
@@ -34,7 +40,8 @@ import subprocess
 import sys
 import time
 
-from testlib import DEV, NODE, NODE_COUNT, SHARED_DIR, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link
+from testlib import (DEV, NODE, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link, meet, meet_abort, met,
+                     yank_finish, yank_start)
 
 SOL_RDS = 276
 SO_RDS_TRANSPORT = 8
@@ -48,6 +55,10 @@ HDR = struct.Struct("!II32s")
 FIXED = [0, 1, 100, 1023, 1024, 4095, 4096, 4097, 8192, 65536, 131075,
          MAX_MSG - HDR.size]
 WINDOW = 4
+# Messages echoed after the device came back before the yank's exchange ends.
+YANK_AFTER = 20
+# The sequence number of the message that ends the yank's exchange.
+END = 0xFFFFFFFF
 NET = os.environ.get("RXE_NET4", "10.77.0")
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -59,22 +70,8 @@ def log(msg):
 
 def fail(msg):
     print(f"FAIL (node{NODE}): {msg}", file=sys.stderr, flush=True)
-    with open(os.path.join(SHARED_DIR, f"rds.abort.node{NODE}"), "w") as f:
-        f.write(msg)
+    meet_abort(msg)
     sys.exit(1)
-
-
-def meet(name, limit=300):
-    open(os.path.join(SHARED_DIR, f"rds.meet.{name}.node{NODE}"), "w").close()
-    start = time.monotonic()
-    for n in range(1, NODE_COUNT + 1):
-        while not os.path.exists(os.path.join(SHARED_DIR, f"rds.meet.{name}.node{n}")):
-            for m in range(1, NODE_COUNT + 1):
-                if os.path.exists(os.path.join(SHARED_DIR, f"rds.abort.node{m}")):
-                    fail(f"at {name}: node{m} failed")
-            if time.monotonic() - start > limit:
-                fail(f"at {name}: node{n} not there after {limit}s")
-            time.sleep(0.2)
 
 
 def unload():
@@ -149,15 +146,84 @@ def check(seq, data, who):
     return size
 
 
+def yank_exchange(s, peer, seed):
+    """The yank's exchange: node 1 keeps WINDOW messages in flight across
+    node 2's device removal until YANK_AFTER have been echoed after the
+    device came back, then sends END; node 2 checks and echoes each until
+    END. Returns the number of messages."""
+    proc = yank_start(NODE == 2)
+    rng = random.Random(seed + 1)
+    if NODE == 2:
+        seq = 0
+        while True:
+            data, addr = s.recvfrom(MAX_MSG + 4096)
+            if addr != (peer, PORT):
+                fail(f"yank: message {seq} from {addr}, want {(peer, PORT)}")
+            if HDR.unpack_from(data)[0] == END:
+                s.sendto(data, addr)
+                break
+            check(seq, data, "server (yank)")
+            s.sendto(data, addr)
+            seq += 1
+    else:
+        sent = {}
+        seq = nxt = 0
+        deleted = back = None
+        last, gap, gap_end = time.monotonic(), 0.0, 0.0
+        while True:
+            ending = back is not None and seq >= back + YANK_AFTER
+            while not ending and nxt < seq + WINDOW:
+                sent[nxt] = message(nxt, rng.randrange(MAX_MSG - HDR.size), rng)
+                s.sendto(sent[nxt], (peer, PORT))
+                nxt += 1
+            if seq == nxt:
+                break
+            data, addr = s.recvfrom(MAX_MSG + 4096)
+            now = time.monotonic()
+            if addr != (peer, PORT):
+                fail(f"yank: echo {seq} from {addr}")
+            check(seq, data, "client (yank)")
+            if data != sent.pop(seq):
+                fail(f"yank: echo {seq} differs from the message sent")
+            seq += 1
+            if now - last > gap:
+                gap, gap_end = now - last, now
+            last = now
+            if deleted is None and met("yank-deleted"):
+                deleted = now
+                if seq < 2:
+                    fail(f"yank: {seq} message(s) echoed before the device went: the exchange had not begun")
+                log(f"yank: {DEV} of node 2 deleted after {seq} echoes, {nxt - seq} messages in flight")
+            if back is None and met("yank-back"):
+                back = seq
+                log(f"yank: node 2's {DEV} back after {seq} echoes")
+        end = HDR.pack(END, 0, bytes(32))
+        s.sendto(end, (peer, PORT))
+        data, _ = s.recvfrom(MAX_MSG + 4096)
+        if data != end:
+            fail("yank: the end marker's echo differs")
+        log(f"yank: {seq} messages echoed intact across the device removal; the longest wait "
+            f"for an echo {gap:.1f} s, ended {gap_end - deleted:.1f} s after the deletion was seen")
+    if not yank_finish(proc):
+        fail("yank: the device removal failed")
+    meet("yank-done")
+    return seq
+
+
 def main():
-    words = {"keep", "lossy"}
+    words = {"keep", "lossy", "yank"}
     args = [a for a in sys.argv[1:] if a not in words]
     keep = "keep" in sys.argv[1:]
+    yank = "yank" in sys.argv[1:]
     count = int(args[0]) if args else 200
     seed = int(args[1]) if len(args) > 1 else random.randrange(1 << 30)
     me, peer = f"{NET}.{NODE}", f"{NET}.{3 - NODE}"
     if NODE > 2:
         meet("ready")
+        if yank:
+            if not yank_finish(yank_start(False)):
+                fail("yank: the device removal failed")
+            meet("yank-done")
         meet("done", 900)
         return
     kmemleak_clear()
@@ -175,10 +241,13 @@ def main():
     if s.getsockopt(SOL_RDS, SO_RDS_TRANSPORT) != RDS_TRANS_IB:
         fail("the socket is not on the InfiniBand transport")
     s.settimeout(120)
-    before = ib_counters(s)
-    hw0 = hw_counters(["sent_pkts", "rcvd_pkts"])
     log(f"bound {me}:{PORT} on the IB transport; {count} messages, seed {seed}")
     meet("ready")
+    if yank:
+        yank_exchange(s, peer, seed)
+    # After the yank, of the new device.
+    before = ib_counters(s)
+    hw0 = hw_counters(["sent_pkts", "rcvd_pkts"])
     rng = random.Random(seed)
     sizes = [FIXED[i] if i < len(FIXED) else rng.randrange(MAX_MSG - HDR.size)
              for i in range(count)]
@@ -240,4 +309,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except OSError as e:
+        # A receive that timed out, a send refused: the other nodes stop
+        # waiting at their next meet.
+        fail(f"{type(e).__name__}: {e}")
