@@ -90,10 +90,12 @@ meet_on_exit() {
 }
 
 # A device removal under a kernel RDMA user's I/O (the "yank" mode of its
-# test), met by every node: yank_client TARGET MIB [here] [may-fail] on
-# node 1, yank_device on node 2, yank_others on the rest. Node 1 writes MIB
-# MiB of random data with O_DIRECT to TARGET (a file on a network mount or a
-# block device); a second into the write, node 2's rdma device (node 1's own
+# test), met by every node: yank_client TARGET MIB [here] [may-fail]
+# [bs=SIZE] on node 1, yank_device on node 2, yank_others on the rest. Node
+# 1 writes MIB MiB of random data with O_DIRECT to TARGET (a file on a
+# network mount or a block device) in blocks of SIZE (1M; smaller ones make
+# a slower write, one that is surely still under way when a slow removal
+# reaches the protocol); a second into the write, node 2's rdma device (node 1's own
 # with "here", and node 2 then calls yank_others) is deleted (`rdma link
 # delete`: the core disassociates its users, the protocol sees its device
 # go) and added back 5 s later. The write must still be under way when the
@@ -102,18 +104,19 @@ meet_on_exit() {
 # instead fail with an I/O error (a protocol that fails its I/O once its
 # own timeout runs out); YANK_WRITE tells the caller which: "intact" or
 # "eio".
-yank_client() { # TARGET MIB [here] [may-fail]
-	local target=$1 mib=$2 here='' may_fail='' a src=/tmp/yank.src want pid t0 limit=300
+yank_client() { # TARGET MIB [here] [may-fail] [bs=SIZE]
+	local target=$1 mib=$2 here='' may_fail='' bs=1M a src=/tmp/yank.src want pid t0 limit=300
 	for a in "${@:3}"; do
 		case $a in
 		here) here=1 ;;
 		may-fail) may_fail=1 ;;
+		bs=*) bs=${a#bs=} ;;
 		*) fail "yank_client: unknown argument $a" ;;
 		esac
 	done
 	head -c $((mib << 20)) /dev/urandom >"$src"
 	want=$(sha256sum <"$src" | cut -d' ' -f1)
-	dd if="$src" of="$target" bs=1M oflag=direct conv=notrunc status=none 2>/tmp/yank.err &
+	dd if="$src" of="$target" bs="$bs" oflag=direct conv=notrunc status=none 2>/tmp/yank.err &
 	pid=$!
 	if [ "$here" ]; then
 		yank_device "$pid"

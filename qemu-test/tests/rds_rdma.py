@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """RDS over RDMA (rds_rdma) between two nodes:
 
-  qemu-test/run --drivers rs,c qemu-test/tests/rds_rdma.py [MESSAGES [SEED]] [keep] [lossy] [yank]
+  qemu-test/run --drivers rs,c qemu-test/tests/rds_rdma.py [MESSAGES [SEED]] [keep] [lossy] [yank|yank-client]
 
 Both nodes load rds_rdma and open an RDS socket bound to their own
 address with the transport forced to InfiniBand (SO_RDS_TRANSPORT), so a
@@ -13,15 +13,22 @@ SHA-256 of its payload. Node 2 checks every message (order, length,
 checksum) and sends it back; node 1 checks each echo against what it
 sent. Afterwards RDS's own view must agree: an "infiniband" connection
 between the two addresses (RDS_INFO_CONNECTIONS), its IB receive
-completions grown by at least the messages received (RDS_INFO_COUNTERS), and the
-rdma device's packet counters grown with the bytes. With lossy, eth0
-drops 1% and reorders 2% of the packets on both nodes (lib.sh lossy_link).
+completions grown by at least the messages received (RDS_INFO_COUNTERS),
+and the rdma device's packet counters grown with the bytes. With lossy,
+eth0 drops 1% and reorders 2% of the packets on both nodes (lib.sh
+lossy_link).
+
 With yank, first node 1 keeps WINDOW messages of random sizes in flight
-while node 2's rdma device is deleted and added back 5 s later (lib.sh
-yank_device, through testlib.yank_start): RDS must reconnect by itself
-and deliver every message once, in order and intact, both ways, going on
-until YANK_AFTER more have been echoed after the device came back; then
-the exchange above runs on the new device.
+while node 2's rdma device (node 1's with yank-client) is deleted and
+added back 5 s later (lib.sh yank_device, through testlib.yank_start):
+RDS must reconnect by itself and deliver every message once, in order
+and intact, both ways, going on until YANK_AFTER more have been echoed
+after the device came back; then the exchange above runs on the new
+device. RDS frees its last objects of a device from a work item that may
+run after the device's removal returned, and rdma_rxe's pool cleanup and
+the core's resource tracking warn then: the device yanked must be
+rxe_rs's.
+
 Both nodes unload rds_rdma at the end, before the rdma device goes; with
 "keep" they leave it loaded, and the script must be the last of its boot
 (the device then stays until the guest powers off): Linux 7.3's RDS crashes
@@ -146,12 +153,12 @@ def check(seq, data, who):
     return size
 
 
-def yank_exchange(s, peer, seed):
+def yank_exchange(s, peer, seed, node):
     """The yank's exchange: node 1 keeps WINDOW messages in flight across
-    node 2's device removal until YANK_AFTER have been echoed after the
-    device came back, then sends END; node 2 checks and echoes each until
-    END. Returns the number of messages."""
-    proc = yank_start(NODE == 2)
+    the removal of node NODE's device until YANK_AFTER have been echoed
+    after the device came back, then sends END; node 2 checks and echoes
+    each until END. Returns the number of messages."""
+    proc = yank_start(NODE == node)
     rng = random.Random(seed + 1)
     if NODE == 2:
         seq = 0
@@ -192,10 +199,10 @@ def yank_exchange(s, peer, seed):
                 deleted = True
                 if seq < 2:
                     fail(f"yank: {seq} message(s) echoed before the device went: the exchange had not begun")
-                log(f"yank: {DEV} of node 2 deleted after {seq} echoes, {nxt - seq} messages in flight")
+                log(f"yank: node {node}'s {DEV} deleted after {seq} echoes, {nxt - seq} messages in flight")
             if back is None and met("yank-back"):
                 back = seq
-                log(f"yank: node 2's {DEV} back after {seq} echoes")
+                log(f"yank: node {node}'s {DEV} back after {seq} echoes")
         end = HDR.pack(END, 0, bytes(32))
         s.sendto(end, (peer, PORT))
         data, _ = s.recvfrom(MAX_MSG + 4096)
@@ -210,10 +217,10 @@ def yank_exchange(s, peer, seed):
 
 
 def main():
-    words = {"keep", "lossy", "yank"}
+    words = {"keep", "lossy", "yank", "yank-client"}
     args = [a for a in sys.argv[1:] if a not in words]
     keep = "keep" in sys.argv[1:]
-    yank = "yank" in sys.argv[1:]
+    yank = 2 if "yank" in sys.argv[1:] else 1 if "yank-client" in sys.argv[1:] else 0
     count = int(args[0]) if args else 200
     seed = int(args[1]) if len(args) > 1 else random.randrange(1 << 30)
     me, peer = f"{NET}.{NODE}", f"{NET}.{3 - NODE}"
@@ -243,7 +250,7 @@ def main():
     log(f"bound {me}:{PORT} on the IB transport; {count} messages, seed {seed}")
     meet("ready")
     if yank:
-        yank_exchange(s, peer, seed)
+        yank_exchange(s, peer, seed, yank)
     # After the yank, of the new device.
     before = ib_counters(s)
     hw0 = hw_counters(["sent_pkts", "rcvd_pkts"])

@@ -18,15 +18,16 @@
 # lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
 # the start (lib.sh lossy_link).
 # yank: after the first login, while node 1 writes 56 MiB to the disk with
-# O_DIRECT, node 2's rdma device is deleted and added back 5 s later (lib.sh
-# yank_client, yank_device). ib_srpt lets go of its port with the device,
-# so node 2 sets its srpt port up again on the new one (the RAM disk and
-# its data stay). ib_srp sees the target disconnect and reconnects every
-# reconnect_delay (set short here, with fast_io_fail_tmo and dev_loss_tmo):
-# the write must finish and read back intact, or fail with an I/O error
-# (fast_io_fail_tmo ran out first); then the disk must work again, on the
-# same SCSI host or, should dev_loss_tmo have removed it, after a new login,
-# and the rest of the test run on it.
+# O_DIRECT in 64 KiB blocks (at 1 MiB it may be over before the removal
+# reaches ib_srpt), node 2's rdma device is deleted and added back 5 s
+# later (lib.sh yank_client, yank_device). ib_srpt lets go of its port
+# with the device, so node 2 sets its srpt port up again on the new one
+# (the RAM disk and its data stay). ib_srp sees the target disconnect and
+# reconnects every reconnect_delay (set short here, with fast_io_fail_tmo
+# and dev_loss_tmo): the write must finish and read back intact, or fail
+# with an I/O error (fast_io_fail_tmo ran out first); then the disk must
+# work again, on the same SCSI host or, should dev_loss_tmo have removed
+# it, after a new login, and the rest of the test run on it.
 set -euo pipefail
 # shellcheck source=qemu-test/lib.sh
 . "$REPO/qemu-test/lib.sh"
@@ -280,7 +281,7 @@ elif is_client; then
 	login
 	if [ "$yank" ]; then
 		set_tmo
-		yank_client "/dev/$dev" 56 may-fail
+		yank_client "/dev/$dev" 56 may-fail bs=64K
 		after_yank
 	fi
 	initiator_io
