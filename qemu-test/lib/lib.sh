@@ -90,20 +90,33 @@ meet_on_exit() {
 }
 
 # A device removal under a kernel RDMA user's I/O (the "yank" mode of its
-# test), met by every node: yank_client TARGET MIB [here] on node 1,
-# yank_device on node 2, yank_others on the rest. Node 1 writes MIB MiB of
-# random data with O_DIRECT to TARGET (a file on a network mount or a block
-# device); a second into the write, node 2's rdma device (node 1's own with
-# "here", and node 2 then calls yank_others) is deleted (`rdma link delete`:
-# the core disassociates its users, the protocol sees its device go) and
-# added back 5 s later. The write must still be under way when the device
-# goes, end within 300 s of its return, and read back intact, with O_DIRECT
-# and through the page cache.
-yank_client() { # TARGET MIB [here]
-	local target=$1 mib=$2 here=${3:-} src=/tmp/yank.src want pid t0 limit=300
+# test), met by every node: yank_client TARGET MIB [here] [may-fail]
+# [bs=SIZE] on node 1, yank_device on node 2, yank_others on the rest. Node
+# 1 writes MIB MiB of random data with O_DIRECT to TARGET (a file on a
+# network mount or a block device) in blocks of SIZE (1M; smaller ones make
+# a slower write, one that is surely still under way when a slow removal
+# reaches the protocol); a second into the write, node 2's rdma device (node 1's own
+# with "here", and node 2 then calls yank_others) is deleted (`rdma link
+# delete`: the core disassociates its users, the protocol sees its device
+# go) and added back 5 s later. The write must still be under way when the
+# device goes, end within 300 s of its return, and read back intact, with
+# O_DIRECT and through the page cache. With "may-fail" the write may
+# instead fail with an I/O error (a protocol that fails its I/O once its
+# own timeout runs out); YANK_WRITE tells the caller which: "intact" or
+# "eio".
+yank_client() { # TARGET MIB [here] [may-fail] [bs=SIZE]
+	local target=$1 mib=$2 here='' may_fail='' bs=1M a src=/tmp/yank.src want pid t0 limit=300
+	for a in "${@:3}"; do
+		case $a in
+		here) here=1 ;;
+		may-fail) may_fail=1 ;;
+		bs=*) bs=${a#bs=} ;;
+		*) fail "yank_client: unknown argument $a" ;;
+		esac
+	done
 	head -c $((mib << 20)) /dev/urandom >"$src"
 	want=$(sha256sum <"$src" | cut -d' ' -f1)
-	dd if="$src" of="$target" bs=1M oflag=direct conv=notrunc status=none &
+	dd if="$src" of="$target" bs="$bs" oflag=direct conv=notrunc status=none 2>/tmp/yank.err &
 	pid=$!
 	if [ "$here" ]; then
 		yank_device "$pid"
@@ -118,7 +131,14 @@ yank_client() { # TARGET MIB [here]
 		sleep 0.5
 	done
 	kill -0 "$pid" 2>/dev/null && fail "the write is still blocked ${limit} s after the device came back"
-	wait "$pid" || fail "the O_DIRECT write across the device removal failed"
+	if ! wait "$pid"; then
+		[ "$may_fail" ] && grep -q 'Input/output error' /tmp/yank.err ||
+			fail "the O_DIRECT write across the device removal failed: $(cat /tmp/yank.err)"
+		note "client: the write across the device removal failed with an I/O error $((SECONDS - t0)) s after the device came back: $(head -1 /tmp/yank.err)"
+		YANK_WRITE=eio
+		rm -f "$src"
+		return 0
+	fi
 	note "client: the write across the device removal ended $((SECONDS - t0)) s after the device came back"
 	echo 3 >/proc/sys/vm/drop_caches
 	[ "$(dd if="$target" bs=1M count="$mib" iflag=direct status=none | sha256sum | cut -d' ' -f1)" = "$want" ] ||
@@ -126,17 +146,21 @@ yank_client() { # TARGET MIB [here]
 	[ "$(dd if="$target" bs=1M count="$mib" status=none | sha256sum | cut -d' ' -f1)" = "$want" ] ||
 		fail "the data written across the device removal differs (buffered read)"
 	rm -f "$src"
+	YANK_WRITE=intact
 	note "client: $mib MiB written across the device removal read back intact"
 }
 
-# yank_device [PID]: the part of the node whose device goes; PID, the
-# write's, must still run when the device has gone.
+# yank_device [PID [CMD...]]: the part of the node whose device goes; PID
+# (may be empty), the write's, must still run when the device has gone;
+# CMD, if given, runs once the device is back, before the other nodes hear
+# it (a target that must be set up again on the new device).
 yank_device() {
 	local writer=${1:-}
+	shift || true
 	meet yank-go
 	sleep 1
 	rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV"
-	note "$RXE_DEV deleted under the client's write"
+	note "$RXE_DEV deleted under the client's I/O"
 	[ -z "$writer" ] || kill -0 "$writer" 2>/dev/null ||
 		fail "the write ended before the device went: nothing was in flight"
 	meet yank-deleted
@@ -144,6 +168,7 @@ yank_device() {
 	rdma link add "$RXE_DEV" type rxe netdev eth0 || fail "rdma link add $RXE_DEV"
 	roce_gid_index v4 >/dev/null || fail "$RXE_DEV has no RoCE v2 GID 30 s after it came back"
 	note "$RXE_DEV back"
+	if (($#)); then "$@"; fi
 	meet yank-back
 }
 

@@ -279,6 +279,54 @@ def lossy_link():
         sys.exit("FAIL: cannot make eth0 lossy")
 
 
+def meet_abort(msg):
+    """Marks this node's script as failed for the other nodes' meet (lib.sh
+    meet_on_exit does the same for shell scripts)."""
+    with open(os.path.join(SHARED_DIR, f"meet-abort.node{NODE}"), "w") as f:
+        f.write(msg)
+
+
+def meet(name, limit=300):
+    """lib.sh's meet: waits until every node reached NAME (once per script),
+    or ends at once (SystemExit) when another node marked itself failed. The
+    same files as lib.sh's, so a Python test meets the lib.sh helpers it
+    runs (yank_device)."""
+    open(os.path.join(SHARED_DIR, f"meet.{name}.node{NODE}"), "w").close()
+    start = time.monotonic()
+    for n in range(1, NODE_COUNT + 1):
+        while not os.path.exists(os.path.join(SHARED_DIR, f"meet.{name}.node{n}")):
+            for m in range(1, NODE_COUNT + 1):
+                if os.path.exists(os.path.join(SHARED_DIR, f"meet-abort.node{m}")):
+                    sys.exit(f"FAIL (node{NODE}): at {name}: node{m} failed")
+            if time.monotonic() - start > limit:
+                meet_abort(f"at {name}: node{n} not there after {limit}s")
+                sys.exit(f"FAIL (node{NODE}): at {name}: node{n} not there after {limit}s")
+            time.sleep(0.2)
+
+
+def met(name):
+    """Whether every node has reached meet NAME (without waiting)."""
+    return all(os.path.exists(os.path.join(SHARED_DIR, f"meet.{name}.node{n}"))
+               for n in range(1, NODE_COUNT + 1))
+
+
+def yank_start(here):
+    """Starts this node's half of lib.sh's device removal (the yank) in the
+    background: yank_device (this node's rdma device deleted a second after
+    every node met yank-go, added back 5 s later) when HERE, yank_others
+    otherwise. The caller's I/O runs meanwhile; meet("yank-deleted") and
+    meet("yank-back") follow the removal; yank_finish waits for the half."""
+    sys.stdout.flush()
+    half = "yank_device" if here else "yank_others"
+    return subprocess.Popen(["bash", "-c", '. "$1" && trap meet_on_exit EXIT && ' + half,
+                             "lib.sh", LIB_SH])
+
+
+def yank_finish(proc):
+    """Waits for yank_start's half; False when it failed (it says why)."""
+    return proc.wait() == 0
+
+
 def kmemleak_clean(settle=6):
     """After settle seconds (kmemleak reports only objects a few seconds
     old), scans (lib.sh kmemleak_scan); True when nothing leaked since the

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """SMC-R between two nodes: TCP sockets upgraded to RDMA by the kernel.
 
-  qemu-test/run --drivers rs,c qemu-test/tests/ulp/smc_r.py [MIB [CONNS]] [lossy]
+  qemu-test/run --drivers rs,c qemu-test/tests/ulp/smc_r.py [MIB [CONNS]] [lossy] [yank]
 
 Node 2 listens on an AF_SMC stream socket, node 1 connects CONNS times
 (default 2) to it through eth0's address, so the SMC handshake (CLC over
@@ -15,6 +15,15 @@ announced. While the connections are open both nodes ask the kernel
 TCP fallback, on a link of their rdma device; and the device's packet
 counters must have carried the data. With lossy, eth0 drops 1% and
 reorders 2% of the packets on both nodes (lib.sh lossy_link).
+
+With yank, first one connection (SMC-R on the device, by sock_diag)
+carries YANK_MIB MiB the same way while node 2's rdma device is deleted
+and added back 5 s later (lib.sh yank_device, through testlib.yank_start).
+SMC-R cannot move a connection off its only link: the connection must end
+with an error (or EOF) on both nodes within YANK_LIMIT seconds, what was
+echoed up to then matching what was sent (or, should it ride the removal
+out, whole and intact). Then the connections above must run SMC-R on the
+new device.
 """
 
 import ctypes
@@ -29,7 +38,7 @@ import sys
 import threading
 import time
 
-from testlib import DEV, NODE, NODE_COUNT, SHARED_DIR, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link
+from testlib import DEV, NODE, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link, meet, meet_abort, met, yank_finish, yank_start
 
 AF_SMC = 43
 SMCPROTO_SMC = 0
@@ -40,6 +49,12 @@ NLMSG_DONE, NLMSG_ERROR = 3, 2
 SMC_DIAG_LGRINFO, SMC_DIAG_FALLBACK = 2, 5
 MODES = {0: "SMC-R", 1: "TCP fallback", 2: "SMC-D"}
 PORT = 18700
+# The yank's connection: its port, the MiB it carries (more than it can
+# move before the device goes) and how long it may last from the yank's
+# start (SMC-R's own link checks end a dead one well within it).
+YANK_PORT = PORT + 1
+YANK_MIB = 64
+YANK_LIMIT = 120
 NET = os.environ.get("RXE_NET4", "10.77.0")
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -51,22 +66,8 @@ def log(msg):
 
 def fail(msg):
     print(f"FAIL (node{NODE}): {msg}", file=sys.stderr, flush=True)
-    with open(os.path.join(SHARED_DIR, f"smc.abort.node{NODE}"), "w") as f:
-        f.write(msg)
+    meet_abort(msg)
     os._exit(1)
-
-
-def meet(name, limit=300):
-    open(os.path.join(SHARED_DIR, f"smc.meet.{name}.node{NODE}"), "w").close()
-    start = time.monotonic()
-    for n in range(1, NODE_COUNT + 1):
-        while not os.path.exists(os.path.join(SHARED_DIR, f"smc.meet.{name}.node{n}")):
-            for m in range(1, NODE_COUNT + 1):
-                if os.path.exists(os.path.join(SHARED_DIR, f"smc.abort.node{m}")):
-                    fail(f"at {name}: node{m} failed")
-            if time.monotonic() - start > limit:
-                fail(f"at {name}: node{n} not there after {limit}s")
-            time.sleep(0.2)
 
 
 def sockaddr_in(ip, port):
@@ -268,11 +269,121 @@ def client(conn, size, seed, results, i):
     results[i] = "ok" if echo == data else "the echo differs from the data sent"
 
 
+def yank_conn():
+    """The yank: one SMC-R connection carrying YANK_MIB MiB (node 1 sends,
+    node 2 echoes) while node 2's device goes and comes back. Either the
+    connection ends with an error or EOF on both sides, or it carries
+    everything intact; what was echoed must match what was sent."""
+    size = YANK_MIB << 20
+    if NODE == 1:
+        # Made before the connection (a guest under TCG takes seconds to
+        # draw 64 MiB at random): 4 MiB of random bytes, rotated by a
+        # different offset for each 4 MiB of the stream.
+        block = random.Random(2000).randbytes(4 << 20)
+        data = b"".join(block[i * 4099:] + block[:i * 4099] for i in range(size // len(block)))
+    if NODE == 2:
+        lfd = smc_listen(f"{NET}.2", YANK_PORT)
+        meet("yank-listening")
+        c = smc_accept(lfd)
+        meet("yank-connected")
+        check_diag([YANK_PORT], "server (yank)", 1)
+    else:
+        meet("yank-listening")
+        c = smc_connect(f"{NET}.2", YANK_PORT)
+        meet("yank-connected")
+        check_diag([local_port(c)], "client (yank)", 1)
+    proc = yank_start(NODE == 2)
+    # No socket timeout (a non-blocking SMC socket is another path): a
+    # watchdog ends the test should the connection outlive YANK_LIMIT.
+    watchdog = threading.Timer(YANK_LIMIT, fail, (f"yank: the connection still runs {YANK_LIMIT} s after the "
+                                                   "yank began, neither ended nor done",))
+    watchdog.start()
+    t0 = time.monotonic()
+    if NODE == 2:
+        got, end = 0, "EOF"
+        try:
+            while True:
+                chunk = c.recv(1 << 20)
+                if not chunk:
+                    break
+                c.sendall(chunk)
+                got += len(chunk)
+        except OSError as e:
+            end = f"{type(e).__name__}: {e}"
+        log(f"yank: the server's connection ended ({end}) after {got} bytes echoed, "
+            f"{time.monotonic() - t0:.1f} s after the yank began")
+    else:
+        sent = [0, None]
+
+        def writer():
+            try:
+                off = 0
+                while off < size:
+                    n = min(size - off, 1 << 16)
+                    c.sendall(data[off:off + n])
+                    off += n
+                    sent[0] = off
+            except OSError as e:
+                sent[1] = f"{type(e).__name__}: {e}"
+
+        t = threading.Thread(target=writer)
+        t.start()
+        got, end, deleted = 0, None, None
+        try:
+            while got < size:
+                chunk = c.recv(min(size - got, 1 << 20))
+                if not chunk:
+                    end = "EOF"
+                    break
+                if chunk != data[got:got + len(chunk)]:
+                    fail(f"yank: the echo differs from the data sent within bytes {got}..{got + len(chunk)}")
+                got += len(chunk)
+                if deleted is None and met("yank-deleted"):
+                    deleted = time.monotonic()
+                    log(f"yank: node 2's {DEV} deleted after {got} of {size} bytes echoed")
+        except OSError as e:
+            end = f"{type(e).__name__}: {e}"
+        now = time.monotonic()
+        if deleted is None and met("yank-deleted"):
+            deleted = now
+        if deleted is None or got == size and now - deleted < 0.5:
+            fail(f"yank: the transfer ({got} bytes echoed) was over before the device went")
+        if end:
+            # Unblocks the writer, should the end not have reached it.
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        t.join(YANK_LIMIT)
+        if t.is_alive():
+            fail(f"yank: the writer is still blocked {YANK_LIMIT} s after the receiver ended ({end})")
+        if end:
+            log(f"yank: the client's connection ended ({end}; the writer, after {sent[0]} bytes: "
+                f"{sent[1] or 'done'}) {now - t0:.1f} s after the yank began, {got} bytes of {size} echoed intact")
+        else:
+            log(f"yank: the connection rode the device removal out: {size} bytes echoed intact, "
+                f"{now - t0:.1f} s after the yank began")
+    watchdog.cancel()
+    c.close()
+    if NODE == 2:
+        os.close(lfd)
+    if not yank_finish(proc):
+        fail("yank: the device removal failed")
+    meet("yank-done")
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != "lossy"]
+    args = [a for a in sys.argv[1:] if a not in ("lossy", "yank")]
     mib = int(args[0]) if args else 16
     nconn = int(args[1]) if len(args) > 1 else 2
+    yank = "yank" in sys.argv[1:]
     if NODE > 2:
+        if yank:
+            meet("yank-listening")
+            meet("yank-connected")
+            if not yank_finish(yank_start(False)):
+                fail("yank: the device removal failed")
+            meet("yank-done")
         meet("listening")
         meet("done", 900)
         return
@@ -282,6 +393,9 @@ def main():
     subprocess.run(["modprobe", "smc"], check=True)
     subprocess.run(["modprobe", "smc_diag"], check=True)
     smc_add_ueid("RXE-RS-TEST")
+    if yank:
+        yank_conn()
+    # After the yank, of the new device.
     hw0 = hw_counters(["sent_pkts", "rcvd_pkts"])
     size = mib << 20
     results = [None] * nconn

@@ -11,21 +11,33 @@
 # ib_srp registers each request's pages with fast registration and the
 # target moves the data with RDMA READ (writes) and RDMA WRITE (reads).
 #
-#   qemu-test/run --drivers rs,rs qemu-test/tests/ulp/srp_rdma.sh [quick] [lossy]
+#   qemu-test/run --drivers rs,rs qemu-test/tests/ulp/srp_rdma.sh [quick] [lossy] [yank]
 #
 # quick: 4 MiB of 1 MiB blocks and 2 MiB buffered where the whole test
 # writes 12 and 8 (the test command's short form).
 # lossy: eth0 drops 1% and reorders 2% of the packets on both nodes, from
 # the start (lib.sh lossy_link).
+# yank: after the first login, while node 1 writes 56 MiB to the disk with
+# O_DIRECT in 64 KiB blocks (at 1 MiB it may be over before the removal
+# reaches ib_srpt), node 2's rdma device is deleted and added back 5 s
+# later (lib.sh yank_client, yank_device). ib_srpt lets go of its port
+# with the device, so node 2 sets its srpt port up again on the new one
+# (the RAM disk and its data stay). ib_srp sees the target disconnect and
+# reconnects every reconnect_delay (set short here, with fast_io_fail_tmo
+# and dev_loss_tmo): the write must finish and read back intact, or fail
+# with an I/O error (fast_io_fail_tmo ran out first); then the disk must
+# work again, on the same SCSI host or, should dev_loss_tmo have removed
+# it, after a new login, and the rest of the test run on it.
 set -euo pipefail
 # shellcheck source=qemu-test/lib/lib.sh
 . "$REPO/qemu-test/lib/lib.sh"
 
-quick="" lossy=""
+quick="" lossy="" yank=""
 for a in "$@"; do
 	case $a in
 	quick) quick=1 ;;
 	lossy) lossy=1 ;;
+	yank) yank=1 ;;
 	*) fail "unknown argument $a" ;;
 	esac
 done
@@ -36,6 +48,10 @@ cm_port=5555
 disk_mib=64
 cfg=/sys/kernel/config/target
 MiB=$((1 << 20))
+# The SRP transport's timers under the yank, in seconds: a reconnection
+# attempt every reconnect_delay, outstanding I/O failed after
+# fast_io_fail_tmo, the remote port removed after dev_loss_tmo.
+reconnect_delay=1 fast_io_fail_tmo=15 dev_loss_tmo=60
 # MiB written in 1 MiB blocks, and buffered.
 big_mib=12 buf_mib=8
 [ "$quick" ] && big_mib=4 buf_mib=2
@@ -58,7 +74,6 @@ port_guid() {
 # --- target (node 2) ----------------------------------------------------------
 rd=$cfg/core/rd_mcp_0/srpdisk
 target_up() {
-	local port tpg a
 	modprobe ib_srpt || fail "modprobe ib_srpt"
 	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
 	mkdir -p "$rd"
@@ -67,6 +82,14 @@ target_up() {
 	echo "rd_pages=$((disk_mib * 256))" >"$rd/control"
 	echo 1 >"$rd/enable" || fail "enabling the RAM disk"
 	echo "$cm_port" >"$cfg/srpt/discovery_auth/rdma_cm_port" || fail "RDMA/CM listener on port $cm_port"
+	port_up
+	note "target: srpt port $(port_guid), RDMA/CM port $cm_port, ${disk_mib} MiB RAM disk"
+}
+
+# port_up / port_down: the srpt port of this node's rdma device, its LUN
+# and ACLs.
+port_up() {
+	local port tpg a
 	port=$(port_guid)
 	tpg=$cfg/srpt/$port/$port
 	mkdir -p "$tpg" || fail "no srpt port $port"
@@ -81,10 +104,9 @@ target_up() {
 	done
 	echo 1 >"$tpg/enable" || fail "enabling the srpt port"
 	publish srp-guid "$port"
-	note "target: srpt port $port, RDMA/CM port $cm_port, ${disk_mib} MiB RAM disk"
 }
 
-target_down() {
+port_down() {
 	local port tpg a
 	port=$(port_guid)
 	tpg=$cfg/srpt/$port/$port
@@ -95,6 +117,18 @@ target_down() {
 	done
 	rm "$tpg/lun/lun_0/srpdisk"
 	rmdir "$tpg/lun/lun_0" "$tpg" "$cfg/srpt/$port"
+}
+
+# After the yank: the port's configfs entries still hold the srpt port of
+# the deleted device; made again, they take the new device's.
+port_again() {
+	port_down
+	port_up
+	note "target: srpt port $(port_guid) set up again on the new $RXE_DEV"
+}
+
+target_down() {
+	port_down
 	echo 0 >"$cfg/srpt/discovery_auth/rdma_cm_port"
 	rmdir "$rd" "$cfg/core/rd_mcp_0"
 	note "target: torn down"
@@ -132,6 +166,51 @@ login() {
 	local bytes=$(($(cat "/sys/block/$dev/size") * 512))
 	((bytes == disk_mib * MiB)) || fail "/dev/$dev has $bytes bytes, want $((disk_mib * MiB))"
 	note "initiator: /dev/$dev ($bytes bytes, max I/O $(cat "/sys/block/$dev/queue/max_hw_sectors_kb") KiB) on $(cat /sys/class/srp_remote_ports/port-*/device/../proc_name 2>/dev/null || echo ib_srp)"
+}
+
+# srp_port_state: the state of the SRP remote port (running, blocked,
+# fail-fast, lost), empty when there is none.
+srp_port_state() {
+	local p
+	for p in /sys/class/srp_remote_ports/port-*; do
+		[ -e "$p/state" ] && cat "$p/state" && return 0
+	done
+	return 0
+}
+
+# set_tmo: the remote port's transport timers for the yank.
+set_tmo() {
+	local p=(/sys/class/srp_remote_ports/port-*)
+	[ -e "${p[0]}" ] || fail "no SRP remote port to set the timers of"
+	# dev_loss_tmo first: fast_io_fail_tmo must stay below it.
+	echo "$dev_loss_tmo" >"${p[0]}/dev_loss_tmo" &&
+		echo "$fast_io_fail_tmo" >"${p[0]}/fast_io_fail_tmo" &&
+		echo "$reconnect_delay" >"${p[0]}/reconnect_delay" ||
+		fail "setting the SRP transport timers of ${p[0]##*/}"
+	note "initiator: reconnect_delay $reconnect_delay s, fast_io_fail_tmo $fast_io_fail_tmo s, dev_loss_tmo $dev_loss_tmo s"
+}
+
+# after_yank: the disk works again: its remote port running (ib_srp
+# reconnected), or removed (dev_loss_tmo) and the target logged in anew.
+after_yank() {
+	local state t0=$SECONDS
+	while :; do
+		state=$(srp_port_state)
+		case $state in
+		running) break ;;
+		'')
+			note "initiator: the remote port was removed; logging in again"
+			wait_until 60 srp_hosts_gone || fail "an ib_srp SCSI host is still there 60 s after its remote port went"
+			login
+			break
+			;;
+		esac
+		((SECONDS - t0 < dev_loss_tmo + 60)) ||
+			fail "the SRP remote port is still $state $((SECONDS - t0)) s after the write ended"
+		sleep 0.5
+	done
+	note "initiator: remote port running $((SECONDS - t0)) s after the write ended; $(dmesg | grep -c 'ib_srp: reconnect succeeded' || true) reconnection(s) in the kernel log"
+	[ -b "/dev/$dev" ] || fail "/dev/$dev is gone though its remote port runs"
 }
 
 srp_hosts_gone() {
@@ -193,12 +272,18 @@ kmemleak_clear
 if is_server; then
 	target_up
 	meet target-up
+	[ -z "$yank" ] || yank_device "" port_again
 	meet initiator-done 900
 	target_down
 elif is_client; then
 	meet target-up
 	sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
 	login
+	if [ "$yank" ]; then
+		set_tmo
+		yank_client "/dev/$dev" 56 may-fail bs=64K
+		after_yank
+	fi
 	initiator_io
 	logout
 	login
@@ -210,6 +295,7 @@ elif is_client; then
 	meet initiator-done
 else
 	meet target-up
+	[ -z "$yank" ] || yank_others
 	meet initiator-done 900
 fi
 lines=$(dmesg | grep -E -i 'srp|scsi|rdma|rxe' || true)
@@ -219,7 +305,12 @@ echo "$lines"
 # when a channel closes at the logout, and a response it was still sending
 # then (over a lossy link, one may still be waiting for its ACK): expected,
 # not trouble.
-bad=$(grep -v -E 'ib_srpt (receiving|sending response for ioctx 0x[0-9a-f]+) failed (for ioctx [0-9a-f]+ )?with status 5$|srpt_recv_done: [0-9]+ callbacks suppressed' <<<"$lines" |
+ok='ib_srpt (receiving|sending response for ioctx 0x[0-9a-f]+) failed (for ioctx [0-9a-f]+ )?with status 5$|srpt_recv_done: [0-9]+ callbacks suppressed'
+# The yank: the target's transfers in flight are flushed; the initiator
+# gets the target's DREQ, its receives are flushed, it reconnects (after
+# failed attempts while the target is away).
+[ -z "$yank" ] || ok+='|ib_srpt RDMA_(READ|WRITE) for ioctx 0x[0-9a-f]+ failed with status 5$|ib_srp: received DREQ$|ib_srp: failed [A-Z ]+ status WR flushed \(5\) for CQE|ib_srp: reconnect succeeded$|reconnect attempt [0-9]+ failed'
+bad=$(grep -v -E "$ok" <<<"$lines" |
 	grep -E -i 'error|fail|timed out|abort|reset|reconnect' || true)
 [ -z "$bad" ] || fail "kernel log reports SRP trouble: $bad"
 meet checked
