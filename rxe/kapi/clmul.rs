@@ -448,27 +448,40 @@ pub(crate) const MIN_LEN: usize = 16;
 /// `kernel_fpu_end`.
 #[inline]
 pub(crate) unsafe fn crc32(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
+    // SAFETY: a `Mask` holds `MASK_LEN + 16` bytes; the rest is the
+    // caller's promise.
+    unsafe { crc32_at(crc, data, mask.bytes().as_ptr(), wide) }
+}
+
+/// [`crc32`] with the mask's `MASK_LEN + 16` bytes at `m`, at any
+/// alignment.
+///
+/// # Safety
+///
+/// As for [`crc32`], and `m` points to `MASK_LEN + 16` readable bytes.
+#[inline]
+pub(crate) unsafe fn crc32_at(crc: u32, data: &[u8], m: *const u8, wide: bool) -> Option<u32> {
     let len = data.len();
     if len < MIN_LEN {
         return None;
     }
     let mut crc = crc;
     let p = data.as_ptr();
-    let m = mask.bytes().as_ptr();
     // The mask of the last 16 bytes: zero from `MASK_LEN` on.
     let mw = m.wrapping_add((len - 16).min(MASK_LEN));
     // SAFETY: the block reads the `len` >= 16 bytes from `p` (whole blocks
-    // from the start, then the last 16 bytes), the 16-byte-aligned mask
-    // blocks at `m`, `m + 16`, `m + 32`, `m + 48` (the first 64 bytes, or
-    // those under `len`) and 16 bytes at `mw` (at most `m + 64`: inside the
-    // 80 bytes), and the constants `K`, 16-byte aligned, with the table
-    // reads at `n` < 16 bytes into `keep` (32 bytes) and `shift` (48).
-    // The 256-bit loop reads 128 bytes at a time while 128 are left, and
-    // the mask's first 64 bytes. The CPU features and the vector state are
-    // the caller's promise (see `# Safety`). On the host the vector
-    // registers it uses are declared clobbered (their upper halves, which
-    // code built without AVX never uses, are zeroed by `vzeroupper`); the
-    // kernel's compiler never allocates them.
+    // from the start, then the last 16 bytes), the mask blocks at `m`,
+    // `m + 16`, `m + 32`, `m + 48` (the first 64 bytes, or those under
+    // `len`, loaded without an alignment requirement) and 16 bytes at `mw`
+    // (at most `m + 64`: inside the 80 bytes the caller promises), and the
+    // constants `K`, 16-byte aligned, with the table reads at `n` < 16
+    // bytes into `keep` (32 bytes) and `shift` (48). The 256-bit loop reads
+    // 128 bytes at a time while 128 are left, and the mask's first 64
+    // bytes. The CPU features and the vector state are the caller's
+    // promise (see `# Safety`). On the host the vector registers it uses
+    // are declared clobbered (their upper halves, which code built without
+    // AVX never uses, are zeroed by `vzeroupper`); the kernel's compiler
+    // never allocates them.
     unsafe {
         #[cfg(target_feature = "sse2")]
         crc_asm!(
