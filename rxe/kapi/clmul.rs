@@ -198,6 +198,13 @@ const _: () = {
 /// `mw` the mask of the buffer's last 16 bytes, `k` the constants. Out:
 /// `crc`. Registers: xmm0-3 the four lanes (xmm3 the single one), xmm7 the
 /// folding constant, xmm4-6 scratch.
+///
+/// Memory operands of SSE instructions other than loads must be 16-byte
+/// aligned; only the constants (a static) are used that way. The data and
+/// the mask are loaded with `movdqu`: a mask may live on the stack, which
+/// the kernel aligns to 8 bytes only, whatever alignment its type asks for
+/// (Rust places a local of 16-byte alignment as if the stack were aligned
+/// to 16 at every call, as the user-space ABI promises).
 macro_rules! crc_asm {
     ($p:ident, $n:ident, $crc:ident, $m:ident, $mw:ident, $wide:ident $(, $clob:tt)*) => {
         core::arch::asm!(
@@ -268,14 +275,18 @@ macro_rules! crc_asm {
             // Four lanes, the mask on each.
             "31:",
             "movdqu xmm0, [{p}]",
-            "por xmm0, xmmword ptr [{m}]",
+            "movdqu xmm4, [{m}]",
+            "por xmm0, xmm4",
             "pxor xmm0, xmm6",
             "movdqu xmm1, [{p} + 16]",
-            "por xmm1, xmmword ptr [{m} + 16]",
+            "movdqu xmm4, [{m} + 16]",
+            "por xmm1, xmm4",
             "movdqu xmm2, [{p} + 32]",
-            "por xmm2, xmmword ptr [{m} + 32]",
+            "movdqu xmm4, [{m} + 32]",
+            "por xmm2, xmm4",
             "movdqu xmm3, [{p} + 48]",
-            "por xmm3, xmmword ptr [{m} + 48]",
+            "movdqu xmm4, [{m} + 48]",
+            "por xmm3, xmm4",
             "add {p}, 64",
             "sub {n}, 64",
             "cmp {n}, 64",
@@ -346,7 +357,8 @@ macro_rules! crc_asm {
             // Under 64 bytes: one lane, the mask on each block.
             "6:",
             "movdqu xmm3, [{p}]",
-            "por xmm3, xmmword ptr [{m}]",
+            "movdqu xmm4, [{m}]",
+            "por xmm3, xmm4",
             "pxor xmm3, xmm6",
             "movdqa xmm7, xmmword ptr [{k} + 16]",
             "jmp 8f",
@@ -355,7 +367,8 @@ macro_rules! crc_asm {
             "pclmulqdq xmm3, xmm7, 0x00",
             "pclmulqdq xmm4, xmm7, 0x11",
             "movdqu xmm5, [{p}]",
-            "por xmm5, xmmword ptr [{m}]",
+            "movdqu xmm6, [{m}]",
+            "por xmm5, xmm6",
             "pxor xmm3, xmm4",
             "pxor xmm3, xmm5",
             "8:",
@@ -435,27 +448,40 @@ pub(crate) const MIN_LEN: usize = 16;
 /// `kernel_fpu_end`.
 #[inline]
 pub(crate) unsafe fn crc32(crc: u32, data: &[u8], mask: &Mask, wide: bool) -> Option<u32> {
+    // SAFETY: a `Mask` holds `MASK_LEN + 16` bytes; the rest is the
+    // caller's promise.
+    unsafe { crc32_at(crc, data, mask.bytes().as_ptr(), wide) }
+}
+
+/// [`crc32`] with the mask's `MASK_LEN + 16` bytes at `m`, at any
+/// alignment.
+///
+/// # Safety
+///
+/// As for [`crc32`], and `m` points to `MASK_LEN + 16` readable bytes.
+#[inline]
+pub(crate) unsafe fn crc32_at(crc: u32, data: &[u8], m: *const u8, wide: bool) -> Option<u32> {
     let len = data.len();
     if len < MIN_LEN {
         return None;
     }
     let mut crc = crc;
     let p = data.as_ptr();
-    let m = mask.bytes().as_ptr();
     // The mask of the last 16 bytes: zero from `MASK_LEN` on.
     let mw = m.wrapping_add((len - 16).min(MASK_LEN));
     // SAFETY: the block reads the `len` >= 16 bytes from `p` (whole blocks
-    // from the start, then the last 16 bytes), the 16-byte-aligned mask
-    // blocks at `m`, `m + 16`, `m + 32`, `m + 48` (the first 64 bytes, or
-    // those under `len`) and 16 bytes at `mw` (at most `m + 64`: inside the
-    // 80 bytes), and the constants `K`, 16-byte aligned, with the table
-    // reads at `n` < 16 bytes into `keep` (32 bytes) and `shift` (48).
-    // The 256-bit loop reads 128 bytes at a time while 128 are left, and
-    // the mask's first 64 bytes. The CPU features and the vector state are
-    // the caller's promise (see `# Safety`). On the host the vector
-    // registers it uses are declared clobbered (their upper halves, which
-    // code built without AVX never uses, are zeroed by `vzeroupper`); the
-    // kernel's compiler never allocates them.
+    // from the start, then the last 16 bytes), the mask blocks at `m`,
+    // `m + 16`, `m + 32`, `m + 48` (the first 64 bytes, or those under
+    // `len`, loaded without an alignment requirement) and 16 bytes at `mw`
+    // (at most `m + 64`: inside the 80 bytes the caller promises), and the
+    // constants `K`, 16-byte aligned, with the table reads at `n` < 16
+    // bytes into `keep` (32 bytes) and `shift` (48). The 256-bit loop reads
+    // 128 bytes at a time while 128 are left, and the mask's first 64
+    // bytes. The CPU features and the vector state are the caller's
+    // promise (see `# Safety`). On the host the vector registers it uses
+    // are declared clobbered (their upper halves, which code built without
+    // AVX never uses, are zeroed by `vzeroupper`); the kernel's compiler
+    // never allocates them.
     unsafe {
         #[cfg(target_feature = "sse2")]
         crc_asm!(

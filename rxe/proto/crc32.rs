@@ -136,8 +136,9 @@ pub(crate) const MASK_LEN: usize = 64;
 
 /// Bytes ORed into the first [`MASK_LEN`] bytes of a buffer before its CRC,
 /// then 16 zero bytes, so that the 16 bytes at any offset up to
-/// [`MASK_LEN`] are the mask of the 16 data bytes at that offset. Aligned
-/// for the vector instructions' memory operands.
+/// [`MASK_LEN`] are the mask of the 16 data bytes at that offset. The fold
+/// loads it without relying on its alignment (a stack in the kernel is
+/// aligned to 8 bytes only).
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mask([u8; MASK_LEN + 16]);
