@@ -12,10 +12,11 @@
 use super::conv::to_usize;
 use super::qp;
 
-/// Smallest payload sent as fragments. Below it a copy is cheaper than the
-/// page references and the trailer fragment: the bench's 4 KiB and 64 KiB
-/// rows gain, messages of a few hundred bytes do not (measured under the
-/// QEMU bench, where copies are dear, so the cut is set low).
+/// Smallest payload sent as fragments where fragments are used at all
+/// (see [`wants_frags`]). Below it a copy is cheaper than the page
+/// references and the trailer fragment even where copies are dearest (under
+/// QEMU's TCG, where the bench's 4 KiB and 64 KiB rows gain from fragments
+/// and messages of a few hundred bytes do not).
 pub(crate) const MIN_FRAG_PAYLOAD: usize = 512;
 
 /// Fragments a payload may use; one more slot of the skb takes the pad
@@ -23,14 +24,15 @@ pub(crate) const MIN_FRAG_PAYLOAD: usize = 512;
 pub(crate) const MAX_PAYLOAD_FRAGS: usize = 16;
 
 /// Whether a packet of `qp_type` with `payload_len` bytes of registered
-/// memory (not inline data) should reference that memory.
+/// memory (not inline data) should reference that memory, when payloads
+/// from `min` bytes on are sent as fragments (`usize::MAX`: never).
 ///
 /// Only RC: its buffers stay the user's only after the ACK, which comes
 /// after the skb has left. UC and UD complete as the packet is handed to
 /// the IP layer, while the skb may still wait in a qdisc and the user could
 /// already be writing the buffer again.
-pub(crate) fn wants_frags(qp_type: qp::Type, payload_len: usize) -> bool {
-    qp_type == qp::Type::Rc && payload_len >= MIN_FRAG_PAYLOAD
+pub(crate) fn wants_frags(qp_type: qp::Type, payload_len: usize, min: usize) -> bool {
+    qp_type == qp::Type::Rc && payload_len >= min
 }
 
 /// One fragment: a page handle, the offset in the page and the length.

@@ -15,7 +15,6 @@ use crate::rxe::proto::mr::Access;
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
 use crate::rxe::proto::requester as rl;
-use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{self, Payload, SendWqe, WcStatus, WrParams};
 use crate::rxe::qp::{self, QpShared};
 
@@ -150,7 +149,7 @@ pub(super) fn build<'a>(
     let mask = op.mask();
     let (cursor, seq) = at;
     let referenced = match wqe.payload {
-        Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
+        Payload::Sges { .. } if net::wants_frags(qp.qp_type, to_usize(p.payload)) => {
             ref_payload(qp, wqe, (&mut *cursor, seq), done, p.payload, pages)?
         }
         _ => false,

@@ -28,7 +28,6 @@ use crate::rxe::proto::responder::machine::{
     RecvError, SendFailed,
 };
 use crate::rxe::proto::responder::rules::{Request, Target};
-use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
 use crate::rxe::qp::{self, QpShared};
@@ -440,7 +439,7 @@ impl machine::Io for Io<'_> {
         let mut referenced = false;
         if let Some(mr) = mr
             .as_ref()
-            .filter(|_| tx_frags::wants_frags(qp::Type::Rc, to_usize(r.len)))
+            .filter(|_| net::wants_frags(qp::Type::Rc, to_usize(r.len)))
         {
             referenced = mr
                 .ref_pages(r.va, to_usize(r.len), &mut p)

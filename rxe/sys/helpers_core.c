@@ -52,6 +52,23 @@ int rxe_rs_param_icrc_fold(void)
 }
 
 /*
+ * Whether RC payloads leave as page fragments of the registered memory
+ * instead of a copy: -1 chooses at load (fragments under QEMU's TCG, where
+ * copies are dear, a copy on a real CPU, where it costs fewer instructions
+ * than the page references, the trailer fragment and the longer scatter
+ * list), 0 never, 1 from 512 bytes. `make insns` sets 0 to count what a
+ * real CPU runs.
+ */
+static int tx_zcopy = -1;
+module_param(tx_zcopy, int, 0444);
+MODULE_PARM_DESC(tx_zcopy, "RC payloads as page fragments instead of a copy: -1 auto (default: only under QEMU's TCG), 0 never, 1 from 512 bytes");
+
+int rxe_rs_param_tx_zcopy(void)
+{
+	return READ_ONCE(tx_zcopy);
+}
+
+/*
  * Whether the kernel's crc32_le is the architecture's folding code (7.x
  * with CONFIG_CRC32_ARCH): then it serves short buffers too.
  */
