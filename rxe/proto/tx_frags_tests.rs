@@ -17,9 +17,11 @@ fn rc_only_and_not_small() {
 }
 
 #[test]
-fn never_when_off() {
-    assert!(!wants_frags(qp::Type::Rc, 4096, usize::MAX));
-    assert!(!wants_frags(qp::Type::Rc, usize::MAX - 1, usize::MAX));
+fn from_the_size_chosen() {
+    assert!(!wants_frags(qp::Type::Rc, 1024, HW_FRAG_PAYLOAD));
+    assert!(wants_frags(qp::Type::Rc, HW_FRAG_PAYLOAD, HW_FRAG_PAYLOAD));
+    assert!(wants_frags(qp::Type::Rc, 4096, HW_FRAG_PAYLOAD));
+    assert!(!wants_frags(qp::Type::Uc, 4096, HW_FRAG_PAYLOAD));
 }
 
 #[test]

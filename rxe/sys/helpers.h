@@ -38,7 +38,6 @@ struct llist_node;
 
 bool rxe_rs_netif_running(const struct net_device *ndev);
 int rxe_rs_param_icrc_fold(void);
-int rxe_rs_param_tx_zcopy(void);
 bool rxe_rs_crc32_is_arch(void);
 bool rxe_rs_cpu_has_clmul(void);
 bool rxe_rs_cpu_has_vpclmul(void);

@@ -52,23 +52,6 @@ int rxe_rs_param_icrc_fold(void)
 }
 
 /*
- * Whether RC payloads leave as page fragments of the registered memory
- * instead of a copy: -1 chooses at load (fragments under QEMU's TCG, where
- * copies are dear, a copy on a real CPU, where it costs fewer instructions
- * than the page references, the trailer fragment and the longer scatter
- * list), 0 never, 1 from 512 bytes. `make insns` sets 0 to count what a
- * real CPU runs.
- */
-static int tx_zcopy = -1;
-module_param(tx_zcopy, int, 0444);
-MODULE_PARM_DESC(tx_zcopy, "RC payloads as page fragments instead of a copy: -1 auto (default: only under QEMU's TCG), 0 never, 1 from 512 bytes");
-
-int rxe_rs_param_tx_zcopy(void)
-{
-	return READ_ONCE(tx_zcopy);
-}
-
-/*
  * Whether the kernel's crc32_le is the architecture's folding code (7.x
  * with CONFIG_CRC32_ARCH): then it serves short buffers too.
  */
@@ -102,10 +85,23 @@ bool rxe_rs_cpu_has_vpclmul(void)
 #endif
 }
 
+/*
+ * Whether to make the choices for QEMU's TCG, which makes some work dear
+ * that a real CPU does cheaply (a carry-less multiply, a copy): -1 detects
+ * TCG (default), 0 chooses as on a real CPU, 1 as under TCG. `make insns`
+ * and the tests' +hw boots set 0, to run what a real CPU runs.
+ */
+static int tcg = -1;
+module_param(tcg, int, 0444);
+MODULE_PARM_DESC(tcg, "Choose the ICRC method and zero-copy transmit as under QEMU's TCG: -1 detect (default), 0 no (as on a real CPU), 1 yes");
+
 bool rxe_rs_cpu_is_tcg(void)
 {
 #ifdef CONFIG_X86_64
 	unsigned int max, sig[3];
+
+	if (READ_ONCE(tcg) >= 0)
+		return READ_ONCE(tcg) > 0;
 
 	/*
 	 * QEMU's TCG answers the hypervisor leaf with this signature (its
