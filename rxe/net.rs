@@ -132,12 +132,13 @@ pub(crate) struct TxPacket<'a> {
 /// ([`TxPacket::payload_in_frags`] tells).
 pub(crate) fn alloc_packet_with<'a>(
     dev: &'a Device,
+    ndevs: &mut NdevCache,
     av: &Av,
     opcode: Opcode,
     payload_len: usize,
     pages: Option<&mut PayloadPages>,
 ) -> Result<TxPacket<'a>> {
-    alloc_packet(dev, av, opcode, payload_len, pages, false)
+    alloc_packet(dev, ndevs, av, opcode, payload_len, pages, false)
 }
 
 /// Why [`alloc_packet_filled`] gave no packet.
@@ -157,14 +158,15 @@ pub(crate) enum FillError<E> {
 /// fragments.
 pub(crate) fn alloc_packet_filled<'a, E>(
     dev: &'a Device,
+    ndevs: &mut NdevCache,
     av: &Av,
     opcode: Opcode,
     payload_len: usize,
     pages: Option<&mut PayloadPages>,
     fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), E>,
 ) -> core::result::Result<TxPacket<'a>, FillError<E>> {
-    let mut tx =
-        alloc_packet(dev, av, opcode, payload_len, pages, true).map_err(|_| FillError::Alloc)?;
+    let mut tx = alloc_packet(dev, ndevs, av, opcode, payload_len, pages, true)
+        .map_err(|_| FillError::Alloc)?;
     if !tx.payload_in_frags() {
         fill(tx.payload_mut()).map_err(FillError::Fill)?;
     }
@@ -204,6 +206,27 @@ pub(crate) fn wants_frags(qp_type: qp::Type, len: usize) -> bool {
     tx_frags::wants_frags(qp_type, len, FRAG_MIN.load(Ordering::Relaxed))
 }
 
+/// The netdev of the GID table entry a sender's packets leave from, looked
+/// up once per step of the sender instead of once per packet (the GID
+/// table's lock and two references each time). It holds a reference on the
+/// netdev: keep it no longer than a step (a netdev being unregistered waits
+/// for it).
+pub(crate) struct NdevCache(Option<(u8, NetDevice)>);
+
+impl NdevCache {
+    pub(crate) const fn new() -> Self {
+        Self(None)
+    }
+
+    /// The netdev of entry `index` of `dev`'s port 1; a miss is not kept.
+    fn get(&mut self, dev: &Device, index: u8) -> Option<&NetDevice> {
+        if !matches!(&self.0, Some((i, _)) if *i == index) {
+            self.0 = route::gid_netdev(dev, u32::from(index)).map(|n| (index, n));
+        }
+        self.0.as_ref().map(|(_, n)| n)
+    }
+}
+
 /// The shortest linear payload [`alloc_packet_filled`] leaves unzeroed.
 const HOLE_MIN: usize = 64;
 
@@ -212,6 +235,7 @@ const HOLE_MIN: usize = 64;
 #[inline]
 fn alloc_packet<'a>(
     dev: &'a Device,
+    ndevs: &mut NdevCache,
     av: &Av,
     opcode: Opcode,
     payload_len: usize,
@@ -221,7 +245,7 @@ fn alloc_packet<'a>(
     if av.src.network_type() != av.dst.network_type() {
         return Err(EINVAL);
     }
-    let ndev = route::gid_netdev(dev, u32::from(av.sgid_index)).ok_or(EINVAL)?;
+    let ndev = ndevs.get(dev, av.sgid_index).ok_or(EINVAL)?.clone();
     let paylen = packet_len(opcode, payload_len).ok_or(EINVAL)?;
     // The UDP length field and the IPv4/IPv6 length fields are 16 bits wide.
     if paylen + ip::UDP_HLEN + ip::IPV6_HLEN > usize::from(u16::MAX) {

@@ -142,6 +142,7 @@ pub(super) fn build<'a>(
     odp_give_up: bool,
     pages: &mut PayloadPages,
     av_cache: &mut ah::AvCache,
+    ndevs: &mut net::NdevCache,
     at: (&mut SendCursor, u64),
 ) -> Result<net::TxPacket<'a>, BuildError> {
     let av = packet_av(qp, snap, wqe, av_cache).ok_or(WcStatus::LocQpOpErr)?;
@@ -156,11 +157,12 @@ pub(super) fn build<'a>(
     };
     let pages = referenced.then_some(pages);
     let fill = |out: &mut [u8]| fill_payload(qp, wqe, (cursor, seq), done, odp_give_up, out);
-    let mut tx = net::alloc_packet_filled(&qp.dev, &av, op, to_usize(p.payload), pages, fill)
-        .map_err(|e| match e {
-            net::FillError::Alloc => BuildError::Status(WcStatus::LocQpOpErr),
-            net::FillError::Fill(e) => e,
-        })?;
+    let mut tx =
+        net::alloc_packet_filled(&qp.dev, ndevs, &av, op, to_usize(p.payload), pages, fill)
+            .map_err(|e| match e {
+                net::FillError::Alloc => BuildError::Status(WcStatus::LocQpOpErr),
+                net::FillError::Fill(e) => e,
+            })?;
     let (dest_qpn, qkey) = match wqe.wr {
         // A remote qkey with the top bit set means the QP's own.
         WrParams::Ud {
