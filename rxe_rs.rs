@@ -75,6 +75,7 @@ impl Drop for Devices {
 impl kernel::Module for RxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         rxe::kapi::crc32::select();
+        rxe::net::select_zcopy();
         let wq = WorkQueue::create()?;
         let faults = FaultQueue::create()?;
         let bh = BhRuns::init();

@@ -11,7 +11,7 @@
 //! packet (headers and ICRC) reaches, on rdma_rxe as on rxe_rs.
 
 use crate::rxe::kapi::route;
-use crate::rxe::net::{alloc_packet_with, Av, TxBatch, TxFlow};
+use crate::rxe::net::{alloc_packet_with, Av, NdevCache, TxBatch, TxFlow};
 use crate::rxe::proto::headers::{Bth, Deth, DEFAULT_PKEY, MULTICAST_QPN};
 use crate::rxe::proto::ip::IpAddr;
 use crate::rxe::proto::opcode::Opcode;
@@ -51,7 +51,8 @@ fn pong(ping: &RxPacket, to: IpAddr, len: usize) -> Option<()> {
         flow_label: 0,
         sport: ping.udp_sport(),
     };
-    let mut tx = alloc_packet_with(dev, &av, Opcode::UdSendOnly, len, None).ok()?;
+    let mut ndevs = NdevCache::new();
+    let mut tx = alloc_packet_with(dev, &mut ndevs, &av, Opcode::UdSendOnly, len, None).ok()?;
     tx.write_bth(Bth::new(
         Opcode::UdSendOnly,
         DEFAULT_PKEY,

@@ -7,12 +7,21 @@ use super::*;
 
 #[test]
 fn rc_only_and_not_small() {
-    assert!(wants_frags(qp::Type::Rc, 4096));
-    assert!(wants_frags(qp::Type::Rc, MIN_FRAG_PAYLOAD));
-    assert!(!wants_frags(qp::Type::Rc, MIN_FRAG_PAYLOAD - 1));
-    assert!(!wants_frags(qp::Type::Uc, 4096));
-    assert!(!wants_frags(qp::Type::Ud, 4096));
-    assert!(!wants_frags(qp::Type::Gsi, 4096));
+    let min = MIN_FRAG_PAYLOAD;
+    assert!(wants_frags(qp::Type::Rc, 4096, min));
+    assert!(wants_frags(qp::Type::Rc, MIN_FRAG_PAYLOAD, min));
+    assert!(!wants_frags(qp::Type::Rc, MIN_FRAG_PAYLOAD - 1, min));
+    assert!(!wants_frags(qp::Type::Uc, 4096, min));
+    assert!(!wants_frags(qp::Type::Ud, 4096, min));
+    assert!(!wants_frags(qp::Type::Gsi, 4096, min));
+}
+
+#[test]
+fn from_the_size_chosen() {
+    assert!(!wants_frags(qp::Type::Rc, 1024, HW_FRAG_PAYLOAD));
+    assert!(wants_frags(qp::Type::Rc, HW_FRAG_PAYLOAD, HW_FRAG_PAYLOAD));
+    assert!(wants_frags(qp::Type::Rc, 4096, HW_FRAG_PAYLOAD));
+    assert!(!wants_frags(qp::Type::Uc, 4096, HW_FRAG_PAYLOAD));
 }
 
 #[test]

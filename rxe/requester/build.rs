@@ -15,7 +15,6 @@ use crate::rxe::proto::mr::Access;
 use crate::rxe::proto::opcode::{Mask, Opcode};
 use crate::rxe::proto::params::DEFAULT_PKEY_FULL;
 use crate::rxe::proto::requester as rl;
-use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{self, Payload, SendWqe, WcStatus, WrParams};
 use crate::rxe::qp::{self, QpShared};
 
@@ -143,6 +142,7 @@ pub(super) fn build<'a>(
     odp_give_up: bool,
     pages: &mut PayloadPages,
     av_cache: &mut ah::AvCache,
+    ndevs: &mut net::NdevCache,
     at: (&mut SendCursor, u64),
 ) -> Result<net::TxPacket<'a>, BuildError> {
     let av = packet_av(qp, snap, wqe, av_cache).ok_or(WcStatus::LocQpOpErr)?;
@@ -150,18 +150,19 @@ pub(super) fn build<'a>(
     let mask = op.mask();
     let (cursor, seq) = at;
     let referenced = match wqe.payload {
-        Payload::Sges { .. } if tx_frags::wants_frags(qp.qp_type, to_usize(p.payload)) => {
+        Payload::Sges { .. } if net::wants_frags(qp.qp_type, to_usize(p.payload)) => {
             ref_payload(qp, wqe, (&mut *cursor, seq), done, p.payload, pages)?
         }
         _ => false,
     };
     let pages = referenced.then_some(pages);
     let fill = |out: &mut [u8]| fill_payload(qp, wqe, (cursor, seq), done, odp_give_up, out);
-    let mut tx = net::alloc_packet_filled(&qp.dev, &av, op, to_usize(p.payload), pages, fill)
-        .map_err(|e| match e {
-            net::FillError::Alloc => BuildError::Status(WcStatus::LocQpOpErr),
-            net::FillError::Fill(e) => e,
-        })?;
+    let mut tx =
+        net::alloc_packet_filled(&qp.dev, ndevs, &av, op, to_usize(p.payload), pages, fill)
+            .map_err(|e| match e {
+                net::FillError::Alloc => BuildError::Status(WcStatus::LocQpOpErr),
+                net::FillError::Fill(e) => e,
+            })?;
     let (dest_qpn, qkey) = match wqe.wr {
         // A remote qkey with the top bit set means the QP's own.
         WrParams::Ud {

@@ -314,6 +314,7 @@ fn run_once<'a>(
     snap: &Snap,
     holding: bool,
     draining: bool,
+    ndevs: &mut net::NdevCache,
 ) -> (Outcome, Option<Built<'a>>) {
     let mut guard = qp.req.lock();
     let st = &mut *guard;
@@ -368,7 +369,7 @@ fn run_once<'a>(
         }
     };
     let seq = st.sq.cur.seq();
-    let mut r = run_wqe(qp, snap, st, (off, seq), slot, fresh, &wqe, holding);
+    let mut r = run_wqe(qp, snap, st, (off, seq), slot, fresh, &wqe, holding, ndevs);
     st.sq.cur.put(wqe);
     if matches!(r.0, Outcome::Failed) {
         // Pins no MR for a QP going to ERR.
@@ -392,6 +393,7 @@ fn run_wqe<'a>(
     fresh: bool,
     wqe: &SendWqe,
     holding: bool,
+    ndevs: &mut net::NdevCache,
 ) -> (Outcome, Option<Built<'a>>) {
     let info = WqeInfo::from_wqe(wqe, qp.qp_type);
     if fresh {
@@ -492,6 +494,7 @@ fn run_wqe<'a>(
                 *odp_give_up,
                 pages,
                 av_cache,
+                ndevs,
                 (cursor, seq),
             );
             // The pieces the skb did not take (a failure, or a packet to
@@ -598,12 +601,13 @@ pub(crate) fn step(qp: &Arc<QpShared>) -> TaskProgress {
     let mut held: Option<net::TxPacket<'_>> = None;
     // The step's packets reach the device together (see `net::TxBatch`).
     let mut batch = net::TxBatch::new(&qp.flow);
+    let mut ndevs = net::NdevCache::new();
     // A WQE is done without a response: the completer (the other half of
     // this task, run after this step) is to retire it.
     let mut retired = false;
     for _ in 0..PACKETS_PER_STEP {
         let built;
-        (outcome, built) = run_once(qp, &snap, held.is_some(), draining);
+        (outcome, built) = run_once(qp, &snap, held.is_some(), draining, &mut ndevs);
         if let Some(b) = built {
             if let Some(mut h) = held.take() {
                 // On failure the packet still asks: only a wasted ACK.

@@ -28,7 +28,6 @@ use crate::rxe::proto::responder::machine::{
     RecvError, SendFailed,
 };
 use crate::rxe::proto::responder::rules::{Request, Target};
-use crate::rxe::proto::tx_frags;
 use crate::rxe::proto::uapi::{Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
 use crate::rxe::qp::{self, QpShared};
@@ -45,6 +44,8 @@ pub(super) struct Io<'a> {
     pub(super) wqe: &'a mut WqeHold,
     /// The step's replies, flushed to the device together when it ends.
     pub(super) batch: net::TxBatch<'a, ()>,
+    /// The netdev the step's replies leave from.
+    pub(super) ndevs: net::NdevCache,
     /// The region `lookup` resolved, until `release_mr`.
     pub(super) mr: Option<Arc<mr::MrShared>>,
     /// The region of the RDMA WRITE under way, kept across runs from its
@@ -139,8 +140,9 @@ impl<'a> Io<'a> {
     ) -> Result<(), SendFailed> {
         let sh: &'a Arc<QpShared> = self.sh;
         let av = self.reply_av().ok_or(SendFailed::Send)?;
-        let mut tx = net::alloc_packet_with(&sh.dev, &av, opcode, to_usize(len), pages)
-            .map_err(|_| SendFailed::Send)?;
+        let mut tx =
+            net::alloc_packet_with(&sh.dev, &mut self.ndevs, &av, opcode, to_usize(len), pages)
+                .map_err(|_| SendFailed::Send)?;
         tx.write_bth(Bth::new(opcode, DEFAULT_PKEY_FULL, self.f.dest_qpn, psn))
             .map_err(|_| SendFailed::Send)?;
         if opcode.has(Mask::AETH) {
@@ -440,7 +442,7 @@ impl machine::Io for Io<'_> {
         let mut referenced = false;
         if let Some(mr) = mr
             .as_ref()
-            .filter(|_| tx_frags::wants_frags(qp::Type::Rc, to_usize(r.len)))
+            .filter(|_| net::wants_frags(qp::Type::Rc, to_usize(r.len)))
         {
             referenced = mr
                 .ref_pages(r.va, to_usize(r.len), &mut p)

@@ -449,6 +449,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
                 head,
                 wqe,
                 batch: net::TxBatch::new(flow),
+                ndevs: net::NdevCache::new(),
                 mr: None,
                 write_mr,
                 on_write_mr: None,

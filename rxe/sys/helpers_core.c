@@ -85,10 +85,23 @@ bool rxe_rs_cpu_has_vpclmul(void)
 #endif
 }
 
+/*
+ * Whether to make the choices for QEMU's TCG, which makes some work dear
+ * that a real CPU does cheaply (a carry-less multiply, a copy): -1 detects
+ * TCG (default), 0 chooses as on a real CPU, 1 as under TCG. `make insns`
+ * and the tests' +hw boots set 0, to run what a real CPU runs.
+ */
+static int tcg = -1;
+module_param(tcg, int, 0444);
+MODULE_PARM_DESC(tcg, "Choose the ICRC method and zero-copy transmit as under QEMU's TCG: -1 detect (default), 0 no (as on a real CPU), 1 yes");
+
 bool rxe_rs_cpu_is_tcg(void)
 {
 #ifdef CONFIG_X86_64
 	unsigned int max, sig[3];
+
+	if (READ_ONCE(tcg) >= 0)
+		return READ_ONCE(tcg) > 0;
 
 	/*
 	 * QEMU's TCG answers the hypervisor leaf with this signature (its
