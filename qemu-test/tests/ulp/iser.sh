@@ -26,35 +26,18 @@
 set -euo pipefail
 # shellcheck source=qemu-test/lib/lib.sh
 . "$REPO/qemu-test/lib/lib.sh"
+# shellcheck source=qemu-test/lib/ulp.sh
+. "$REPO/qemu-test/lib/ulp.sh"
 
-quick="" lossy="" yank=""
-for a in "$@"; do
-	case $a in
-	quick) quick=1 ;;
-	lossy) lossy=1 ;;
-	yank) yank=1 ;;
-	*) fail "unknown argument $a" ;;
-	esac
-done
-# Both nodes drop and reorder from the start, set-up and login included.
-[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
+ulp_start "$@"
 
 port=3260
 disk_mib=64
 cfg=/sys/kernel/config/target
 iqn=iqn.2026-12.org.rxe-rs:iser-target
-MiB=$((1 << 20))
 # MiB written in 1 MiB blocks, and buffered.
 big_mib=12 buf_mib=8
 [ "$quick" ] && big_mib=4 buf_mib=2
-regions=(
-	"r4k 0 $((2 * MiB)) 4096"
-	"r12k $((2 * MiB + 12288)) $((3 * MiB / 2)) 12288"
-	"r64k $((8 * MiB)) $((4 * MiB)) 65536"
-	"r1m $((16 * MiB)) $((big_mib * MiB)) 1048576"
-)
-
-trap meet_on_exit EXIT
 
 # --- target (node 2) ----------------------------------------------------------
 rd=$cfg/core/rd_mcp_1/iserdisk
@@ -120,8 +103,16 @@ iscsi_down() {
 	umount /etc/iscsi
 }
 
+# iser_disks: the SCSI disks of the iSCSI sessions, one name a line.
+iser_disks() {
+	local f
+	for f in /sys/class/iscsi_session/session*/device/target*/*/block/*; do
+		if [ -e "$f" ]; then echo "${f##*/}"; fi
+	done
+}
+
 login() {
-	local p=$(server_ip):$port i f
+	local p=$(server_ip):$port
 	iscsiadm -m node -T "$iqn" -p "$p" -o new >/dev/null || fail "iscsiadm: new node record"
 	iscsiadm -m node -T "$iqn" -p "$p" -o update -n iface.transport_name -v iser ||
 		fail "iscsiadm: the iser transport"
@@ -130,18 +121,7 @@ login() {
 		iscsiadm -m session -P 1
 		fail "the session is not over iser"
 	}
-	dev=
-	for ((i = 0; i < 300; i++)); do
-		for f in /sys/class/iscsi_session/session*/device/target*/*/block/*; do
-			[ -e "$f" ] && dev=${f##*/}
-		done
-		if [ -n "$dev" ] && [ -b "/dev/$dev" ]; then break; fi
-		sleep 0.2
-	done
-	if [ -z "$dev" ] || [ ! -b "/dev/$dev" ]; then fail "no iSER disk 60 s after the login"; fi
-	local bytes=$(($(cat "/sys/block/$dev/size") * 512))
-	((bytes == disk_mib * MiB)) || fail "/dev/$dev has $bytes bytes, want $((disk_mib * MiB))"
-	note "initiator: /dev/$dev ($bytes bytes, max I/O $(cat "/sys/block/$dev/queue/max_hw_sectors_kb") KiB) over iser"
+	disk_wait iser_disks "no iSER disk 60 s after the login" "over iser"
 }
 
 logout() {
@@ -150,44 +130,7 @@ logout() {
 	note "initiator: logged out"
 }
 
-sum_region() { # OFF LEN BS [direct]
-	dd if="/dev/$dev" bs="$3" skip=$(($1 / $3)) count=$(($2 / $3)) ${4:+iflag=direct} status=none |
-		sha256sum | cut -d' ' -f1
-}
-
-initiator_io() {
-	local r name off len bs want
-	: >/tmp/iser.sums
-	for r in "${regions[@]}"; do
-		read -r name off len bs <<<"$r"
-		head -c "$len" /dev/urandom >"/tmp/$name"
-		dd if="/tmp/$name" of="/dev/$dev" bs="$bs" seek=$((off / bs)) oflag=direct conv=notrunc,fsync status=none ||
-			fail "O_DIRECT write of $name"
-		want=$(sha256sum <"/tmp/$name" | cut -d' ' -f1)
-		[ "$(sum_region "$off" "$len" "$bs" direct)" = "$want" ] || fail "$name reads back different data (O_DIRECT)"
-		echo "$name $off $len $bs $want" >>/tmp/iser.sums
-		rm "/tmp/$name"
-	done
-	head -c $((buf_mib * MiB)) /dev/urandom >/tmp/buf
-	dd if=/tmp/buf of="/dev/$dev" bs=1M seek=40 conv=notrunc,fsync status=none || fail "buffered write"
-	echo "buf $((40 * MiB)) $((buf_mib * MiB)) 1048576 $(sha256sum </tmp/buf | cut -d' ' -f1)" >>/tmp/iser.sums
-	rm /tmp/buf
-	echo 3 >/proc/sys/vm/drop_caches
-	check_all
-}
-
-check_all() {
-	local name off len bs want n=0
-	while read -r name off len bs want; do
-		[ "$(sum_region "$off" "$len" "$bs" direct)" = "$want" ] || fail "$name differs (O_DIRECT read)"
-		[ "$(sum_region "$off" "$len" "$bs")" = "$want" ] || fail "$name differs (buffered read)"
-		n=$((n + 1))
-	done </tmp/iser.sums
-	note "initiator: $n regions match"
-}
-
 # --- the test -----------------------------------------------------------------
-kmemleak_clear
 if is_server; then
 	target_up
 	meet target-up
@@ -197,35 +140,21 @@ if is_server; then
 elif is_client; then
 	iscsi_up
 	meet target-up
-	sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
+	packets_mark
 	login
 	if [ "$yank" ]; then
 		yank_client "/dev/$dev" 60 here
 		# A new device: new counters.
-		sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
+		packets_mark
 	fi
-	initiator_io
-	logout
-	login
-	check_all
-	logout
-	sent=$(($(hw_counter sent_pkts) - sent0)) rcvd=$(($(hw_counter rcvd_pkts) - rcvd0))
-	note "initiator: rdma packets: $sent sent, $rcvd received"
+	disk_rounds /tmp/iser.sums "$big_mib" "$buf_mib"
 	# 28 MiB written, read back twice and more: far more than 10000
 	# packets each way.
-	((sent > 10000 && rcvd > 10000)) || fail "the rdma device carried too little: $sent sent, $rcvd received"
+	packets_check "initiator: rdma packets"
 	iscsi_down
 	meet initiator-done
 else
-	meet target-up
-	[ -z "$yank" ] || yank_others
-	meet initiator-done 900
+	ulp_bystander target-up initiator-done:900
 fi
-lines=$(dmesg | grep -E -i 'iser|isert|iscsi|rdma|rxe' || true)
-echo "--- kernel log (iser/iscsi/rdma lines)"
-echo "$lines"
-bad=$(grep -E -i 'error|fail|timed out|abort|reset|reconnect' <<<"$lines" || true)
-[ -z "$bad" ] || fail "kernel log reports iSER trouble: $bad"
-meet checked
-kmemleak_check
+ulp_end iSER 'iser|isert|iscsi|rdma|rxe' 'error|fail|timed out|abort|reset|reconnect'
 note "iser ok"

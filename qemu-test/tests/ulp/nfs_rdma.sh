@@ -29,18 +29,10 @@
 set -euo pipefail
 # shellcheck source=qemu-test/lib/lib.sh
 . "$REPO/qemu-test/lib/lib.sh"
+# shellcheck source=qemu-test/lib/ulp.sh
+. "$REPO/qemu-test/lib/ulp.sh"
 
-quick="" lossy="" yank=""
-for a in "$@"; do
-	case $a in
-	quick) quick=1 ;;
-	lossy) lossy=1 ;;
-	yank) yank=1 ;;
-	*) fail "unknown argument $a" ;;
-	esac
-done
-# Both nodes drop and reorder from the start, set-up and login included.
-[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
+ulp_start "$@"
 
 port=20049
 export_dir=/run/rxe-nfs
@@ -55,39 +47,6 @@ if [ "$quick" ]; then
 	sizes=(1 4095 4096 65537 1048576 4194317)
 	vers=(4.2)
 fi
-
-trap meet_on_exit EXIT
-
-sum() { sha256sum <"$1" | cut -d' ' -f1; }
-# sum_direct FILE: the SHA-256 of FILE read with O_DIRECT.
-sum_direct() {
-	dd if="$1" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1
-}
-
-# Fresh random files of each size in DIR, "NAME SUM" lines in LIST.
-make_files() { # DIR PREFIX LIST
-	local s
-	: >"$3"
-	for s in "${sizes[@]}"; do
-		head -c "$s" /dev/urandom >"$1/$2$s"
-		echo "$2$s $(sum "$1/$2$s")" >>"$3"
-	done
-}
-
-# Every file of LIST in DIR must have its sum (read buffered, and with
-# O_DIRECT when DIRECT is 1).
-check_files() { # DIR LIST DIRECT WHAT
-	local name want n=0
-	while read -r name want; do
-		[ "$(sum "$1/$name")" = "$want" ] || fail "$4: $1/$name (buffered read) differs"
-		if (($3)); then
-			[ "$(sum_direct "$1/$name")" = "$want" ] || fail "$4: $1/$name (O_DIRECT read) differs"
-		fi
-		n=$((n + 1))
-	done <"$2"
-	((n > 0)) || fail "$4: $2 lists no files"
-	note "$4: $n files match"
-}
 
 # --- server (node 2) ----------------------------------------------------------
 server_up() {
@@ -151,32 +110,7 @@ xprt_of() { # MNT
 	awk -v m="$1" '$1 == "device" { cur = ($5 == m) } cur && $1 == "xprt:" { print; exit }' /proc/self/mountstats
 }
 
-client_io() { # VERS
-	local v=$1 mnt dir s list=/tmp/nfs-v$1.sums
-	mnt=$(mnt_of "$v")
-	dir=$mnt/c$v
-	mkdir "$dir"
-	mkdir -p /tmp/src
-	make_files /tmp/src "" /tmp/src.sums
-	: >"$list"
-	for s in "${sizes[@]}"; do
-		# Buffered: page cache, written back by the flusher and fsync.
-		cp /tmp/src/$s "$dir/b$s"
-		# O_DIRECT: each write goes to the server as it is.
-		dd if=/tmp/src/$s of="$dir/d$s" bs=1M oflag=direct status=none || fail "O_DIRECT write of $dir/d$s"
-		echo "b$s $(sum /tmp/src/$s)" >>"$list"
-		echo "d$s $(sum /tmp/src/$s)" >>"$list"
-	done
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	check_files "$dir" "$list" 1 "client v$v: read back its own files"
-	cp "$list" "$SHARED_DIR/nfs.client-v$v.sums"
-	check_files "$mnt/s" "$SHARED_DIR/nfs.server.sums" 1 "client v$v: the server's files"
-	rm -rf /tmp/src
-}
-
 # --- the test -----------------------------------------------------------------
-kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
@@ -197,25 +131,25 @@ elif is_client; then
 		yank_client "$(mnt_of "${vers[-1]}")/yank" 48
 		rm "$(mnt_of "${vers[-1]}")/yank"
 	fi
-	rcvd0=$(hw_counter rcvd_pkts) sent0=$(hw_counter sent_pkts)
+	packets_mark
 	for v in "${vers[@]}"; do
 		[ -n "$yank" ] && [ "$v" = "${vers[-1]}" ] || client_mount "$v"
 		t0=$SECONDS
-		client_io "$v"
+		mnt=$(mnt_of "$v")
+		write_files "$mnt/c$v" "$SHARED_DIR/nfs.client-v$v.sums" "client v$v"
+		check_files "$mnt/s" "$SHARED_DIR/nfs.server.sums" 1 "client v$v: the server's files"
 		note "client v$v: workload done in $((SECONDS - t0)) s"
 	done
-	rcvd=$(($(hw_counter rcvd_pkts) - rcvd0)) sent=$(($(hw_counter sent_pkts) - sent0))
-	note "client: rdma packets during the workload: $sent sent, $rcvd received"
+	# Each version wrote and read back about 2 x 18 MiB (quick: 2 x 5) and
+	# read the server's files: more than 10000 packets each way on a 1024
+	# or 4096-byte path MTU.
+	packets_check "client: rdma packets during the workload"
 	for v in "${vers[@]}"; do
 		x=$(xprt_of "$(mnt_of "$v")")
 		note "client v$v mountstats: $x"
 		[[ $x =~ xprt:[[:space:]]+rdma[[:space:]] ]] ||
 			fail "v$v mount's transport is not rdma: '$x'"
 	done
-	# Each version wrote and read back about 2 x 18 MiB (quick: 2 x 5) and
-	# read the server's files: more than 10000 packets each way on a 1024
-	# or 4096-byte path MTU.
-	((sent > 10000 && rcvd > 10000)) || fail "the rdma device carried too little: $sent sent, $rcvd received"
 	meet client-written 900
 	meet server-checked
 	for v in "${vers[@]}"; do
@@ -224,17 +158,7 @@ elif is_client; then
 	note "client: unmounted"
 	meet client-done
 else
-	meet server-up
-	[ -z "$yank" ] || yank_others
-	meet client-written 900
-	meet server-checked
-	meet client-done 300
+	ulp_bystander server-up client-written:900 server-checked client-done:300
 fi
-lines=$(dmesg | grep -E -i 'rpcrdma|svcrdma|nfs|rpc|rdma|rxe' || true)
-echo "--- kernel log (nfs/rpc/rdma lines)"
-echo "$lines"
-bad=$(grep -E -i 'error|fail|timed out|flushed|not responding|reconnect' <<<"$lines" || true)
-[ -z "$bad" ] || fail "kernel log reports NFS/RDMA trouble: $bad"
-meet checked
-kmemleak_check
+ulp_end NFS/RDMA 'rpcrdma|svcrdma|nfs|rpc|rdma|rxe' 'error|fail|timed out|flushed|not responding|reconnect'
 note "nfs-rdma ok"

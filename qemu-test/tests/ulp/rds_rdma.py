@@ -47,8 +47,8 @@ import subprocess
 import sys
 import time
 
-from testlib import (DEV, NODE, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link, meet, meet_abort, met,
-                     yank_finish, yank_start)
+from testlib import DEV, NODE, kmemleak_clean, meet, met, yank_start
+from ulp_lib import NET, fail, libc, logger, packets, packets_since, start, yank_done
 
 SOL_RDS = 276
 SO_RDS_TRANSPORT = 8
@@ -66,19 +66,8 @@ WINDOW = 4
 YANK_AFTER = 20
 # The sequence number of the message that ends the yank's exchange.
 END = 0xFFFFFFFF
-NET = os.environ.get("RXE_NET4", "10.77.0")
 
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def log(msg):
-    print(f"[{time.monotonic():.2f}] rds(node{NODE}): {msg}", flush=True)
-
-
-def fail(msg):
-    print(f"FAIL (node{NODE}): {msg}", file=sys.stderr, flush=True)
-    meet_abort(msg)
-    sys.exit(1)
+log = logger("rds")
 
 
 def unload():
@@ -210,9 +199,7 @@ def yank_exchange(s, peer, seed, node):
             fail("yank: the end marker's echo differs")
         log(f"yank: {seq} messages echoed intact across the device removal; the longest wait "
             f"for an echo (the device's absence and RDS's reconnection) {gap:.1f} s")
-    if not yank_finish(proc):
-        fail("yank: the device removal failed")
-    meet("yank-done")
+    yank_done(proc)
     return seq
 
 
@@ -227,15 +214,10 @@ def main():
     if NODE > 2:
         meet("ready")
         if yank:
-            if not yank_finish(yank_start(False)):
-                fail("yank: the device removal failed")
-            meet("yank-done")
+            yank_done(yank_start(False))
         meet("done", 900)
         return
-    kmemleak_clear()
-    if "lossy" in sys.argv[1:]:
-        lossy_link()
-    subprocess.run(["modprobe", "rds_rdma"], check=True)
+    start(["rds_rdma"])
     for k in ("wmem_max", "rmem_max"):
         with open(f"/proc/sys/net/core/{k}", "w") as f:
             f.write(str(16 << 20))
@@ -253,7 +235,7 @@ def main():
         yank_exchange(s, peer, seed, yank)
     # After the yank, of the new device.
     before = ib_counters(s)
-    hw0 = hw_counters(["sent_pkts", "rcvd_pkts"])
+    hw0 = packets()
     rng = random.Random(seed)
     sizes = [FIXED[i] if i < len(FIXED) else rng.randrange(MAX_MSG - HDR.size)
              for i in range(count)]
@@ -297,8 +279,7 @@ def main():
     log(f"connections: {conns}")
     if not any(c[0] == me and c[1] == peer and c[2] == "infiniband" for c in conns):
         fail(f"no infiniband connection {me} -> {peer} in RDS_INFO_CONNECTIONS")
-    hw1 = hw_counters(["sent_pkts", "rcvd_pkts"])
-    moved = {k: hw1[k] - hw0[k] for k in hw1}
+    moved = packets_since(hw0)
     log(f"{DEV} packets during the exchange: {moved}")
     # The payload alone is total bytes each way, in 4 KiB fragments at
     # most per packet.

@@ -29,18 +29,10 @@
 set -euo pipefail
 # shellcheck source=qemu-test/lib/lib.sh
 . "$REPO/qemu-test/lib/lib.sh"
+# shellcheck source=qemu-test/lib/ulp.sh
+. "$REPO/qemu-test/lib/ulp.sh"
 
-quick="" lossy="" yank=""
-for a in "$@"; do
-	case $a in
-	quick) quick=1 ;;
-	lossy) lossy=1 ;;
-	yank) yank=1 ;;
-	*) fail "unknown argument $a" ;;
-	esac
-done
-# Both nodes drop and reorder from the start, set-up and login included.
-[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
+ulp_start "$@"
 
 share_dir=/run/rxe-smb
 conf_dir=/run/rxe-ksmbd
@@ -49,36 +41,6 @@ user=rxe
 pass=rxe-smb-direct
 sizes=(1 4095 4096 65537 1048576 4194317 12582919)
 [ "$quick" ] && sizes=(1 4095 4096 65537 1048576 4194317)
-
-trap meet_on_exit EXIT
-
-sum() { sha256sum <"$1" | cut -d' ' -f1; }
-sum_direct() { dd if="$1" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1; }
-
-# Fresh random files of each size in DIR, "NAME SUM" lines in LIST.
-make_files() { # DIR PREFIX LIST
-	local s
-	: >"$3"
-	for s in "${sizes[@]}"; do
-		head -c "$s" /dev/urandom >"$1/$2$s"
-		echo "$2$s $(sum "$1/$2$s")" >>"$3"
-	done
-}
-
-# Every file of LIST in DIR must have its sum (read buffered, and with
-# O_DIRECT when DIRECT is 1).
-check_files() { # DIR LIST DIRECT WHAT
-	local name want n=0
-	while read -r name want; do
-		[ "$(sum "$1/$name")" = "$want" ] || fail "$4: $1/$name (buffered read) differs"
-		if (($3)); then
-			[ "$(sum_direct "$1/$name")" = "$want" ] || fail "$4: $1/$name (O_DIRECT read) differs"
-		fi
-		n=$((n + 1))
-	done <"$2"
-	((n > 0)) || fail "$4: $2 lists no files"
-	note "$4: $n files match"
-}
 
 # --- server (node 2) ----------------------------------------------------------
 server_up() {
@@ -127,28 +89,7 @@ client_mount() {
 	[[ $line == *rdma* ]] || fail "the cifs mount has no rdma option: $line"
 }
 
-client_io() {
-	local dir=$mnt/c s list=/tmp/smb.sums
-	mkdir "$dir"
-	mkdir -p /tmp/src
-	make_files /tmp/src "" /tmp/src.sums
-	: >"$list"
-	for s in "${sizes[@]}"; do
-		cp /tmp/src/$s "$dir/b$s"
-		dd if=/tmp/src/$s of="$dir/d$s" bs=1M oflag=direct status=none || fail "O_DIRECT write of $dir/d$s"
-		echo "b$s $(sum /tmp/src/$s)" >>"$list"
-		echo "d$s $(sum /tmp/src/$s)" >>"$list"
-	done
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	check_files "$dir" "$list" 1 "client: read back its own files"
-	cp "$list" "$SHARED_DIR/smb.client.sums"
-	check_files "$mnt/s" "$SHARED_DIR/smb.server.sums" 1 "client: the server's files"
-	rm -rf /tmp/src
-}
-
 # --- the test -----------------------------------------------------------------
-kmemleak_clear
 if is_server; then
 	server_up
 	meet server-up
@@ -166,36 +107,28 @@ elif is_client; then
 		yank_client "$mnt/yank" 48
 		rm "$mnt/yank"
 	fi
-	rcvd0=$(hw_counter rcvd_pkts) sent0=$(hw_counter sent_pkts)
+	packets_mark
 	t0=$SECONDS
-	client_io
+	write_files "$mnt/c" "$SHARED_DIR/smb.client.sums" client
+	check_files "$mnt/s" "$SHARED_DIR/smb.server.sums" 1 "client: the server's files"
 	note "client: workload done in $((SECONDS - t0)) s"
-	rcvd=$(($(hw_counter rcvd_pkts) - rcvd0)) sent=$(($(hw_counter sent_pkts) - sent0))
-	note "client: rdma packets during the workload: $sent sent, $rcvd received"
+	# About 2 x 18 MiB written and read back and 18 MiB of the server's
+	# read: far more than 10000 packets each way.
+	packets_check "client: rdma packets during the workload"
 	# cifs says per session which transport it took.
 	debug=$(cat /proc/fs/cifs/DebugData)
 	grep -A2 "SMBDirect" <<<"$debug" || true
 	# 7.x names the state, 6.12 prints its number (2: connected).
 	grep -q -E "SMBDirect .*transport status: (CONNECTED|2)( |\$)" <<<"$debug" ||
 		fail "no connected SMBDirect transport in /proc/fs/cifs/DebugData"
-	# About 2 x 18 MiB written and read back and 18 MiB of the server's
-	# read: far more than 10000 packets each way.
-	((sent > 10000 && rcvd > 10000)) || fail "the rdma device carried too little: $sent sent, $rcvd received"
 	meet client-written 900
 	meet server-checked
 	umount "$mnt" || fail "umount"
 	note "client: unmounted"
 	meet client-done
 else
-	meet server-up
-	[ -z "$yank" ] || yank_others
-	meet client-written 900
-	meet server-checked
-	meet client-done 300
+	ulp_bystander server-up client-written:900 server-checked client-done:300
 fi
-lines=$(dmesg | grep -E -i 'cifs|smb|ksmbd|rdma|rxe' || true)
-echo "--- kernel log (cifs/ksmbd/rdma lines)"
-echo "$lines"
 # cifs tries SMB Direct's iWARP port (5445) before 445; on RoCE the first
 # attempt finds nothing there (6.12 and 7.x word it differently). 6.12's
 # ksmbd notes each SMB Direct disconnect, the unmount's included; the data
@@ -205,9 +138,5 @@ ok="connect to [0-9.]+:5445 failed|rdma_connect failed port=5445$|ksmbd: smb_dir
 # attempts fail while the server's device is away, the server's sends in
 # flight are flushed.
 [ -z "$yank" ] || ok+="|CIFS: VFS: smbd_recv:[0-9]+ disconnected$|rdma_connect failed port=445$|ksmbd: smb_direct: Send error. status='WR flushed \\(5\\)'"
-bad=$(grep -v -E "$ok" <<<"$lines" |
-	grep -E -i 'error|fail|timed out|disconnect|reconnect' || true)
-[ -z "$bad" ] || fail "kernel log reports SMB Direct trouble: $bad"
-meet checked
-kmemleak_check
+ulp_end "SMB Direct" 'cifs|smb|ksmbd|rdma|rxe' 'error|fail|timed out|disconnect|reconnect' "$ok"
 note "smb-direct ok"

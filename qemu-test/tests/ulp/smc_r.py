@@ -33,12 +33,12 @@ import os
 import random
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
 
-from testlib import DEV, NODE, hw_counters, kmemleak_clean, kmemleak_clear, lossy_link, meet, meet_abort, met, yank_finish, yank_start
+from testlib import DEV, NODE, kmemleak_clean, meet, met, yank_start
+from ulp_lib import NET, fail, libc, logger, packets, packets_since, start, yank_done
 
 AF_SMC = 43
 SMCPROTO_SMC = 0
@@ -55,19 +55,8 @@ PORT = 18700
 YANK_PORT = PORT + 1
 YANK_MIB = 64
 YANK_LIMIT = 120
-NET = os.environ.get("RXE_NET4", "10.77.0")
 
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def log(msg):
-    print(f"[{time.monotonic():.2f}] smc(node{NODE}): {msg}", flush=True)
-
-
-def fail(msg):
-    print(f"FAIL (node{NODE}): {msg}", file=sys.stderr, flush=True)
-    meet_abort(msg)
-    os._exit(1)
+log = logger("smc")
 
 
 def sockaddr_in(ip, port):
@@ -367,9 +356,7 @@ def yank_conn():
     c.close()
     if NODE == 2:
         os.close(lfd)
-    if not yank_finish(proc):
-        fail("yank: the device removal failed")
-    meet("yank-done")
+    yank_done(proc)
 
 
 def main():
@@ -381,22 +368,16 @@ def main():
         if yank:
             meet("yank-listening")
             meet("yank-connected")
-            if not yank_finish(yank_start(False)):
-                fail("yank: the device removal failed")
-            meet("yank-done")
+            yank_done(yank_start(False))
         meet("listening")
         meet("done", 900)
         return
-    kmemleak_clear()
-    if "lossy" in sys.argv[1:]:
-        lossy_link()
-    subprocess.run(["modprobe", "smc"], check=True)
-    subprocess.run(["modprobe", "smc_diag"], check=True)
+    start(["smc", "smc_diag"])
     smc_add_ueid("RXE-RS-TEST")
     if yank:
         yank_conn()
     # After the yank, of the new device.
-    hw0 = hw_counters(["sent_pkts", "rcvd_pkts"])
+    hw0 = packets()
     size = mib << 20
     results = [None] * nconn
     threads = []
@@ -433,8 +414,7 @@ def main():
         c.close()
     if NODE == 2:
         os.close(lfd)
-    hw1 = hw_counters(["sent_pkts", "rcvd_pkts"])
-    moved = {k: hw1[k] - hw0[k] for k in hw1}
+    moved = packets_since(hw0)
     log(f"{DEV} packets during the test: {moved}")
     # SMC-R moves the data with RDMA WRITEs: at most 4 KiB per packet.
     if min(moved.values()) < nconn * size // 4096:

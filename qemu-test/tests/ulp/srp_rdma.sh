@@ -31,23 +31,14 @@
 set -euo pipefail
 # shellcheck source=qemu-test/lib/lib.sh
 . "$REPO/qemu-test/lib/lib.sh"
+# shellcheck source=qemu-test/lib/ulp.sh
+. "$REPO/qemu-test/lib/ulp.sh"
 
-quick="" lossy="" yank=""
-for a in "$@"; do
-	case $a in
-	quick) quick=1 ;;
-	lossy) lossy=1 ;;
-	yank) yank=1 ;;
-	*) fail "unknown argument $a" ;;
-	esac
-done
-# Both nodes drop and reorder from the start, set-up and login included.
-[ -z "$lossy" ] || ((NODE_INDEX > 2)) || lossy_link
+ulp_start "$@"
 
 cm_port=5555
 disk_mib=64
 cfg=/sys/kernel/config/target
-MiB=$((1 << 20))
 # The SRP transport's timers under the yank, in seconds: a reconnection
 # attempt every reconnect_delay, outstanding I/O failed after
 # fast_io_fail_tmo, the remote port removed after dev_loss_tmo.
@@ -55,14 +46,6 @@ reconnect_delay=1 fast_io_fail_tmo=15 dev_loss_tmo=60
 # MiB written in 1 MiB blocks, and buffered.
 big_mib=12 buf_mib=8
 [ "$quick" ] && big_mib=4 buf_mib=2
-regions=(
-	"r4k 0 $((2 * MiB)) 4096"
-	"r12k $((2 * MiB + 12288)) $((3 * MiB / 2)) 12288"
-	"r64k $((8 * MiB)) $((4 * MiB)) 65536"
-	"r1m $((16 * MiB)) $((big_mib * MiB)) 1048576"
-)
-
-trap meet_on_exit EXIT
 
 # The port's GUID as ib_srpt names it: the interface id of GID 0.
 port_guid() {
@@ -136,8 +119,19 @@ target_down() {
 
 # --- initiator (node 1) -------------------------------------------------------
 dev=
+# srp_disks: the SCSI disks of the ib_srp SCSI hosts, one name a line.
+srp_disks() {
+	local host f
+	for host in /sys/class/scsi_host/host*; do
+		[ "$(cat "$host/proc_name" 2>/dev/null)" = ib_srp ] || continue
+		for f in /sys/class/scsi_host/"${host##*/}"/device/target*/*/block/*; do
+			if [ -e "$f" ]; then echo "${f##*/}"; fi
+		done
+	done
+}
+
 login() {
-	local guid host f i
+	local guid f i
 	guid=$(fetch srp-guid)
 	guid=0x${guid//:/}
 	modprobe ib_srp || fail "modprobe ib_srp"
@@ -151,21 +145,8 @@ login() {
 			fail "add_target refused ($(cat /tmp/srp.add.err)); see dmesg"
 		sleep 0.2
 	done
-	dev=
-	for ((i = 0; i < 300; i++)); do
-		for host in /sys/class/scsi_host/host*; do
-			[ "$(cat "$host/proc_name" 2>/dev/null)" = ib_srp ] || continue
-			for f in /sys/class/scsi_host/"${host##*/}"/device/target*/*/block/*; do
-				[ -e "$f" ] && dev=${f##*/}
-			done
-		done
-		if [ -n "$dev" ] && [ -b "/dev/$dev" ]; then break; fi
-		sleep 0.2
-	done
-	if [ -z "$dev" ] || [ ! -b "/dev/$dev" ]; then fail "no SRP disk 60 s after add_target"; fi
-	local bytes=$(($(cat "/sys/block/$dev/size") * 512))
-	((bytes == disk_mib * MiB)) || fail "/dev/$dev has $bytes bytes, want $((disk_mib * MiB))"
-	note "initiator: /dev/$dev ($bytes bytes, max I/O $(cat "/sys/block/$dev/queue/max_hw_sectors_kb") KiB) on $(cat /sys/class/srp_remote_ports/port-*/device/../proc_name 2>/dev/null || echo ib_srp)"
+	disk_wait srp_disks "no SRP disk 60 s after add_target" \
+		"on $(cat /sys/class/srp_remote_ports/port-*/device/../proc_name 2>/dev/null || echo ib_srp)"
 }
 
 # srp_port_state: the state of the SRP remote port (running, blocked,
@@ -230,45 +211,7 @@ logout() {
 	note "initiator: logged out"
 }
 
-sum_region() { # OFF LEN BS [direct]
-	dd if="/dev/$dev" bs="$3" skip=$(($1 / $3)) count=$(($2 / $3)) ${4:+iflag=direct} status=none |
-		sha256sum | cut -d' ' -f1
-}
-
-initiator_io() {
-	local r name off len bs want
-	: >/tmp/srp.sums
-	for r in "${regions[@]}"; do
-		read -r name off len bs <<<"$r"
-		head -c "$len" /dev/urandom >"/tmp/$name"
-		dd if="/tmp/$name" of="/dev/$dev" bs="$bs" seek=$((off / bs)) oflag=direct conv=notrunc,fsync status=none ||
-			fail "O_DIRECT write of $name"
-		want=$(sha256sum <"/tmp/$name" | cut -d' ' -f1)
-		[ "$(sum_region "$off" "$len" "$bs" direct)" = "$want" ] || fail "$name reads back different data (O_DIRECT)"
-		echo "$name $off $len $bs $want" >>/tmp/srp.sums
-		rm "/tmp/$name"
-	done
-	# Buffered: through the page cache, written back at fsync.
-	head -c $((buf_mib * MiB)) /dev/urandom >/tmp/buf
-	dd if=/tmp/buf of="/dev/$dev" bs=1M seek=40 conv=notrunc,fsync status=none || fail "buffered write"
-	echo "buf $((40 * MiB)) $((buf_mib * MiB)) 1048576 $(sha256sum </tmp/buf | cut -d' ' -f1)" >>/tmp/srp.sums
-	rm /tmp/buf
-	echo 3 >/proc/sys/vm/drop_caches
-	check_all
-}
-
-check_all() {
-	local name off len bs want n=0
-	while read -r name off len bs want; do
-		[ "$(sum_region "$off" "$len" "$bs" direct)" = "$want" ] || fail "$name differs (O_DIRECT read)"
-		[ "$(sum_region "$off" "$len" "$bs")" = "$want" ] || fail "$name differs (buffered read)"
-		n=$((n + 1))
-	done </tmp/srp.sums
-	note "initiator: $n regions match"
-}
-
 # --- the test -----------------------------------------------------------------
-kmemleak_clear
 if is_server; then
 	target_up
 	meet target-up
@@ -277,30 +220,19 @@ if is_server; then
 	target_down
 elif is_client; then
 	meet target-up
-	sent0=$(hw_counter sent_pkts) rcvd0=$(hw_counter rcvd_pkts)
+	packets_mark
 	login
 	if [ "$yank" ]; then
 		set_tmo
 		yank_client "/dev/$dev" 56 may-fail bs=64K
 		after_yank
 	fi
-	initiator_io
-	logout
-	login
-	check_all
-	logout
-	sent=$(($(hw_counter sent_pkts) - sent0)) rcvd=$(($(hw_counter rcvd_pkts) - rcvd0))
-	note "initiator: rdma packets: $sent sent, $rcvd received"
-	((sent > 10000 && rcvd > 10000)) || fail "the rdma device carried too little: $sent sent, $rcvd received"
+	disk_rounds /tmp/srp.sums "$big_mib" "$buf_mib"
+	packets_check "initiator: rdma packets"
 	meet initiator-done
 else
-	meet target-up
-	[ -z "$yank" ] || yank_others
-	meet initiator-done 900
+	ulp_bystander target-up initiator-done:900
 fi
-lines=$(dmesg | grep -E -i 'srp|scsi|rdma|rxe' || true)
-echo "--- kernel log (srp/scsi/rdma lines)"
-echo "$lines"
 # ib_srpt reports each receive flushed (status 5, IB_WC_WR_FLUSH_ERR)
 # when a channel closes at the logout, and a response it was still sending
 # then (over a lossy link, one may still be waiting for its ACK): expected,
@@ -310,9 +242,5 @@ ok='ib_srpt (receiving|sending response for ioctx 0x[0-9a-f]+) failed (for ioctx
 # gets the target's DREQ, its receives are flushed, it reconnects (after
 # failed attempts while the target is away).
 [ -z "$yank" ] || ok+='|ib_srpt RDMA_(READ|WRITE) for ioctx 0x[0-9a-f]+ failed with status 5$|ib_srp: received DREQ$|ib_srp: failed [A-Z ]+ status WR flushed \(5\) for CQE|ib_srp: reconnect succeeded$|reconnect attempt [0-9]+ failed'
-bad=$(grep -v -E "$ok" <<<"$lines" |
-	grep -E -i 'error|fail|timed out|abort|reset|reconnect' || true)
-[ -z "$bad" ] || fail "kernel log reports SRP trouble: $bad"
-meet checked
-kmemleak_check
+ulp_end SRP 'srp|scsi|rdma|rxe' 'error|fail|timed out|abort|reset|reconnect' "$ok"
 note "srp-rdma ok"
