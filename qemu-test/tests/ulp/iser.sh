@@ -135,7 +135,7 @@ if is_server; then
 	target_up
 	meet target-up
 	[ -z "$yank" ] || yank_others
-	meet initiator-done 900
+	meet initiator-done "$done_wait"
 	target_down
 elif is_client; then
 	iscsi_up
@@ -154,7 +154,7 @@ elif is_client; then
 	iscsi_down
 	meet initiator-done
 else
-	ulp_bystander target-up initiator-done:900
+	ulp_bystander target-up "initiator-done:$done_wait"
 fi
 ulp_end iSER 'iser|isert|iscsi|rdma|rxe' 'error|fail|timed out|abort|reset|reconnect'
 note "iser ok"

@@ -216,7 +216,7 @@ if is_server; then
 	target_up
 	meet target-up
 	[ -z "$yank" ] || yank_device "" port_again
-	meet initiator-done 900
+	meet initiator-done "$done_wait"
 	target_down
 elif is_client; then
 	meet target-up
@@ -231,7 +231,7 @@ elif is_client; then
 	packets_check "initiator: rdma packets"
 	meet initiator-done
 else
-	ulp_bystander target-up initiator-done:900
+	ulp_bystander target-up "initiator-done:$done_wait"
 fi
 # ib_srpt reports each receive flushed (status 5, IB_WC_WR_FLUSH_ERR)
 # when a channel closes at the logout, and a response it was still sending
