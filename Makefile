@@ -16,6 +16,7 @@
 #                            debhelper, dh-dkms; lintian checks it when installed)
 #   make bench               rs vs rdma_rxe vs TCP benchmark table (BENCH_MTU=9000: jumbo)
 #   make insns               guest instructions per RoCE packet, rs vs c, per row and side
+#   make bench-loss          RC goodput under loss and reordering, rs/c pairings vs c-c
 #   make rustfmtcheck        check the Rust formatting (make rustfmt fixes it)
 #
 # Long modes (docs/testing.md, "Long modes"):
@@ -65,7 +66,7 @@ SOURCES := Kbuild rxe_rs.rs rxe
 # (scripts/retry.sh).
 export RXE_RS_RERUN ?= make $(or $(MAKECMDGOALS),all)
 
-.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-debian dkms-source demo bench insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof tbprof-run
+.PHONY: help deb all module module-path testmod-path clean test test-full selftest test-debian dkms-source demo bench bench-loss insns tcp-idle fuzz fuzz-vm misuse-long loss-heavy soak host-test rustfmt rustfmtcheck tbprof tbprof-run
 
 all: module
 	@echo "built $(MODULE)"
@@ -225,6 +226,9 @@ bench:
 
 insns:
 	scripts/insns
+
+bench-loss:
+	scripts/bench-loss
 
 # What an idle RDMA driver costs TCP, in guest kernel instructions per MiB.
 tcp-idle:
