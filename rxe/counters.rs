@@ -66,9 +66,13 @@ pub(crate) enum Counter {
     RcvdNoMem,
     /// Received and dropped: the QP's packet queue was full.
     RcvdQueueFull,
+    /// Completer: of `completer_retry_err`, the retries that read or
+    /// atomic responses beyond a gap started before the retransmit timer
+    /// (rxe_rs only).
+    CompleterGapRetry,
 }
 
-pub(crate) const COUNT: usize = 25;
+pub(crate) const COUNT: usize = 26;
 
 impl Counter {
     /// Every counter, in index order.
@@ -98,6 +102,7 @@ impl Counter {
         Counter::RcvdNotOurs,
         Counter::RcvdNoMem,
         Counter::RcvdQueueFull,
+        Counter::CompleterGapRetry,
     ];
 
     /// The name user space sees.
@@ -128,6 +133,7 @@ impl Counter {
             Counter::RcvdNotOurs => c"rcvd_drop_not_ours",
             Counter::RcvdNoMem => c"rcvd_drop_nomem",
             Counter::RcvdQueueFull => c"rcvd_drop_queue_full",
+            Counter::CompleterGapRetry => c"completer_gap_retry",
         }
     }
 
@@ -235,6 +241,7 @@ impl From<Event> for Counter {
             Event::RcvdRnrNak => Counter::RcvdRnrErr,
             Event::RcvdSeqNak => Counter::RcvdSeqErr,
             Event::Retry => Counter::CompleterRetryErr,
+            Event::GapRetry => Counter::CompleterGapRetry,
             Event::RetryExceeded => Counter::RetryExceededErr,
             Event::RnrRetryExceeded => Counter::RetryRnrExceededErr,
         }

@@ -45,6 +45,11 @@
 //!   the next run (C waits for a later response, and a timeout meanwhile
 //!   makes `req_retry()` resend it as a bogus packet; see
 //!   `requester::Step::Skip`).
+//!
+//! And one where it recovers sooner: [`GAP_RETRY_RESPONSES`] read or
+//! atomic responses beyond a gap, without progress between them, start a
+//! retry from the gap at once (C waits for the retransmit timer; counted in
+//! `completer_gap_retry`).
 
 use super::events::Event;
 use super::opcode::{Mask, Opcode};
@@ -58,6 +63,12 @@ pub(crate) const FLUSH_STATUS: WcStatus = WcStatus::WrFlushErr;
 
 /// A retry counter of 7 never runs out (C applies this to both counters).
 const INFINITE: u8 = RNR_RETRY_INFINITE;
+
+/// Read or atomic responses beyond a gap, with no progress between them,
+/// after which the completer takes the gap for a loss and retries at once
+/// (see [`check_psn`]). Three, as TCP's fast retransmit counts duplicate
+/// ACKs: one or two may be a response that overtook a late one.
+pub(crate) const GAP_RETRY_RESPONSES: u8 = 3;
 
 /// `qp->comp`: the completer's per-QP state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +88,11 @@ pub(crate) struct State {
     /// The QP attributes the counters are reset to.
     pub(crate) attr_retry_cnt: u8,
     pub(crate) attr_rnr_retry: u8,
+    /// Read or atomic responses beyond a gap since the last progress.
+    pub(crate) gap_responses: u8,
+    /// The retry being started was asked for by [`GAP_RETRY_RESPONSES`]
+    /// such responses.
+    pub(crate) gap_retry: bool,
 }
 
 impl State {
@@ -91,6 +107,8 @@ impl State {
             rnr_retry,
             attr_retry_cnt: retry_cnt,
             attr_rnr_retry: rnr_retry,
+            gap_responses: 0,
+            gap_retry: false,
         }
     }
 
@@ -123,12 +141,15 @@ impl State {
         self.timeout = false;
         self.timeout_retry = false;
         self.started_retry = false;
+        self.gap_responses = 0;
+        self.gap_retry = false;
     }
 
     fn reset_retry_counters(&mut self) {
         self.retry_cnt = self.attr_retry_cnt;
         self.rnr_retry = self.attr_rnr_retry;
         self.started_retry = false;
+        self.gap_responses = 0;
     }
 }
 
@@ -322,6 +343,22 @@ fn check_psn(comp: &mut State, h: &Head, pkt: &Response) -> St {
             St::Done
         }
     } else if diff > 0 && read_or_atomic {
+        // Go-back-N drops a read or atomic response beyond a gap: an
+        // earlier one was lost, or is late. rdma_rxe then waits for its
+        // retransmit timer (the QP's ACK timeout, 67 ms and more). After
+        // a few such responses with no progress between them the gap is
+        // taken for a loss, and the requester asks again from it at once,
+        // as after the timer: a duplicate request, which every responder
+        // answers by replaying from that PSN. Not while a retry is under
+        // way (its own responses are yet to come).
+        if !comp.started_retry {
+            comp.gap_responses = comp.gap_responses.saturating_add(1);
+            if comp.gap_responses >= GAP_RETRY_RESPONSES {
+                comp.gap_responses = 0;
+                comp.gap_retry = true;
+                return St::ErrorRetry;
+            }
+        }
         St::Done
     } else {
         St::CheckAck
@@ -559,10 +596,14 @@ fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &m
                     // Nothing to resend once everything sent was acked.
                     if psn_after(req.psn, comp.psn) {
                         sq.count(Event::Retry);
+                        if comp.gap_retry {
+                            sq.count(Event::GapRetry);
+                        }
                         req.need_retry = true;
                         comp.started_retry = true;
                         req.again = true;
                     }
+                    comp.gap_retry = false;
                     St::Done
                 } else {
                     sq.count(Event::RetryExceeded);

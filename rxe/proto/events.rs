@@ -23,6 +23,9 @@ pub(crate) enum Event {
     RcvdSeqNak,
     /// Completer: the requester was told to resend from the last ACK.
     Retry,
+    /// Completer: a retry ([`Event::Retry`], counted too) started by read
+    /// or atomic responses beyond a gap, before the retransmit timer.
+    GapRetry,
     /// Completer: the retry count ran out (`RETRY_EXC_ERR`).
     RetryExceeded,
     /// Completer: the RNR retry count ran out (`RNR_RETRY_EXC_ERR`).

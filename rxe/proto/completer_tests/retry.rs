@@ -151,6 +151,67 @@ fn lost_read_response_triggers_retry() {
 }
 
 #[test]
+fn responses_beyond_a_gap_retry_before_the_timer() {
+    // A read of 5 packets (PSNs 0..=4) whose first response is lost: the
+    // third response beyond the gap starts a retry from PSN 0 at once.
+    let mut f = Fixture::new(0, 5);
+    f.wqe(head(WrOpcode::RdmaRead, 5000, 0, 4, WqeState::Pending));
+    for psn in 1..=2 {
+        f.resp(rsp(Opcode::RcReadResponseMiddle, psn), 1024);
+        f.run();
+        assert!(
+            !f.req.need_retry,
+            "retry after {psn} response(s) beyond the gap"
+        );
+    }
+    f.resp(rsp(Opcode::RcReadResponseMiddle, 3), 1024);
+    let o = f.run();
+    assert!(o.progress && f.req.need_retry && f.comp.started_retry);
+    assert_eq!(f.sq.events, [Event::Retry, Event::GapRetry]);
+    assert_eq!(
+        (f.comp.psn, f.comp.retry_cnt, f.comp.gap_responses),
+        (0, 2, 0)
+    );
+    assert_eq!(f.sq.wqes[0].progress.resid, 5000);
+    // The rest of the old responses start nothing while the retry runs.
+    f.req.need_retry = false;
+    f.resp(rsp(Opcode::RcReadResponseLast, 4), 1024);
+    for _ in 0..3 {
+        f.resp(rsp(Opcode::RcReadResponseMiddle, 3), 1024);
+    }
+    f.drain();
+    assert!(!f.req.need_retry && f.sq.events.len() == 2);
+    // The retry's responses complete the read and reset the counters.
+    f.resp(rsp(Opcode::RcReadResponseFirst, 0), 1024);
+    for psn in 1..=3 {
+        f.resp(rsp(Opcode::RcReadResponseMiddle, psn), 1024);
+    }
+    f.resp(rsp(Opcode::RcReadResponseLast, 4), 904);
+    f.drain();
+    assert_eq!(f.retired(), [WcStatus::Success]);
+    assert_eq!(
+        (f.comp.psn, f.comp.retry_cnt, f.comp.started_retry),
+        (5, 3, false)
+    );
+}
+
+#[test]
+fn progress_between_gap_responses_starts_over() {
+    // Two responses beyond a gap, then the late one (progress), then two
+    // beyond the next gap: never three without progress, no retry.
+    let mut f = Fixture::new(0, 8);
+    f.wqe(head(WrOpcode::RdmaRead, 8192, 0, 7, WqeState::Pending));
+    f.resp(rsp(Opcode::RcReadResponseMiddle, 2), 1024)
+        .resp(rsp(Opcode::RcReadResponseMiddle, 3), 1024)
+        .resp(rsp(Opcode::RcReadResponseFirst, 0), 1024)
+        .resp(rsp(Opcode::RcReadResponseMiddle, 5), 1024)
+        .resp(rsp(Opcode::RcReadResponseMiddle, 6), 1024);
+    f.drain();
+    assert!(!f.req.need_retry && f.sq.events.is_empty());
+    assert_eq!((f.comp.psn, f.comp.gap_responses), (1, 2));
+}
+
+#[test]
 fn duplicate_of_the_last_packet_completes() {
     // A retried packet below comp.psn that ends the head WQE completes it.
     let mut f = Fixture::new(12, 13);
