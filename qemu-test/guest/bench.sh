@@ -177,19 +177,6 @@ hwc_read() {
 	done
 	printf -v "$1" '%s' "$_s"
 }
-# hwc_json BEFORE AFTER: the counters that moved, as a JSON object.
-hwc_json() {
-	local -A _b=()
-	local _kv _out=
-	for _kv in $1; do _b[${_kv%%=*}]=${_kv#*=}; done
-	for _kv in $2; do
-		local _k=${_kv%%=*} _v=${_kv#*=}
-		[[ $_v =~ ^[0-9]+$ && ${_b[$_k]:-0} =~ ^[0-9]+$ ]] || continue
-		((_v != ${_b[$_k]:-0})) || continue
-		_out+="${_out:+, }\"$_k\": $((_v - ${_b[$_k]:-0}))"
-	done
-	printf '{%s}' "$_out"
-}
 say() {
 	local up _rest
 	read -r up _rest </proc/uptime

@@ -58,19 +58,6 @@ hwc_snap() {
 	done
 	echo "$s"
 }
-# hwc_json BEFORE AFTER: the counters that moved, as a JSON object.
-hwc_json() {
-	local -A b=()
-	local kv out=
-	for kv in $1; do b[${kv%%=*}]=${kv#*=}; done
-	for kv in $2; do
-		local k=${kv%%=*} v=${kv#*=}
-		[[ $v =~ ^[0-9]+$ && ${b[$k]:-0} =~ ^[0-9]+$ ]] || continue
-		((v != ${b[$k]:-0})) || continue
-		out+="${out:+, }\"$k\": $((v - ${b[$k]:-0}))"
-	done
-	printf '{%s}' "$out"
-}
 
 rows=()
 for verb in write send read; do

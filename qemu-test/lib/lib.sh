@@ -348,6 +348,21 @@ hw_counter() {
 	cat "/sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/${1:?hw_counter NAME}" 2>/dev/null || echo 0
 }
 
+# hwc_json BEFORE AFTER: of two "name=value ..." snapshots of the port
+# counters, those that moved, as a JSON object (bash builtins only).
+hwc_json() {
+	local -A _b=()
+	local _kv _out=
+	for _kv in $1; do _b[${_kv%%=*}]=${_kv#*=}; done
+	for _kv in $2; do
+		local _k=${_kv%%=*} _v=${_kv#*=}
+		[[ $_v =~ ^[0-9]+$ && ${_b[$_k]:-0} =~ ^[0-9]+$ ]] || continue
+		((_v != ${_b[$_k]:-0})) || continue
+		_out+="${_out:+, }\"$_k\": $((_v - ${_b[$_k]:-0}))"
+	done
+	printf '{%s}' "$_out"
+}
+
 # disassociates: whether this node's driver tears a device's user contexts
 # down under their processes (disassociate_ucontext: rxe_rs, and rdma_rxe
 # from 7.x on) instead of making the device's removal wait for them.
