@@ -584,6 +584,9 @@ fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &m
                 }
             }
             (St::ErrorRetry, h, _) => {
+                // Whether responses beyond a gap asked for this retry: told
+                // once, whatever becomes of it.
+                let gap = core::mem::take(&mut comp.gap_retry);
                 if !matches!(h, Some(h) if h.progress.state != WqeState::Posted) {
                     return;
                 }
@@ -596,14 +599,13 @@ fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &m
                     // Nothing to resend once everything sent was acked.
                     if psn_after(req.psn, comp.psn) {
                         sq.count(Event::Retry);
-                        if comp.gap_retry {
+                        if gap {
                             sq.count(Event::GapRetry);
                         }
                         req.need_retry = true;
                         comp.started_retry = true;
                         req.again = true;
                     }
-                    comp.gap_retry = false;
                     St::Done
                 } else {
                     sq.count(Event::RetryExceeded);
