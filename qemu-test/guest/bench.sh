@@ -166,17 +166,6 @@ xfer_sum() {
 	fi
 	printf -v "$1" '%d %d %d' $((c[last] - c[first - 1])) $((b[last] - b[first - 1])) $((b[n - 1] - b[0]))
 }
-# hwc_read VAR: "name=value ..." of the device's port counters (builtins
-# only), read around each client program: a row's retries and duplicates
-# say whether its figure includes retransmit timeouts.
-hwc_read() {
-	local _f _v _s=
-	for _f in /sys/class/infiniband/"$RXE_DEV"/ports/1/hw_counters/*; do
-		read -r _v <"$_f" 2>/dev/null || continue
-		_s+="${_f##*/}=$_v "
-	done
-	printf -v "$1" '%s' "$_s"
-}
 say() {
 	local up _rest
 	read -r up _rest </proc/uptime

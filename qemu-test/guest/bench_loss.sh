@@ -50,16 +50,6 @@ publish "driver.node$NODE_INDEX" "$RXE_DRIVER"
 barrier drivers
 pairing="$(fetch driver.node1)-$(fetch driver.node2)"
 
-# hwc_snap: "name=value ..." of the port counters.
-hwc_snap() {
-	local f v s=
-	for f in /sys/class/infiniband/"$RXE_DEV"/ports/1/hw_counters/*; do
-		read -r v <"$f" 2>/dev/null || continue
-		s+="${f##*/}=$v "
-	done
-	echo "$s"
-}
-
 rows=()
 for verb in write send read; do
 	for size in 65536 1048576; do
@@ -93,7 +83,7 @@ for level in $levels; do
 		for try in 1 2 3; do
 			cmd=(stdbuf -oL "$prog" -d "$RXE_DEV" -F -x "$gidx" -p "$port" -s "$size" -D "$secs")
 			rc=0
-			before=$(hwc_snap)
+			hwc_read before
 			if is_server; then
 				timeout $((secs + 120)) "${cmd[@]}" >"$log" 2>&1 &
 				srv=$!
@@ -104,7 +94,7 @@ for level in $levels; do
 				barrier "row-$port"
 				timeout $((secs + 120)) "${cmd[@]}" "$(server_ip)" >"$log" 2>&1 || rc=$?
 			fi
-			after=$(hwc_snap)
+			hwc_read after
 			publish "hwc.$port.node$NODE_INDEX" "$(hwc_json "$before" "$after")"
 			if is_client; then
 				calib=ok

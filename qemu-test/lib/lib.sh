@@ -348,6 +348,17 @@ hw_counter() {
 	cat "/sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/${1:?hw_counter NAME}" 2>/dev/null || echo 0
 }
 
+# hwc_read VAR: "name=value ..." of the device's port counters, into VAR
+# (bash builtins only: cheap around a measured program).
+hwc_read() {
+	local _f _v _s=
+	for _f in /sys/class/infiniband/"$RXE_DEV"/ports/1/hw_counters/*; do
+		read -r _v <"$_f" 2>/dev/null || continue
+		_s+="${_f##*/}=$_v "
+	done
+	printf -v "$1" '%s' "$_s"
+}
+
 # hwc_json BEFORE AFTER: of two "name=value ..." snapshots of the port
 # counters, those that moved, as a JSON object (bash builtins only).
 hwc_json() {

@@ -27,11 +27,9 @@ has_bytes() { [ "$RXE_DRIVER" = rs ] || [ "${RXE_KERNEL:-6.12}" != 6.12 ]; }
 # Against 6.12's rdma_rxe the two byte counters are left out, and rxe_rs's
 # own counters always.
 mask_bytes() {
-	if [ "${RXE_KERNEL:-6.12}" = 6.12 ]; then
-		grep -vx -e sent_bytes -e rcvd_bytes | grep -v -e '^rcvd_drop_' -e '^completer_gap_retry$'
-	else
-		grep -v -e '^rcvd_drop_' -e '^completer_gap_retry$'
-	fi
+	local own=(-e '^rcvd_drop_' -e '^completer_gap_retry$')
+	[ "${RXE_KERNEL:-6.12}" != 6.12 ] || own+=(-e '^sent_bytes$' -e '^rcvd_bytes$')
+	grep -v "${own[@]}"
 }
 
 # rxe_rs's own counters: dropped packets by reason (8), gap retries (1).
