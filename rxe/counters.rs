@@ -70,9 +70,15 @@ pub(crate) enum Counter {
     /// atomic responses beyond a gap started before the retransmit timer
     /// (rxe_rs only).
     CompleterGapRetry,
+    /// Responder: requests beyond a gap held in the QP's reorder buffer
+    /// instead of dropped (rxe_rs only).
+    RespReorderHeld,
+    /// Requester: packets a retry did not send again, an ACK having
+    /// acknowledged them first (rxe_rs only).
+    ResendSkipped,
 }
 
-pub(crate) const COUNT: usize = 26;
+pub(crate) const COUNT: usize = 28;
 
 impl Counter {
     /// Every counter, in index order.
@@ -103,6 +109,8 @@ impl Counter {
         Counter::RcvdNoMem,
         Counter::RcvdQueueFull,
         Counter::CompleterGapRetry,
+        Counter::RespReorderHeld,
+        Counter::ResendSkipped,
     ];
 
     /// The name user space sees.
@@ -134,6 +142,8 @@ impl Counter {
             Counter::RcvdNoMem => c"rcvd_drop_nomem",
             Counter::RcvdQueueFull => c"rcvd_drop_queue_full",
             Counter::CompleterGapRetry => c"completer_gap_retry",
+            Counter::RespReorderHeld => c"resp_reorder_held",
+            Counter::ResendSkipped => c"resend_skipped",
         }
     }
 
@@ -242,6 +252,7 @@ impl From<Event> for Counter {
             Event::RcvdSeqNak => Counter::RcvdSeqErr,
             Event::Retry => Counter::CompleterRetryErr,
             Event::GapRetry => Counter::CompleterGapRetry,
+            Event::ReorderHeld => Counter::RespReorderHeld,
             Event::RetryExceeded => Counter::RetryExceededErr,
             Event::RnrRetryExceeded => Counter::RetryRnrExceededErr,
         }

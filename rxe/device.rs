@@ -119,6 +119,8 @@ pub(crate) struct DeviceState {
     /// The port's RoCEv2 GIDs, for the receive path's destination check
     /// (kept by the `add_gid`/`del_gid` callbacks).
     pub(crate) gids: GidSet,
+    /// Requests the QPs' reorder buffers hold now (`responder::reorder`).
+    pub(crate) reorder_held: AtomicU32,
     /// Keeps the tunnel sockets of the netdev's namespace open while the
     /// device exists; dropped by `dealloc_driver` (process context).
     _tunnels: TunnelUse,
@@ -167,6 +169,7 @@ impl DeviceState {
             gsi_qp_index: AtomicU32::new(0),
             mcast <- mcast::Groups::new(),
             gids: GidSet::new(),
+            reorder_held: zero(),
             _tunnels: tunnels,
         }? Error))
     }

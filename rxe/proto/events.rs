@@ -13,6 +13,9 @@ pub(crate) enum Event {
     DuplicateRequest,
     /// Responder: a request past the expected PSN (a sequence NAK goes out).
     OutOfSeqRequest,
+    /// Responder: a request beyond a gap was held for reordering instead
+    /// of dropped.
+    ReorderHeld,
     /// Responder: an RNR NAK went out (no receive WQE).
     SentRnrNak,
     /// Responder: a receive WQE completed successfully.

@@ -57,7 +57,7 @@
 pub(crate) use super::ack_req::{ack_req, hold, may_hold, next_built};
 use super::opcode::{Mask, Opcode};
 use super::params::pacing::{INFLIGHT_SKBS_PER_QP_HIGH, MAX_UNACKED_PSNS};
-use super::psn::{psn_add, psn_after, psn_distance, PSN_HALF};
+use super::psn::{psn_add, psn_after, psn_before, psn_distance, PSN_HALF};
 use super::qp;
 use super::uapi::{SendFlags, SendWqe, WcStatus, WqeState, WrMask, WrOpcode, WrParams};
 
@@ -457,6 +457,16 @@ pub(crate) fn window_moved(req: &mut State, comp_psn: u32) {
         req.wait_psn = false;
         req.again = true;
     }
+}
+
+/// Whether the planned packet `p` of an RC QP need not go out: a retry is
+/// resending from an older PSN, and an ACK has since acknowledged `p`'s
+/// (the peer had it, held beyond the gap the first resent packet filled,
+/// or an ACK was late). The requester commits it as sent without sending
+/// it. Only SEND and WRITE packets: a read or atomic request is answered
+/// by its response, which retires it.
+pub(crate) fn acked_resend(qp: &ReqQp, p: &Packet, comp_psn: u32) -> bool {
+    qp.qp_type == qp::Type::Rc && p.opcode.has(Mask::WRITE_OR_SEND) && psn_before(p.psn, comp_psn)
 }
 
 /// `check_init_depth()`: take a credit once per WQE.

@@ -23,6 +23,7 @@ pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::ah;
+use crate::rxe::counters::{self, Counter};
 use crate::rxe::kapi::lock::{new_spinlock_irq, SpinLockIrq};
 use crate::rxe::kapi::page::PayloadPages;
 use crate::rxe::kapi::task::Progress as TaskProgress;
@@ -482,6 +483,28 @@ fn run_wqe<'a>(
         Step::Fail(status) => {
             rl::fail(&mut sh.progress, status);
             (Outcome::Failed, None)
+        }
+        // Acknowledged while a retry was on its way to it: sent as far as
+        // the WQE is concerned, not on the wire.
+        Step::Send(p) if rl::acked_resend(&snap.rq, &p, comp.psn) => {
+            counters::inc(&qp.dev, Counter::ResendSkipped);
+            let end = rl::commit(req, &snap.rq, &mut sh.progress, &p);
+            next = end;
+            let retire = end
+                && cl::fully_acked(
+                    comp,
+                    &Head {
+                        info: sh.info,
+                        progress: sh.progress,
+                    },
+                );
+            (
+                Outcome::Sent {
+                    retire,
+                    last: false,
+                },
+                None,
+            )
         }
         Step::Send(p) => {
             let done = sh.info.length.saturating_sub(sh.progress.resid);

@@ -6,6 +6,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+use super::reorder::Reorder;
 use super::{Facts, WqeHold, WriteMr};
 use crate::rxe::counters;
 use crate::rxe::cq::Due;
@@ -41,6 +42,7 @@ pub(super) struct Io<'a> {
     /// The status change count `f` was read at.
     pub(super) gen: u32,
     pub(super) head: &'a mut Option<RxPacket>,
+    pub(super) reorder: &'a mut Reorder,
     pub(super) wqe: &'a mut WqeHold,
     /// The step's replies, flushed to the device together when it ends.
     pub(super) batch: net::TxBatch<'a, ()>,
@@ -173,6 +175,25 @@ impl machine::Io for Io<'_> {
                 None => {
                     *self.head = None;
                 }
+            }
+        }
+    }
+
+    #[inline]
+    fn peek_next(&mut self, next_psn: u32) -> Option<Request> {
+        if self.head.is_none() {
+            *self.head = self.reorder.take(next_psn);
+        }
+        self.peek()
+    }
+
+    fn hold(&mut self, next_psn: u32) -> Option<usize> {
+        let pkt = self.head.take()?;
+        match self.reorder.hold(pkt, next_psn) {
+            Ok(held) => Some(held),
+            Err(pkt) => {
+                *self.head = Some(pkt);
+                None
             }
         }
     }

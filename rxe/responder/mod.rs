@@ -13,8 +13,10 @@
 //! the QP's LAST_WQE_REACHED event) run after it is released.
 
 mod io;
+mod reorder;
 
 use io::Io;
+use reorder::Reorder;
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -94,6 +96,8 @@ pub(crate) struct State {
     /// The request being worked on: taken off `resp_pkts`, kept while a
     /// read reply spans several runs.
     head: Option<RxPacket>,
+    /// Requests that came beyond a gap in the PSNs (RC).
+    reorder: Reorder,
     wqe: WqeHold,
     /// Owns the responder's skbs in flight; the responder never pauses.
     flow: TxFlow<()>,
@@ -149,6 +153,7 @@ impl State {
         Ok(Self {
             rs: KBox::init(resp_state_init(), GFP_KERNEL)?,
             head: None,
+            reorder: Reorder::new(),
             wqe: WqeHold::new()?,
             flow: TxFlow::new(())?,
             last_wqe_reported: false,
@@ -174,6 +179,7 @@ impl State {
         if let Some(p) = self.head.take() {
             p.consume();
         }
+        self.reorder.clear();
         self.wqe.clear();
         self.write_mr = None;
     }
@@ -233,6 +239,7 @@ impl QpShared {
                 .set_max_dest_rd_atomic(rounded_rd_atomic(attrs.max_dest_rd_atomic));
         }
         if mask.contains(AttrMask::RQ_PSN) {
+            st.reorder.clear();
             st.rs.set_rq_psn(attrs.rq_psn);
         }
         if attrs.state != qp::State::Err {
@@ -431,6 +438,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
             let State {
                 rs,
                 head,
+                reorder,
                 wqe,
                 flow,
                 odp_retry,
@@ -447,6 +455,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
                 f,
                 gen: *gen,
                 head,
+                reorder,
                 wqe,
                 batch: net::TxBatch::new(flow),
                 ndevs: net::NdevCache::new(),

@@ -6,8 +6,9 @@
 # sent_bytes and rcvd_bytes, which 7.3's rdma_rxe has and 6.12's lacks, are
 # left out of the comparison against 6.12's rdma_rxe; an RC pingpong checks
 # them wherever they exist, against the peer's counts when it has them too.
-# rxe_rs's own counters (rcvd_drop_*, dropped packets by reason, and
-# completer_gap_retry, after rdma_rxe's) are left out of the comparison.
+# rxe_rs's own counters (rcvd_drop_*, dropped packets by reason, and the
+# loss recovery's completer_gap_retry, resp_reorder_held and resend_skipped,
+# after rdma_rxe's) are left out of the comparison.
 #
 #   qemu-test/run --drivers rs,c qemu-test/tests/verbs/net_counters.sh
 set -euo pipefail
@@ -27,13 +28,13 @@ has_bytes() { [ "$RXE_DRIVER" = rs ] || [ "${RXE_KERNEL:-6.12}" != 6.12 ]; }
 # Against 6.12's rdma_rxe the two byte counters are left out, and rxe_rs's
 # own counters always.
 mask_bytes() {
-	local own=(-e '^rcvd_drop_' -e '^completer_gap_retry$')
+	local own=(-e '^rcvd_drop_' -e '^completer_gap_retry$' -e '^resp_reorder_held$' -e '^resend_skipped$')
 	[ "${RXE_KERNEL:-6.12}" != 6.12 ] || own+=(-e '^sent_bytes$' -e '^rcvd_bytes$')
 	grep -v "${own[@]}"
 }
 
-# rxe_rs's own counters: dropped packets by reason (8), gap retries (1).
-OWN_COUNTERS=9
+# rxe_rs's own counters: dropped packets by reason (8), loss recovery (3).
+OWN_COUNTERS=11
 
 snapshot() {
 	echo "--- rdma statistic"

@@ -112,6 +112,19 @@ pub(crate) struct CqFull;
 pub(crate) trait Io {
     /// The request packet at the head of the queue, not removed.
     fn peek(&mut self) -> Option<Request>;
+    /// [`Io::peek`], where a request held for reordering ([`Io::hold`])
+    /// with PSN `next_psn`, the one the responder expects, comes first.
+    fn peek_next(&mut self, _next_psn: u32) -> Option<Request> {
+        self.peek()
+    }
+    /// Moves the head request, an RC request beyond `next_psn` (the PSN
+    /// the responder expects), off the queue into the QP's reorder buffer,
+    /// where [`Io::peek_next`] finds it once the PSNs before it have come.
+    /// Returns the number of requests held then, or `None` when there is
+    /// no room (the request stays at the head).
+    fn hold(&mut self, _next_psn: u32) -> Option<usize> {
+        None
+    }
     /// Drops the head request packet.
     fn pop(&mut self);
     /// The QP went to ERR meanwhile.

@@ -131,7 +131,7 @@ fn run_with(st: &mut rules::State, qp: &RespQp, io: &mut impl Io, predict: bool)
         mr_held: false,
     };
     // The request at the head of the queue, borrowed by every state below.
-    let Some(pkt) = r.io.peek() else {
+    let Some(pkt) = r.io.peek_next(r.st.psn) else {
         // The queue ran dry: an ACK held back goes now.
         r.flush_ack();
         return Outcome::default();
@@ -192,11 +192,33 @@ impl<I: Io> Run<'_, I> {
         self.drive(s, p)
     }
 
+    /// Holds a request beyond a gap (`rules::ahead`) in the reorder buffer
+    /// rather than drop it; false when there is no room, and the request
+    /// goes on as rdma_rxe takes it (NAKed, or dropped after the NAK).
+    /// The gap is NAKed, once as ever, when [`rules::NAK_AFTER_HELD`]
+    /// requests are held or the request asks for an ACK (the requester
+    /// waits for one, and nothing may follow to reveal the loss);
+    /// reordering fills a gap before either, with no resend.
+    fn hold(&mut self, p: &Request) -> bool {
+        let Some(held) = self.io.hold(self.st.psn) else {
+            return false;
+        };
+        self.io.count(Event::ReorderHeld);
+        if !self.st.sent_psn_nak && (held >= rules::NAK_AFTER_HELD || p.ack_req) {
+            self.st.sent_psn_nak = true;
+            self.io.count(Event::OutOfSeqRequest);
+            let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
+            self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
+        }
+        true
+    }
+
     /// The state machine from state `s` until the run ends.
     fn drive(&mut self, mut s: St, p: &Request) -> Outcome {
         let r = self;
         loop {
             s = match s {
+                St::ChkPsn if rules::ahead(r.st, r.qp, p) && r.hold(p) => St::Done,
                 St::ChkPsn => match check_request(r.st, r.qp, p) {
                     Check::Drop => St::Cleanup,
                     Check::Duplicate => {

@@ -435,6 +435,20 @@ pub(crate) enum Check {
     Valid,
 }
 
+/// Requests held beyond a gap (see [`ahead`]) after which the gap is taken
+/// for a loss and NAKed; until then it may be reordering, which fills it.
+pub(crate) const NAK_AFTER_HELD: usize = 8;
+
+/// Whether `pkt` is an RC request beyond the PSN the responder expects:
+/// one that [`check_request`] would NAK (or drop, the NAK being out), and
+/// which the responder may instead hold until the gap before it fills.
+pub(crate) fn ahead(st: &State, qp: &RespQp, pkt: &Request) -> bool {
+    qp.qp_type == qp::Type::Rc
+        && pkt.opcode.transport() == Transport::Rc
+        && pkt.has(Mask::REQ)
+        && psn_diff(pkt.psn, st.psn) > 0
+}
+
 /// `check_psn()`, `check_op_seq()` and `check_op_valid()`: what a request
 /// is before it takes resources. Updates `sent_psn_nak` and `drop_msg` as C
 /// does. Packets of another transport than the QP's, and non-requests, are

@@ -76,6 +76,11 @@ pub(crate) struct RespModel {
     pub(crate) coalesce: bool,
     /// The QP's status changed since the run began ([`Io::status_moved`]).
     pub(crate) status_moved: bool,
+    /// A reorder buffer of this many PSNs after the expected one
+    /// ([`Io::hold`], as the driver's); none when 0.
+    pub(crate) reorder: u32,
+    /// The requests it holds, by PSN.
+    pub(crate) held_reqs: BTreeMap<u32, (Request, Vec<u8>)>,
 }
 
 impl RespModel {
@@ -132,6 +137,28 @@ impl RespModel {
 impl Io for RespModel {
     fn peek(&mut self) -> Option<Request> {
         self.reqs.front().map(|(r, _)| *r)
+    }
+
+    fn peek_next(&mut self, next_psn: u32) -> Option<Request> {
+        // Those the expected PSN has passed are dropped as they are met.
+        self.held_reqs
+            .retain(|&psn, _| !crate::proto::psn::psn_before(psn, next_psn));
+        if let Some(r) = self.held_reqs.remove(&next_psn) {
+            self.reqs.push_front(r);
+        }
+        self.peek()
+    }
+
+    fn hold(&mut self, next_psn: u32) -> Option<usize> {
+        let psn = self.reqs.front()?.0.psn;
+        let ahead = crate::proto::psn::psn_diff(psn, next_psn);
+        if ahead <= 0 || ahead as u32 >= self.reorder {
+            return None;
+        }
+        let r = self.reqs.pop_front()?;
+        // A second copy leaves the first held.
+        self.held_reqs.entry(psn).or_insert(r);
+        Some(self.held_reqs.len())
     }
 
     fn pop(&mut self) {
