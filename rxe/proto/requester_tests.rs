@@ -391,3 +391,32 @@ fn window_wakes_when_room() {
         assert!(!req.take_again());
     }
 }
+
+/// A retry does not send again the SEND and WRITE packets an ACK already
+/// acknowledged; reads and atomics, and every packet at or after the
+/// acknowledged PSN, go out.
+#[test]
+fn acked_resends_are_skipped() {
+    let pkt = |opcode, psn| Packet {
+        opcode,
+        psn,
+        payload: 0,
+        pad: 0,
+        ack_req: false,
+        solicited: false,
+        reth_va: 0,
+        reth_len: 0,
+    };
+    let q = rc(1024);
+    assert!(acked_resend(&q, &pkt(Opcode::RcSendMiddle, 9), 10));
+    assert!(acked_resend(&q, &pkt(Opcode::RcWriteFirst, PSN_MASK), 2));
+    assert!(!acked_resend(&q, &pkt(Opcode::RcSendMiddle, 10), 10));
+    assert!(!acked_resend(&q, &pkt(Opcode::RcSendLast, 11), 10));
+    assert!(!acked_resend(&q, &pkt(Opcode::RcReadRequest, 5), 10));
+    assert!(!acked_resend(&q, &pkt(Opcode::RcCompareSwap, 5), 10));
+    let uc = ReqQp {
+        qp_type: qp::Type::Uc,
+        ..q
+    };
+    assert!(!acked_resend(&uc, &pkt(Opcode::UcSendMiddle, 9), 10));
+}

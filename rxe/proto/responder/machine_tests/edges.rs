@@ -491,3 +491,80 @@ fn fuzz_run_never_panics() {
     }
     assert!(outs > 1000);
 }
+
+/// The reorder buffer: requests beyond a gap are held, unNAKed while they
+/// may be reordering, executed in PSN order once the gap fills; the gap is
+/// NAKed once, when enough are held or a held one asks for an ACK.
+#[test]
+fn requests_beyond_a_gap_are_held_until_it_fills() {
+    let mid = |psn| {
+        let mut r = rq(Opcode::RcSendMiddle, psn, 1024);
+        r.ack_req = false;
+        r
+    };
+    // 100 is late: 101 and 102 are held, nothing is executed.
+    let mut t = T::new(qp::Type::Rc);
+    t.io.reorder = 64;
+    t.io.rq.extend([4096; 4]);
+    let first100 = {
+        let mut r = rq(Opcode::RcSendFirst, 100, 1024);
+        r.ack_req = false;
+        r
+    };
+    t.send(mid(101), bytes(1024, 1));
+    t.send(rq(Opcode::RcSendLast, 102, 10), bytes(10, 2));
+    // 102 asked for an ACK: the gap is NAKed, once.
+    let nak = Syndrome::Nak(NakCode::PsnSeqError).encode();
+    assert_eq!(t.io.acks().len(), 1);
+    assert_eq!((t.last_ack().psn, t.last_ack().syndrome), (100, nak));
+    assert_eq!(t.io.held_reqs.len(), 2);
+    assert!(t.io.cqes.is_empty());
+    // The gap fills: 100, 101, 102 run in order, one message, one ACK.
+    t.send(first100, bytes(1024, 0));
+    assert!(t.io.held_reqs.is_empty());
+    assert_eq!(t.st.psn, 103);
+    assert_eq!(t.io.cqes.len(), 1);
+    assert_eq!(t.io.cqes[0].0.byte_len, 2058);
+    let mut want = bytes(1024, 0);
+    want.extend(bytes(1024, 1));
+    want.extend(bytes(10, 2));
+    assert_eq!(t.io.cqes[0].1, want);
+    assert_eq!(t.last_ack(), ack(102, 1));
+    // Resends of what ran are duplicates, acknowledged again.
+    t.send(mid(101), bytes(1024, 1));
+    assert_eq!(t.io.cqes.len(), 1);
+    let events = |t: &T, e| t.io.events.iter().filter(|x| **x == e).count();
+    assert_eq!(events(&t, Event::ReorderHeld), 2);
+    assert_eq!(events(&t, Event::OutOfSeqRequest), 1);
+
+    // Without ACK requests the gap is NAKed at the eighth held request.
+    let mut t = T::new(qp::Type::Rc);
+    t.io.reorder = 64;
+    t.io.rq.extend([16 * 1024; 2]);
+    for psn in 101..108 {
+        t.send(mid(psn), bytes(1024, psn as u8));
+    }
+    assert!(t.io.acks().is_empty(), "{:?}", t.io.acks());
+    t.send(mid(108), bytes(1024, 108));
+    assert_eq!(t.io.acks().len(), 1);
+    assert_eq!(t.last_ack().syndrome, nak);
+    // More beyond it are held without another NAK; a second copy of a
+    // held one changes nothing.
+    t.send(mid(109), bytes(1024, 109));
+    t.send(mid(105), bytes(1024, 105));
+    assert_eq!((t.io.acks().len(), t.io.held_reqs.len()), (1, 9));
+    t.send(rq(Opcode::RcSendFirst, 100, 1024), bytes(1024, 100));
+    assert_eq!(t.st.psn, 110);
+    assert!(t.io.held_reqs.is_empty());
+    assert!(t.io.cqes.is_empty(), "the message is still under way");
+
+    // Beyond the buffer's reach a request is NAKed (once) and dropped,
+    // as without the buffer.
+    let mut t = T::new(qp::Type::Rc);
+    t.io.reorder = 64;
+    t.send(mid(164), bytes(1024, 0));
+    t.send(mid(165), bytes(1024, 0));
+    assert!(t.io.held_reqs.is_empty());
+    assert_eq!(t.io.acks().len(), 1);
+    assert_eq!(t.last_ack().syndrome, nak);
+}
