@@ -26,6 +26,7 @@ use crate::rxe::proto::uapi::{Cqe, SendFlags, SendWqe, WcStatus, WqeState, WrOpc
 use crate::rxe::proto::wire::{rnr_timer_us, Syndrome};
 use crate::rxe::qp::{self, Check, Engine, QpShared};
 use crate::rxe::recv::RxPacket;
+use crate::rxe::reorder::Reorder;
 use crate::rxe::requester::{self, Track};
 
 /// Per-QP state of the engine, behind `QpShared::comp`, which the completer
@@ -140,6 +141,8 @@ fn retire_head(
 struct Io<'a> {
     qp: &'a QpShared,
     track: &'a mut Track,
+    /// Read responses held beyond a gap.
+    held: &'a mut Reorder,
     pkt: Option<RxPacket>,
     cqes: &'a mut Cqes,
     /// What the last scatter that met an absent ODP page needs.
@@ -214,9 +217,9 @@ impl Io<'_> {
     }
 }
 
-impl cl::Sq for Io<'_> {
-    fn next_response(&mut self) -> Option<Response> {
-        let pkt = self.qp.comp_pkts.lock().pop()?;
+impl Io<'_> {
+    /// Makes `pkt` the response being handled.
+    fn take(&mut self, pkt: RxPacket) -> Response {
         let r = Response {
             opcode: pkt.opcode(),
             psn: pkt.psn(),
@@ -226,7 +229,32 @@ impl cl::Sq for Io<'_> {
             trace::nak_recv(self.qp.qpn, r.psn, r.syndrome);
         }
         self.pkt = Some(pkt);
-        Some(r)
+        r
+    }
+}
+
+impl cl::Sq for Io<'_> {
+    fn next_response(&mut self) -> Option<Response> {
+        let pkt = self.qp.comp_pkts.lock().pop()?;
+        Some(self.take(pkt))
+    }
+
+    #[inline]
+    fn next_response_from(&mut self, comp_psn: u32) -> Option<Response> {
+        match self.held.take(comp_psn) {
+            Some(pkt) => Some(self.take(pkt)),
+            None => self.next_response(),
+        }
+    }
+
+    fn hold_response(&mut self, comp_psn: u32) {
+        let Some(pkt) = self.pkt.take() else {
+            return;
+        };
+        match self.held.hold(pkt, comp_psn) {
+            Ok(_) => counters::inc(&self.qp.dev, Counter::ResponsesHeld),
+            Err(pkt) => self.pkt = Some(pkt),
+        }
     }
 
     fn head(&mut self) -> Option<Head> {
@@ -296,6 +324,7 @@ fn flush(qp: &Arc<QpShared>, cqes: &mut Cqes, notify: bool) -> Progress {
     qp.comp_pkts.lock().clear();
     let more = {
         let mut st = qp.req.lock();
+        st.responses.clear();
         loop {
             if cqes.is_full() {
                 break true;
@@ -413,6 +442,7 @@ pub(crate) fn step(qp: &Arc<QpShared>) -> Progress {
         let mut io = Io {
             qp,
             track: &mut st.sq,
+            held: &mut st.responses,
             pkt: None,
             cqes,
             fault: None,

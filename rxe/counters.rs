@@ -73,12 +73,15 @@ pub(crate) enum Counter {
     /// Responder: requests beyond a gap held in the QP's reorder buffer
     /// instead of dropped (rxe_rs only).
     RespReorderHeld,
+    /// Completer: read responses beyond a gap held in the QP's reorder
+    /// buffer instead of dropped (rxe_rs only).
+    ResponsesHeld,
     /// Requester: packets a retry did not send again, an ACK having
     /// acknowledged them first (rxe_rs only).
     ResendSkipped,
 }
 
-pub(crate) const COUNT: usize = 28;
+pub(crate) const COUNT: usize = 29;
 
 impl Counter {
     /// Every counter, in index order.
@@ -110,6 +113,7 @@ impl Counter {
         Counter::RcvdQueueFull,
         Counter::CompleterGapRetry,
         Counter::RespReorderHeld,
+        Counter::ResponsesHeld,
         Counter::ResendSkipped,
     ];
 
@@ -143,6 +147,7 @@ impl Counter {
             Counter::RcvdQueueFull => c"rcvd_drop_queue_full",
             Counter::CompleterGapRetry => c"completer_gap_retry",
             Counter::RespReorderHeld => c"resp_reorder_held",
+            Counter::ResponsesHeld => c"comp_reorder_held",
             Counter::ResendSkipped => c"resend_skipped",
         }
     }

@@ -34,6 +34,7 @@ pub(crate) mod pool;
 pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod recv;
+pub(crate) mod reorder;
 pub(crate) mod requester;
 pub(crate) mod responder;
 #[cfg(rxe_rs_selftest)]

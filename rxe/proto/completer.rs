@@ -46,10 +46,12 @@
 //!   makes `req_retry()` resend it as a bogus packet; see
 //!   `requester::Step::Skip`).
 //!
-//! And one where it recovers sooner: [`GAP_RETRY_RESPONSES`] read or
-//! atomic responses beyond a gap, without progress between them, start a
-//! retry from the gap at once (C waits for the retransmit timer; counted in
-//! `completer_gap_retry`).
+//! And where it recovers sooner: [`GAP_RETRY_RESPONSES`] read or atomic
+//! responses beyond a gap, without progress between them, start a retry
+//! from the gap at once (C waits for the retransmit timer; counted in
+//! `completer_gap_retry`); read responses beyond a gap are held
+//! ([`Sq::hold_response`]) and taken once it fills (C drops them, and the
+//! read waits for the replay of every one).
 
 use super::events::Event;
 use super::opcode::{Mask, Opcode};
@@ -180,6 +182,16 @@ pub(crate) trait Sq {
     /// Dequeues the next response packet, if any. The engine keeps its skb
     /// until `run` returns, for [`Sq::read_data`]/[`Sq::atomic_data`].
     fn next_response(&mut self) -> Option<Response>;
+    /// [`Sq::next_response`], where a read response held beyond a gap
+    /// ([`Sq::hold_response`]) with PSN `comp_psn`, the one the completer
+    /// expects, comes first.
+    fn next_response_from(&mut self, _comp_psn: u32) -> Option<Response> {
+        self.next_response()
+    }
+    /// Keeps the dequeued response, a read response beyond `comp_psn`, in
+    /// the QP's reorder buffer instead of dropping it, for
+    /// [`Sq::next_response_from`] once the responses before it have come.
+    fn hold_response(&mut self, _comp_psn: u32) {}
     /// The WQE at the SQ consumer index, or `None` when the queue is empty.
     fn head(&mut self) -> Option<Head>;
     /// Scatters the dequeued read response's payload into the head WQE at
@@ -246,6 +258,9 @@ enum St {
     WriteSend,
     UpdateComp,
     ErrorRetry,
+    /// A read response beyond a gap: hold it, then retry (`true`: the gap
+    /// was found lost) or stop.
+    Hold(bool),
     RnrRetry,
     Error(WcStatus),
     Exit,
@@ -351,15 +366,28 @@ fn check_psn(comp: &mut State, h: &Head, pkt: &Response) -> St {
         // as after the timer: a duplicate request, which every responder
         // answers by replaying from that PSN. Not while a retry is under
         // way (its own responses are yet to come).
+        let mut retry = false;
         if !comp.started_retry {
             comp.gap_responses = comp.gap_responses.saturating_add(1);
             if comp.gap_responses >= GAP_RETRY_RESPONSES {
                 comp.gap_responses = 0;
                 comp.gap_retry = true;
-                return St::ErrorRetry;
+                retry = true;
             }
         }
-        St::Done
+        // A read response is kept for when the gap fills (by the late
+        // response or the replay the retry asks for): the read then goes
+        // on from it without waiting for its replay.
+        if matches!(
+            pkt.opcode,
+            Opcode::RcReadResponseMiddle | Opcode::RcReadResponseLast
+        ) {
+            St::Hold(retry)
+        } else if retry {
+            St::ErrorRetry
+        } else {
+            St::Done
+        }
     } else {
         St::CheckAck
     }
@@ -501,7 +529,7 @@ pub(crate) fn run(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq
 /// [`run`]'s state machine; inlined as `run` is.
 #[inline(always)]
 fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &mut Outcome) {
-    let pkt = sq.next_response();
+    let pkt = sq.next_response_from(comp.psn);
     if pkt.is_some() {
         comp.timeout_retry = false;
     }
@@ -514,6 +542,14 @@ fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &m
                 get_wqe(comp, head.as_ref(), pkt.as_ref())
             }
             (St::CheckPsn, Some(h), Some(p)) => check_psn(comp, h, p),
+            (St::Hold(retry), _, _) => {
+                sq.hold_response(comp.psn);
+                if retry {
+                    St::ErrorRetry
+                } else {
+                    St::Done
+                }
+            }
             (St::CheckAck, Some(h), Some(p)) => check_ack(comp, req, h, p, sq),
             (St::Read, Some(h), Some(p)) => match sq.read_data() {
                 Ok(0) if p.opcode.has(Mask::END) => St::CompAck,

@@ -318,6 +318,8 @@ struct Sim {
     sent: usize,
     /// Packets it did not resend, an ACK having passed them.
     skipped: usize,
+    /// Read responses the completer held beyond a gap and took later.
+    responses_held: usize,
 }
 
 /// [`simulate`] with responses `delay` ticks on their way back, and with
@@ -325,8 +327,8 @@ struct Sim {
 /// up to 8 packets a tick, so a delay of a few dozen ticks fills the
 /// 128-PSN window when no read holds it back for its rd_atomic credit
 /// first; then only the completer's wake-ups move the requester on.
-/// `reorder`: the responder's reorder buffer, in PSNs (0: none, as
-/// rdma_rxe).
+/// `reorder`: the reorder buffers of the responder and of the completer
+/// (read responses), in PSNs (0: none, as rdma_rxe).
 #[allow(clippy::too_many_arguments)]
 fn simulate_with(
     seed: u64,
@@ -365,6 +367,7 @@ fn simulate_with(
         io,
     };
     let mut tx = Sender::new(qp::Type::Rc, 4, start_psn, wqes);
+    tx.sq.reorder = reorder;
     let mut net = Net {
         rng: Rng::new(seed ^ 0x9e37),
         drop_pct,
@@ -414,6 +417,7 @@ fn simulate_with(
                 events: core::mem::take(&mut rx.io.events),
                 sent,
                 skipped: tx.skipped,
+                responses_held: tx.sq.held_taken,
             };
         }
         if rnr && posted < ex.recvs.len() && tick % 7 == 0 {
@@ -698,7 +702,7 @@ fn long_round_trips() {
 /// the right data, over loss, duplicates, reordering and long round trips.
 #[test]
 fn reorder_buffer_connections() {
-    let (mut held, mut skipped) = (0, 0);
+    let (mut held, mut skipped, mut responses) = (0, 0, 0);
     for seed in 500..=560u64 {
         let (drop_pct, dup_pct, swap_pct, delay) = match seed % 4 {
             0 => (10, 3, 0, 0),
@@ -723,7 +727,9 @@ fn reorder_buffer_connections() {
             .filter(|e| **e == super::events::Event::ReorderHeld)
             .count();
         skipped += sim.skipped;
+        responses += sim.responses_held;
     }
+    assert!(responses > 20, "only {responses} read responses held");
     assert!(held > 100, "only {held} requests held");
     assert!(skipped > 10, "only {skipped} resends skipped");
 }

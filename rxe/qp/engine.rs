@@ -161,6 +161,9 @@ impl QpShared {
         self.flow.waker().disarm();
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
+        // Packets held for reordering keep their device referenced.
+        self.req.lock().responses.clear();
+        self.resp_forget();
     }
 
     /// One step of the send task: the completer if it has work, then the

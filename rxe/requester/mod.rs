@@ -41,6 +41,7 @@ use crate::rxe::proto::requester::{self as rl, Gates, ReqQp, Step, Wait, WqeInfo
 use crate::rxe::proto::uapi::{SendWqe, WcStatus, WqeState, WrOpcode, WrParams};
 use crate::rxe::proto::wire::local_ack_timeout_ns;
 use crate::rxe::qp::{self, Check, Engine, QpShared};
+use crate::rxe::reorder::Reorder;
 
 /// The transmit flow's waker: schedules the requester once its skbs in
 /// flight have drained below the low mark.
@@ -101,6 +102,8 @@ pub(crate) struct State {
     av_cache: ah::AvCache,
     /// Where the packets of the WQE being sent have got to in its SGEs.
     cursor: SendCursor,
+    /// Read responses that came beyond a gap (the completer's).
+    pub(crate) responses: Reorder,
 }
 
 impl State {
@@ -115,6 +118,7 @@ impl State {
             pages: PayloadPages::new(),
             av_cache: ah::AvCache::new(),
             cursor: SendCursor::new(),
+            responses: Reorder::new(),
         })
     }
 }
@@ -221,6 +225,7 @@ pub(crate) fn reset(qp: &Arc<QpShared>) {
     st.sq.cur.forget();
     st.sq.head.forget();
     st.cursor.forget();
+    st.responses.clear();
 }
 
 /// What one requester decision leaves for the task.
@@ -415,6 +420,7 @@ fn run_wqe<'a>(
         pages,
         av_cache,
         cursor,
+        ..
     } = st;
     // The shadow entry is worked on in place; the WQE is done with once
     // `next` is set.

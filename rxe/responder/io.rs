@@ -6,7 +6,6 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::reorder::Reorder;
 use super::{Facts, WqeHold, WriteMr};
 use crate::rxe::counters;
 use crate::rxe::cq::Due;
@@ -33,6 +32,7 @@ use crate::rxe::proto::uapi::{Cqe, RecvWqe, WcStatus};
 use crate::rxe::proto::wire::Syndrome;
 use crate::rxe::qp::{self, QpShared};
 use crate::rxe::recv::RxPacket;
+use crate::rxe::reorder::Reorder;
 use crate::rxe::srq;
 
 /// The kernel side of the responder for one run.

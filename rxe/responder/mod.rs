@@ -13,10 +13,8 @@
 //! the QP's LAST_WQE_REACHED event) run after it is released.
 
 mod io;
-mod reorder;
 
 use io::Io;
-use reorder::Reorder;
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -38,6 +36,7 @@ use crate::rxe::proto::responder::rules::{self, Res, ResKind, RespQp, MAX_RESOUR
 use crate::rxe::proto::uapi::{recv_wqe, Cqe, RecvWqe, WcStatus};
 use crate::rxe::qp::{self, Check, Engine, QpShared};
 use crate::rxe::recv::RxPacket;
+use crate::rxe::reorder::Reorder;
 
 /// The receive WQE the current message lands in, with its progress.
 struct HeldWqe {
@@ -198,6 +197,16 @@ fn rounded_rd_atomic(n: u8) -> u32 {
 }
 
 impl QpShared {
+    /// Drops the request at the head and those held for reordering
+    /// (destroy: the packets keep their device referenced).
+    pub(crate) fn resp_forget(&self) {
+        let mut st = self.resp.lock();
+        if let Some(p) = st.head.take() {
+            p.consume();
+        }
+        st.reorder.clear();
+    }
+
     /// The PSN the responder expects next, which query_qp reports as
     /// `rq_psn`.
     pub(crate) fn resp_psn(&self) -> u32 {

@@ -6,9 +6,10 @@
 //! and recorded.
 
 use crate::proto::completer::{CopyFault, Head, Response, Sq};
+use crate::proto::psn::{psn_before, psn_diff};
 use crate::proto::requester::{Progress, WqeInfo};
 use crate::proto::uapi::{WcStatus, WrMask, WrOpcode};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::vec::Vec;
 
 /// A posted WQE as the requester and the completer see it.
@@ -61,6 +62,13 @@ pub(crate) struct SqModel {
     pub(crate) ok: [u64; 16],
     /// Print every retirement.
     pub(crate) trace: bool,
+    /// A reorder buffer for read responses of this many PSNs after the
+    /// expected one ([`Sq::hold_response`], as the driver's); none when 0.
+    pub(crate) reorder: u32,
+    /// The responses it holds, by PSN.
+    pub(crate) held: BTreeMap<u32, Delivery>,
+    /// Responses it took.
+    pub(crate) held_taken: usize,
 }
 
 impl SqModel {
@@ -77,6 +85,26 @@ impl Sq for SqModel {
     fn next_response(&mut self) -> Option<Response> {
         self.cur = self.inbox.pop_front();
         self.cur.as_ref().map(|c| c.0)
+    }
+
+    fn next_response_from(&mut self, comp_psn: u32) -> Option<Response> {
+        self.held.retain(|&psn, _| !psn_before(psn, comp_psn));
+        if let Some(d) = self.held.remove(&comp_psn) {
+            self.held_taken += 1;
+            self.cur = Some(d);
+            return self.cur.as_ref().map(|c| c.0);
+        }
+        self.next_response()
+    }
+
+    fn hold_response(&mut self, comp_psn: u32) {
+        let Some(d) = self.cur.take() else {
+            return;
+        };
+        let ahead = psn_diff(d.0.psn, comp_psn);
+        if ahead > 0 && (ahead as u32) < self.reorder {
+            self.held.entry(d.0.psn).or_insert(d);
+        }
     }
 
     fn head(&mut self) -> Option<Head> {

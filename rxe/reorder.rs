@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 
-//! An RC QP's reorder buffer: requests that came beyond a gap in the PSNs,
-//! held until the requests before them come, then taken in PSN order.
+//! A reorder buffer: RC packets that came beyond a gap in the PSNs, held
+//! until the packets before them come, then taken in PSN order. The
+//! responder holds requests in one (`responder`), the completer read
+//! responses in another (`completer`).
 //!
-//! Go-back-N drops such requests (rdma_rxe does), and the requester then
-//! sends them again after the one that was lost or late. Held here, a
-//! reordered packet costs nothing and a lost one costs one resend: the
-//! requests behind it are executed as soon as it comes, and their ACK
-//! tells the requester that the rest of its resend is not needed (an
-//! rxe_rs requester then skips it; rdma_rxe's sends it, and finds every
-//! packet acknowledged as a duplicate). The wire does not change.
+//! Go-back-N drops such packets (rdma_rxe does), and the requester then
+//! sends them again after the one that was lost or late (for a read, the
+//! responder sends its responses again). Held here, a reordered packet
+//! costs nothing and a lost one little: the packets behind it are taken
+//! as soon as it comes. A responder's ACK then tells the requester that
+//! the rest of its resend is not needed (rxe_rs's requester skips it;
+//! rdma_rxe's sends it, and finds it acknowledged as duplicates); the
+//! responses of a read replayed from the gap are dropped as old. The wire
+//! does not change.
 //!
-//! A QP holds the [`SLOTS`] PSNs after the expected one at most, each in
-//! the slot of its PSN modulo [`SLOTS`], allocated at the first hold; all
-//! the QPs of a device hold at most [`DEVICE_LIMIT`] requests (counted in
-//! the device's `reorder_held`). A request it cannot place is treated as
-//! rdma_rxe treats it. A held request that the gap's resend overtook
+//! A buffer holds the [`SLOTS`] PSNs after the expected one at most, each
+//! in the slot of its PSN modulo [`SLOTS`], allocated at the first hold;
+//! all the buffers of a device hold at most [`DEVICE_LIMIT`] packets
+//! (counted in the device's `reorder_held`). A packet it cannot place is
+//! treated as rdma_rxe treats it. A held packet that a resend overtook
 //! (its PSN is behind the expected one by then) is dropped when its slot
 //! is next looked at, or with the others when the QP resets or fails.
 
@@ -27,34 +31,33 @@ use kernel::prelude::*;
 use crate::rxe::proto::psn::{psn_before, psn_diff};
 use crate::rxe::recv::RxPacket;
 
-/// PSNs after the expected one a QP holds requests for.
-pub(super) const SLOTS: usize = 64;
+/// PSNs after the expected one a buffer holds packets for.
+pub(crate) const SLOTS: usize = 64;
 
-/// Requests the QPs of one device hold at most (each an skb of at most
-/// one MTU of payload).
+/// Packets the buffers of one device hold at most (each an skb of at
+/// most one MTU of payload).
 const DEVICE_LIMIT: u32 = 2048;
 
 /// See the module documentation.
-pub(super) struct Reorder {
-    /// Empty until the QP first holds a request; then [`SLOTS`] long.
+pub(crate) struct Reorder {
+    /// Empty until the first hold; then [`SLOTS`] long.
     slots: KVec<Option<RxPacket>>,
-    /// Slots that hold a request.
+    /// Slots that hold a packet.
     held: usize,
 }
 
 impl Reorder {
-    pub(super) const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             slots: KVec::new(),
             held: 0,
         }
     }
 
-    /// Holds `pkt`, a request beyond `next`, the PSN the responder
-    /// expects. Returns the number of requests held, or gives `pkt` back
-    /// when it cannot hold it (beyond the slots, no memory, the device at
-    /// its limit).
-    pub(super) fn hold(&mut self, pkt: RxPacket, next: u32) -> Result<usize, RxPacket> {
+    /// Holds `pkt`, a packet beyond `next`, the PSN expected. Returns the
+    /// number of packets held, or gives `pkt` back when it cannot hold it
+    /// (beyond the slots, no memory, the device at its limit).
+    pub(crate) fn hold(&mut self, pkt: RxPacket, next: u32) -> Result<usize, RxPacket> {
         let psn = pkt.psn();
         let ahead = psn_diff(psn, next);
         if ahead <= 0 || ahead as usize >= SLOTS {
@@ -67,10 +70,10 @@ impl Reorder {
             return Err(pkt);
         };
         match slot {
-            // A second copy (the requester resent it): keep the first.
+            // A second copy (the peer resent it): keep the first.
             Some(old) if old.psn() == psn => pkt.consume(),
             // Another PSN of this slot, in the window only once the
-            // expected PSN had passed it: a request the resend overtook.
+            // expected PSN had passed it: a packet a resend overtook.
             Some(_) => {
                 if let Some(old) = slot.replace(pkt) {
                     old.consume();
@@ -89,10 +92,10 @@ impl Reorder {
         Ok(self.held)
     }
 
-    /// The held request with PSN `next`, taken out; drops one its slot
+    /// The held packet with PSN `next`, taken out; drops one its slot
     /// holds that is behind `next`.
     #[inline]
-    pub(super) fn take(&mut self, next: u32) -> Option<RxPacket> {
+    pub(crate) fn take(&mut self, next: u32) -> Option<RxPacket> {
         if self.held == 0 {
             return None;
         }
@@ -115,8 +118,8 @@ impl Reorder {
         }
     }
 
-    /// Drops every held request (RESET, ERR, a new receive PSN).
-    pub(super) fn clear(&mut self) {
+    /// Drops every held packet (RESET, ERR, destroy, a new PSN).
+    pub(crate) fn clear(&mut self) {
         if self.held == 0 {
             return;
         }
@@ -133,7 +136,7 @@ impl Reorder {
     }
 
     /// The slots, allocated in the receive path (softirq): atomically,
-    /// without a warning when memory is short (the request is then
+    /// without a warning when memory is short (the packet is then
     /// dropped, as without the buffer).
     fn allocate(&mut self) -> Result {
         let flags = GFP_ATOMIC | __GFP_NOWARN;
