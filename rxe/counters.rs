@@ -76,12 +76,15 @@ pub(crate) enum Counter {
     /// Completer: read responses beyond a gap held in the QP's reorder
     /// buffer instead of dropped (rxe_rs only).
     ResponsesHeld,
+    /// Completer: of `completer_retry_err`'s kind but not counted there,
+    /// the resends the probe timer started (rxe_rs only).
+    CompleterProbeRetry,
     /// Requester: packets a retry did not send again, an ACK having
     /// acknowledged them first (rxe_rs only).
     ResendSkipped,
 }
 
-pub(crate) const COUNT: usize = 29;
+pub(crate) const COUNT: usize = 30;
 
 impl Counter {
     /// Every counter, in index order.
@@ -114,6 +117,7 @@ impl Counter {
         Counter::CompleterGapRetry,
         Counter::RespReorderHeld,
         Counter::ResponsesHeld,
+        Counter::CompleterProbeRetry,
         Counter::ResendSkipped,
     ];
 
@@ -148,6 +152,7 @@ impl Counter {
             Counter::CompleterGapRetry => c"completer_gap_retry",
             Counter::RespReorderHeld => c"resp_reorder_held",
             Counter::ResponsesHeld => c"comp_reorder_held",
+            Counter::CompleterProbeRetry => c"completer_probe_retry",
             Counter::ResendSkipped => c"resend_skipped",
         }
     }
@@ -258,6 +263,7 @@ impl From<Event> for Counter {
             Event::Retry => Counter::CompleterRetryErr,
             Event::GapRetry => Counter::CompleterGapRetry,
             Event::ReorderHeld => Counter::RespReorderHeld,
+            Event::ProbeRetry => Counter::CompleterProbeRetry,
             Event::RetryExceeded => Counter::RetryExceededErr,
             Event::RnrRetryExceeded => Counter::RetryRnrExceededErr,
         }

@@ -95,6 +95,9 @@ pub(crate) struct State {
     /// The retry being started was asked for by [`GAP_RETRY_RESPONSES`]
     /// such responses.
     pub(crate) gap_retry: bool,
+    /// Set by the probe timer (see [`State::probe_fired`]), consumed by
+    /// the next [`run`].
+    pub(crate) probe: bool,
 }
 
 impl State {
@@ -111,6 +114,7 @@ impl State {
             attr_rnr_retry: rnr_retry,
             gap_responses: 0,
             gap_retry: false,
+            probe: false,
         }
     }
 
@@ -136,6 +140,16 @@ impl State {
         self.timeout = true;
     }
 
+    /// The probe timer fired: nothing was acknowledged for a fraction of
+    /// the ACK timeout while PSNs were outstanding (a lost last packet, or
+    /// a lost ACK or NAK, which nothing after it would reveal). The next
+    /// run resends from the oldest unacknowledged PSN, as after a timeout
+    /// but without using up a retry: the retransmit timer keeps running
+    /// and still counts the retries the QP's `retry_cnt` allows.
+    pub(crate) fn probe_fired(&mut self) {
+        self.probe = true;
+    }
+
     /// Moving to RESET: the completer restarts between messages
     /// (`comp.opcode` is -1 again when the QP is next used).
     pub(crate) fn reset(&mut self) {
@@ -145,6 +159,7 @@ impl State {
         self.started_retry = false;
         self.gap_responses = 0;
         self.gap_retry = false;
+        self.probe = false;
     }
 
     fn reset_retry_counters(&mut self) {
@@ -517,10 +532,11 @@ fn retire(req: &mut requester::State, sq: &mut impl Sq, status: WcStatus) {
 pub(crate) fn run(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq) -> Outcome {
     req.again = false;
     comp.timeout_retry = core::mem::take(&mut comp.timeout);
+    let probe = core::mem::take(&mut comp.probe);
     let mut out = Outcome::default();
 
     if !req.need_retry {
-        drive(comp, req, sq, &mut out);
+        drive(comp, req, sq, &mut out, probe);
     }
     out.again = req.take_again();
     out
@@ -528,8 +544,16 @@ pub(crate) fn run(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq
 
 /// [`run`]'s state machine; inlined as `run` is.
 #[inline(always)]
-fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &mut Outcome) {
+fn drive(
+    comp: &mut State,
+    req: &mut requester::State,
+    sq: &mut impl Sq,
+    out: &mut Outcome,
+    probe: bool,
+) {
     let pkt = sq.next_response_from(comp.psn);
+    // A response moves things on: no timeout or probe retry this run.
+    let probe = probe && pkt.is_none();
     if pkt.is_some() {
         comp.timeout_retry = false;
     }
@@ -614,6 +638,18 @@ fn drive(comp: &mut State, req: &mut requester::State, sq: &mut impl Sq, out: &m
             (St::Exit, h, _) => {
                 if comp.timeout_retry && h.is_some() {
                     St::ErrorRetry
+                } else if probe
+                    && !comp.started_retry
+                    && psn_after(req.psn, comp.psn)
+                    && matches!(h, Some(h) if h.progress.state != WqeState::Posted)
+                {
+                    // Resend from the oldest unacknowledged PSN, without
+                    // a retry's count (`State::probe_fired`).
+                    sq.count(Event::ProbeRetry);
+                    req.need_retry = true;
+                    comp.started_retry = true;
+                    req.again = true;
+                    St::Done
                 } else {
                     out.rearm_retransmit = psn_after(req.psn, comp.psn);
                     return;

@@ -29,6 +29,9 @@ pub(crate) enum Event {
     /// Completer: a retry ([`Event::Retry`], counted too) started by read
     /// or atomic responses beyond a gap, before the retransmit timer.
     GapRetry,
+    /// Completer: the probe timer started a resend (not counted as a
+    /// retry: the retransmit timer keeps the count).
+    ProbeRetry,
     /// Completer: the retry count ran out (`RETRY_EXC_ERR`).
     RetryExceeded,
     /// Completer: the RNR retry count ran out (`RNR_RETRY_EXC_ERR`).

@@ -381,6 +381,7 @@ fn simulate_with(
     }
     let mut rnr_at: Option<usize> = None;
     let mut sent = 0usize;
+    let mut probed = false;
     let (mut asked, mut ends, mut timeouts) = (0usize, 0usize, 0usize);
     // Responses on their way back, with the tick they arrive.
     let mut returning = VecDeque::new();
@@ -530,8 +531,20 @@ fn simulate_with(
                 break;
             }
         }
+        if !idle {
+            probed = false;
+        }
         if idle && rnr_at.is_none() && tx.sq.inbox.is_empty() && rx.io.reqs.is_empty() {
-            // Nothing moves: the retransmit timer fires.
+            // Nothing moves: with the reorder buffers (rxe_rs), the probe
+            // timer fires first, once; then the retransmit timer.
+            if reorder > 0 && !probed {
+                probed = true;
+                tx.comp.probe_fired();
+                let o = completer::run(&mut tx.comp, &mut tx.req, &mut tx.sq);
+                assert!(!o.qp_error, "seed {seed}: probe failed");
+                tx.woken |= o.again;
+                continue;
+            }
             timeouts += 1;
             tx.comp.timer_fired();
             if trace() {

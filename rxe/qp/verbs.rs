@@ -248,6 +248,7 @@ impl Qp {
                 faults,
                 retrans_timer <- new_timer!("rxe_retrans"),
                 rnr_timer <- new_timer!("rxe_rnr"),
+                probe_timer <- new_timer!("rxe_probe"),
             }? Error),
             GFP_KERNEL,
         )?;

@@ -7,8 +7,9 @@
 # left out of the comparison against 6.12's rdma_rxe; an RC pingpong checks
 # them wherever they exist, against the peer's counts when it has them too.
 # rxe_rs's own counters (rcvd_drop_*, dropped packets by reason, and the
-# loss recovery's completer_gap_retry, resp_reorder_held, comp_reorder_held
-# and resend_skipped, after rdma_rxe's) are left out of the comparison.
+# loss recovery's completer_gap_retry, resp_reorder_held, comp_reorder_held,
+# completer_probe_retry and resend_skipped, after rdma_rxe's) are left out
+# of the comparison.
 #
 #   qemu-test/run --drivers rs,c qemu-test/tests/verbs/net_counters.sh
 set -euo pipefail
@@ -28,13 +29,13 @@ has_bytes() { [ "$RXE_DRIVER" = rs ] || [ "${RXE_KERNEL:-6.12}" != 6.12 ]; }
 # Against 6.12's rdma_rxe the two byte counters are left out, and rxe_rs's
 # own counters always.
 mask_bytes() {
-	local own=(-e '^rcvd_drop_' -e '^completer_gap_retry$' -e '^resp_reorder_held$' -e '^comp_reorder_held$' -e '^resend_skipped$')
+	local own=(-e '^rcvd_drop_' -e '^completer_gap_retry$' -e '^resp_reorder_held$' -e '^comp_reorder_held$' -e '^completer_probe_retry$' -e '^resend_skipped$')
 	[ "${RXE_KERNEL:-6.12}" != 6.12 ] || own+=(-e '^sent_bytes$' -e '^rcvd_bytes$')
 	grep -v "${own[@]}"
 }
 
-# rxe_rs's own counters: dropped packets by reason (8), loss recovery (4).
-OWN_COUNTERS=12
+# rxe_rs's own counters: dropped packets by reason (8), loss recovery (5).
+OWN_COUNTERS=13
 
 snapshot() {
 	echo "--- rdma statistic"

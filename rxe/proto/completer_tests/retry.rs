@@ -307,3 +307,43 @@ fn fully_acknowledged_heads_retire_without_a_response() {
     f.run();
     assert!(f.sq.retired.is_empty());
 }
+
+/// The probe timer resends from the oldest unacknowledged PSN without
+/// using up a retry, once per stall: not while a retry is under way, not
+/// with nothing outstanding, not when a response came.
+#[test]
+fn probe_resends_without_using_a_retry() {
+    let mut f = Fixture::new(PSN_MASK, 1);
+    f.wqe(head(WrOpcode::Send, 8, PSN_MASK, 0, WqeState::Pending));
+    f.comp.probe_fired();
+    let o = f.run();
+    assert!(o.progress && o.again && f.req.need_retry && !o.rearm_retransmit);
+    assert_eq!(f.comp.retry_cnt, 3);
+    assert_eq!(f.sq.events, [Event::ProbeRetry]);
+    f.req.need_retry = false;
+    // A second probe in the same stall does nothing; the timer still
+    // retries, and counts.
+    f.comp.probe_fired();
+    let o = f.run();
+    assert!(!f.req.need_retry && o.rearm_retransmit);
+    f.comp.timer_fired();
+    f.run();
+    assert!(f.req.need_retry);
+    assert_eq!(f.comp.retry_cnt, 2);
+    assert_eq!(f.sq.events, [Event::ProbeRetry, Event::Retry]);
+    // A response in the same run: no probe.
+    let mut f = Fixture::new(0, 2);
+    f.wqe(head(WrOpcode::Send, 8, 0, 0, WqeState::Pending))
+        .wqe(head(WrOpcode::Send, 8, 1, 1, WqeState::Pending))
+        .resp(ack(0), 0);
+    f.comp.probe_fired();
+    f.run();
+    assert!(!f.req.need_retry);
+    assert_eq!(f.retired(), [WcStatus::Success]);
+    // Everything acknowledged: nothing to resend.
+    let mut f = Fixture::new(5, 5);
+    f.wqe(head(WrOpcode::Send, 8, 4, 4, WqeState::Pending));
+    f.comp.probe_fired();
+    f.run();
+    assert!(!f.req.need_retry && f.sq.events.is_empty());
+}
