@@ -15,13 +15,15 @@
 //! responses of a read replayed from the gap are dropped as old. The wire
 //! does not change.
 //!
-//! A buffer holds the [`SLOTS`] PSNs after the expected one at most, each
-//! in the slot of its PSN modulo [`SLOTS`], allocated at the first hold;
-//! all the buffers of a device hold at most [`DEVICE_LIMIT`] packets
-//! (counted in the device's `reorder_held`). A packet it cannot place is
-//! treated as rdma_rxe treats it. A held packet that a resend overtook
-//! (its PSN is behind the expected one by then) is dropped when its slot
-//! is next looked at, or with the others when the QP resets or fails.
+//! A buffer holds at most [`CAPACITY`] packets, of the [`WINDOW`] PSNs after
+//! the expected one (room for a reordering of a few milliseconds at the
+//! rates rxe reaches), in slots allocated at the first hold and searched
+//! by PSN (a buffer seldom holds more than a few); all the buffers of a
+//! device hold at most [`DEVICE_LIMIT`] packets (counted in the device's
+//! `reorder_held`). A packet it cannot place is treated as rdma_rxe treats
+//! it. A held packet that a resend overtook (its PSN is behind the
+//! expected one by then) is dropped at the next look for the expected
+//! PSN, or with the others when the QP resets or fails.
 
 use core::sync::atomic::Ordering;
 
@@ -31,8 +33,11 @@ use kernel::prelude::*;
 use crate::rxe::proto::psn::{psn_before, psn_diff};
 use crate::rxe::recv::RxPacket;
 
-/// PSNs after the expected one a buffer holds packets for.
-pub(crate) const SLOTS: usize = 64;
+/// Packets one buffer holds at most.
+pub(crate) const CAPACITY: usize = 64;
+
+/// How far beyond the expected PSN a held packet may be.
+pub(crate) const WINDOW: i32 = 1024;
 
 /// Packets the buffers of one device hold at most (each an skb of at
 /// most one MTU of payload).
@@ -40,7 +45,7 @@ const DEVICE_LIMIT: u32 = 2048;
 
 /// See the module documentation.
 pub(crate) struct Reorder {
-    /// Empty until the first hold; then [`SLOTS`] long.
+    /// Empty until the first hold; then [`CAPACITY`] slots, in no order.
     slots: KVec<Option<RxPacket>>,
     /// Slots that hold a packet.
     held: usize,
@@ -56,66 +61,52 @@ impl Reorder {
 
     /// Holds `pkt`, a packet beyond `next`, the PSN expected. Returns the
     /// number of packets held, or gives `pkt` back when it cannot hold it
-    /// (beyond the slots, no memory, the device at its limit).
+    /// (beyond the window, full, no memory, the device at its limit).
     pub(crate) fn hold(&mut self, pkt: RxPacket, next: u32) -> Result<usize, RxPacket> {
         let psn = pkt.psn();
         let ahead = psn_diff(psn, next);
-        if ahead <= 0 || ahead as usize >= SLOTS {
+        if ahead <= 0 || ahead >= WINDOW {
             return Err(pkt);
         }
         if self.slots.is_empty() && self.allocate().is_err() {
             return Err(pkt);
         }
-        let Some(slot) = self.slots.get_mut(psn as usize % SLOTS) else {
+        // A second copy (the peer resent it): keep the first.
+        if self.slots.iter().flatten().any(|p| p.psn() == psn) {
+            pkt.consume();
+            return Ok(self.held);
+        }
+        if self.held >= CAPACITY {
+            self.drop_behind(next);
+        }
+        let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else {
             return Err(pkt);
         };
-        match slot {
-            // A second copy (the peer resent it): keep the first.
-            Some(old) if old.psn() == psn => pkt.consume(),
-            // Another PSN of this slot, in the window only once the
-            // expected PSN had passed it: a packet a resend overtook.
-            Some(_) => {
-                if let Some(old) = slot.replace(pkt) {
-                    old.consume();
-                }
-            }
-            None => {
-                let count = &pkt.device().state().reorder_held;
-                if count.fetch_add(1, Ordering::Relaxed) >= DEVICE_LIMIT {
-                    count.fetch_sub(1, Ordering::Relaxed);
-                    return Err(pkt);
-                }
-                *slot = Some(pkt);
-                self.held += 1;
-            }
+        let count = &pkt.device().state().reorder_held;
+        if count.fetch_add(1, Ordering::Relaxed) >= DEVICE_LIMIT {
+            count.fetch_sub(1, Ordering::Relaxed);
+            return Err(pkt);
         }
+        *slot = Some(pkt);
+        self.held += 1;
         Ok(self.held)
     }
 
-    /// The held packet with PSN `next`, taken out; drops one its slot
-    /// holds that is behind `next`.
+    /// The held packet with PSN `next`, taken out; drops those behind it.
     #[inline]
     pub(crate) fn take(&mut self, next: u32) -> Option<RxPacket> {
         if self.held == 0 {
             return None;
         }
-        let slot = self.slots.get_mut(next as usize % SLOTS)?;
-        let psn = slot.as_ref()?.psn();
-        if psn != next && !psn_before(psn, next) {
-            return None;
-        }
+        self.drop_behind(next);
+        let slot = self
+            .slots
+            .iter_mut()
+            .find(|s| s.as_ref().is_some_and(|p| p.psn() == next))?;
         let pkt = slot.take()?;
         self.held -= 1;
-        pkt.device()
-            .state()
-            .reorder_held
-            .fetch_sub(1, Ordering::Relaxed);
-        if psn == next {
-            Some(pkt)
-        } else {
-            pkt.consume();
-            None
-        }
+        uncount(&pkt);
+        Some(pkt)
     }
 
     /// Drops every held packet (RESET, ERR, destroy, a new PSN).
@@ -125,14 +116,24 @@ impl Reorder {
         }
         for slot in self.slots.iter_mut() {
             if let Some(pkt) = slot.take() {
-                pkt.device()
-                    .state()
-                    .reorder_held
-                    .fetch_sub(1, Ordering::Relaxed);
+                uncount(&pkt);
                 drop(pkt);
             }
         }
         self.held = 0;
+    }
+
+    /// Drops the held packets a resend overtook: behind `next`.
+    fn drop_behind(&mut self, next: u32) {
+        for slot in self.slots.iter_mut() {
+            if slot.as_ref().is_some_and(|p| psn_before(p.psn(), next)) {
+                if let Some(pkt) = slot.take() {
+                    self.held -= 1;
+                    uncount(&pkt);
+                    pkt.consume();
+                }
+            }
+        }
     }
 
     /// The slots, allocated in the receive path (softirq): atomically,
@@ -140,13 +141,21 @@ impl Reorder {
     /// dropped, as without the buffer).
     fn allocate(&mut self) -> Result {
         let flags = GFP_ATOMIC | __GFP_NOWARN;
-        let mut slots = KVec::with_capacity(SLOTS, flags)?;
-        for _ in 0..SLOTS {
+        let mut slots = KVec::with_capacity(CAPACITY, flags)?;
+        for _ in 0..CAPACITY {
             slots.push(None, flags)?;
         }
         self.slots = slots;
         Ok(())
     }
+}
+
+/// `pkt` leaves its device's count of held packets.
+fn uncount(pkt: &RxPacket) {
+    pkt.device()
+        .state()
+        .reorder_held
+        .fetch_sub(1, Ordering::Relaxed);
 }
 
 impl Drop for Reorder {

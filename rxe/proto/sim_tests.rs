@@ -732,7 +732,7 @@ fn reorder_buffer_connections() {
             false,
             delay,
             seed % 3 != 0,
-            64,
+            1024,
         );
         held += sim
             .events
@@ -766,7 +766,7 @@ fn reorder_buffer_saves_resends() {
         (naks, sent)
     };
     for (drop_pct, swap_pct) in [(0, 20), (5, 0), (5, 5)] {
-        let (with, without) = (run(64, drop_pct, swap_pct), run(0, drop_pct, swap_pct));
+        let (with, without) = (run(1024, drop_pct, swap_pct), run(0, drop_pct, swap_pct));
         // A loss needs its NAK either way; reordering alone needs few.
         let fewer_naks = drop_pct > 0 || with.0 * 4 < without.0;
         assert!(

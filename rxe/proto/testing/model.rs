@@ -77,7 +77,8 @@ pub(crate) struct RespModel {
     /// The QP's status changed since the run began ([`Io::status_moved`]).
     pub(crate) status_moved: bool,
     /// A reorder buffer of this many PSNs after the expected one
-    /// ([`Io::hold`], as the driver's); none when 0.
+    /// ([`Io::hold`], as the driver's, which holds at most 64 requests);
+    /// none when 0.
     pub(crate) reorder: u32,
     /// The requests it holds, by PSN.
     pub(crate) held_reqs: BTreeMap<u32, (Request, Vec<u8>)>,
@@ -153,6 +154,9 @@ impl Io for RespModel {
         let psn = self.reqs.front()?.0.psn;
         let ahead = crate::proto::psn::psn_diff(psn, next_psn);
         if ahead <= 0 || ahead as u32 >= self.reorder {
+            return None;
+        }
+        if self.held_reqs.len() >= 64 && !self.held_reqs.contains_key(&psn) {
             return None;
         }
         let r = self.reqs.pop_front()?;

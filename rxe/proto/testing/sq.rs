@@ -102,7 +102,7 @@ impl Sq for SqModel {
             return;
         };
         let ahead = psn_diff(d.0.psn, comp_psn);
-        if ahead > 0 && (ahead as u32) < self.reorder {
+        if ahead > 0 && (ahead as u32) < self.reorder && self.held.len() < 64 {
             self.held.entry(d.0.psn).or_insert(d);
         }
     }
