@@ -505,7 +505,6 @@ pub(crate) fn step(qp: &Arc<QpShared>) -> Progress {
         // armed for a packet not yet acknowledged is cancelled here.
         if qp.qp_type == qp::Type::Rc && !psn_after(st.req.psn, st.comp.psn) {
             qp.retrans_timer.cancel(qp);
-            qp.probe_timer.cancel(qp);
             // A doorbell that still saw the timer armed left its WQEs to
             // the send task (`QpShared::ring_doorbell`): order the disarm
             // before the requester half reads `want_req`.

@@ -77,7 +77,7 @@ pub(crate) enum Counter {
     /// buffer instead of dropped (rxe_rs only).
     ResponsesHeld,
     /// Completer: of `completer_retry_err`'s kind but not counted there,
-    /// the resends the probe timer started (rxe_rs only).
+    /// the resends the probe started (rxe_rs only).
     CompleterProbeRetry,
     /// Requester: packets a retry did not send again, an ACK having
     /// acknowledged them first (rxe_rs only).

@@ -55,6 +55,11 @@ impl Jiffies {
         self.0
     }
 
+    /// A count of `n` jiffies.
+    pub(crate) fn from_raw(n: c_ulong) -> Self {
+        Self(n)
+    }
+
     /// A delay that waits at least `nsecs` however close to the next tick
     /// the timer is armed: a timer armed `n` ticks ahead fires between
     /// `n - 1` and `n` tick lengths later, so this is `nsecs` rounded down

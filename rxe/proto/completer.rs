@@ -95,8 +95,8 @@ pub(crate) struct State {
     /// The retry being started was asked for by [`GAP_RETRY_RESPONSES`]
     /// such responses.
     pub(crate) gap_retry: bool,
-    /// Set by the probe timer (see [`State::probe_fired`]), consumed by
-    /// the next [`run`].
+    /// Set by the probe (see [`State::probe_fired`]), consumed by the next
+    /// [`run`].
     pub(crate) probe: bool,
 }
 
@@ -140,12 +140,12 @@ impl State {
         self.timeout = true;
     }
 
-    /// The probe timer fired: nothing was acknowledged for a fraction of
-    /// the ACK timeout while PSNs were outstanding (a lost last packet, or
-    /// a lost ACK or NAK, which nothing after it would reveal). The next
-    /// run resends from the oldest unacknowledged PSN, as after a timeout
-    /// but without using up a retry: the retransmit timer keeps running
-    /// and still counts the retries the QP's `retry_cnt` allows.
+    /// The retransmit timer fired early, for the probe: nothing was
+    /// acknowledged for a fraction of the ACK timeout while PSNs were
+    /// outstanding (a lost last packet, or a lost ACK or NAK, which
+    /// nothing after it would reveal). The next run resends from the
+    /// oldest unacknowledged PSN, as after a timeout but without using up
+    /// a retry: the rest of the timeout still runs and counts a retry.
     pub(crate) fn probe_fired(&mut self) {
         self.probe = true;
     }

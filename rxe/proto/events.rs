@@ -29,8 +29,8 @@ pub(crate) enum Event {
     /// Completer: a retry ([`Event::Retry`], counted too) started by read
     /// or atomic responses beyond a gap, before the retransmit timer.
     GapRetry,
-    /// Completer: the probe timer started a resend (not counted as a
-    /// retry: the retransmit timer keeps the count).
+    /// Completer: the probe started a resend (not counted as a retry: the
+    /// rest of the timeout keeps the count).
     ProbeRetry,
     /// Completer: the retry count ran out (`RETRY_EXC_ERR`).
     RetryExceeded,

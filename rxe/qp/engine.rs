@@ -139,7 +139,6 @@ impl QpShared {
         self.resp_task.disable();
         self.retrans_timer.cancel(self);
         self.rnr_timer.cancel(self);
-        self.probe_timer.cancel(self);
         self.comp_pkts.lock().clear();
         self.resp_pkts.lock().clear();
         self.faults.forget();
@@ -158,7 +157,6 @@ impl QpShared {
         self.resp_task.shutdown();
         self.retrans_timer.shutdown(self);
         self.rnr_timer.shutdown(self);
-        self.probe_timer.shutdown(self);
         // No requester runs any more to arm it: break the QP -> waker cycle.
         self.flow.waker().disarm();
         self.comp_pkts.lock().clear();

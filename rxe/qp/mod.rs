@@ -124,7 +124,7 @@
 //! interrupts: kernel users post, modify and make AHs with interrupts off
 //! (the MAD layer posts sends under its own `spin_lock_irqsave`); no `_bh`
 //! lock is taken under one of them. The work items (`rxe_send`,
-//! `rxe_resp`) and timers (`rxe_retrans`, `rxe_rnr`, `rxe_probe`) have lockdep maps of
+//! `rxe_resp`) and timers (`rxe_retrans`, `rxe_rnr`) have lockdep maps of
 //! their own: they are flushed or shut down (`disable`, `shutdown`) in
 //! process context with no driver lock held.
 
@@ -305,16 +305,17 @@ pub(crate) struct QpShared {
     pub(crate) resp_task: Task<QpShared, RESP_TASK>,
     /// The engines' ODP faults in progress (`faults.rs`).
     pub(crate) faults: Arc<faults::Faults>,
-    /// Local ACK timeout: retransmit when nothing was acknowledged.
+    /// Local ACK timeout: retransmit when nothing was acknowledged. Armed
+    /// first for the probe when `probe_due` (see
+    /// `requester::arm_retransmit`).
     #[pin]
     pub(crate) retrans_timer: Timer<QpShared, RETRANS_TIMER>,
+    /// The retransmit timer's next expiry is the probe's, not the
+    /// timeout's.
+    pub(crate) probe_due: AtomicBool,
     /// RNR NAK wait before the requester resends.
     #[pin]
     pub(crate) rnr_timer: Timer<QpShared, RNR_TIMER>,
-    /// An eighth of the local ACK timeout: resend early, once, when
-    /// nothing was acknowledged (see `requester::arm_retransmit`).
-    #[pin]
-    pub(crate) probe_timer: Timer<QpShared, PROBE_TIMER>,
 }
 
 /// Task and timer identities of a QP.
@@ -322,7 +323,6 @@ pub(crate) const SEND_TASK: u64 = 0;
 pub(crate) const RESP_TASK: u64 = 2;
 pub(crate) const RETRANS_TIMER: u64 = 0;
 pub(crate) const RNR_TIMER: u64 = 1;
-pub(crate) const PROBE_TIMER: u64 = 2;
 
 /// Packets a QP queues per engine: room to start with, and the most it
 /// grows to before it drops (RC peers retransmit; UC and UD lose the
@@ -341,9 +341,6 @@ impl_has_timer! {
 }
 impl_has_timer! {
     impl HasTimer<RNR_TIMER> for QpShared { self.rnr_timer }
-}
-impl_has_timer! {
-    impl HasTimer<PROBE_TIMER> for QpShared { self.probe_timer }
 }
 
 /// The QP's status, locked for reading.

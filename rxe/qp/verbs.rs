@@ -247,8 +247,8 @@ impl Qp {
                 resp_task <- new_task!("rxe_resp"),
                 faults,
                 retrans_timer <- new_timer!("rxe_retrans"),
+                probe_due: AtomicBool::new(false),
                 rnr_timer <- new_timer!("rxe_rnr"),
-                probe_timer <- new_timer!("rxe_probe"),
             }? Error),
             GFP_KERNEL,
         )?;

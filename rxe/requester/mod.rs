@@ -20,6 +20,8 @@ mod sq;
 use build::{build, BuildError, SendCursor};
 pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
+use core::sync::atomic::Ordering;
+
 use kernel::{prelude::*, sync::Arc};
 
 use crate::rxe::ah;
@@ -178,37 +180,56 @@ pub(crate) fn qp_error(qp: &Arc<QpShared>, cause: StateCause) {
 }
 
 /// Arms the retransmit timer if the QP has a local ACK timeout.
+///
+/// It expires first for the probe where that comes well before the
+/// timeout (see [`retransmit_delays`]): after that long with nothing
+/// acknowledged (each acknowledgement pushes the timer back) the completer
+/// resends once from the oldest unacknowledged PSN without using up a
+/// retry, and the timer is armed again for the rest of the timeout, which
+/// then counts a retry as ever. A lost last packet, ACK or NAK, which
+/// nothing after it reveals, costs the probe's delay instead of the whole
+/// timeout, and a QP whose peer is gone fails no sooner than its timeout
+/// and retry count say.
 #[inline(always)]
 pub(crate) fn arm_retransmit(qp: &Arc<QpShared>, timeout: u8, only_if_idle: bool) {
     if qp.qp_type != qp::Type::Rc {
         return;
     }
-    let Some(ns) = local_ack_timeout_ns(timeout) else {
+    let Some((first, rest)) = retransmit_delays(timeout) else {
         return;
     };
     if only_if_idle && qp.retrans_timer.pending() {
         return;
     }
-    // Never shorter than the local ACK timeout: with C's rounding (1 jiffy
-    // for every timeout up to a tick) the timer fires at the next tick,
-    // however recently the last response came, and each such spurious
-    // retry of a long RDMA READ has the responder replay the rest of it.
+    qp.probe_due.store(rest.is_some(), Ordering::Relaxed);
+    qp.retrans_timer.arm_in(qp, first);
+}
+
+/// The retransmit timer's first delay, and what is left of the timeout
+/// after it when the first is the probe's: an eighth of the timeout, where
+/// that is at most half of it in ticks (at perftest's and the CM's default
+/// `-u 14`, 67 ms, 12 ms at 250 Hz; not at `-u 10`, 4 ms).
+///
+/// The timeout is never shortened: with C's rounding (1 jiffy for every
+/// timeout up to a tick) the timer fires at the next tick, however
+/// recently the last response came, and each such spurious retry of a
+/// long RDMA READ has the responder replay the rest of it.
+fn retransmit_delays(timeout: u8) -> Option<(Jiffies, Option<Jiffies>)> {
+    let ns = local_ack_timeout_ns(timeout)?;
     let full = Jiffies::at_least_nsecs(ns);
-    qp.retrans_timer.arm_in(qp, full);
-    // The probe: after an eighth of the timeout with nothing acknowledged
-    // (the timers are pushed back by each acknowledgement), resend once
-    // from the oldest unacknowledged PSN. A lost last packet, ACK or NAK
-    // then costs that instead of the whole timeout, and the retries the
-    // QP allows are still counted by the timer above. Only where it comes
-    // well before the timeout (-u 14, perftest's and the CM's default, 67
-    // ms: 12 ms at 250 Hz; not at -u 10, 4 ms).
     let early = Jiffies::at_least_nsecs(ns / PROBE_FRACTION);
     if early.raw().saturating_mul(2) <= full.raw() {
-        qp.probe_timer.arm_in(qp, early);
+        // A timer armed `n` ticks ahead fires at least `n - 1` ticks later
+        // (`Jiffies::at_least_nsecs`): the probe and the rest together
+        // wait at least the `full - 1` ticks the timeout alone would.
+        let rest = Jiffies::from_raw(full.raw() - early.raw() + 1);
+        Some((early, Some(rest)))
+    } else {
+        Some((full, None))
     }
 }
 
-/// The probe timer's delay, as a fraction of the local ACK timeout.
+/// The probe's delay, as a fraction of the local ACK timeout.
 const PROBE_FRACTION: u64 = 8;
 
 /// modify_qp changed attributes the engines keep a copy of.
@@ -731,20 +752,22 @@ pub(crate) fn step(qp: &Arc<QpShared>) -> TaskProgress {
 
 impl TimerOwner<{ qp::RETRANS_TIMER }> for QpShared {
     fn expired(this: Arc<Self>) {
-        if !this.status().valid {
+        let (valid, timeout) = {
+            let s = this.status();
+            (s.valid, s.attrs.timeout)
+        };
+        if !valid {
             return;
         }
-        this.req.lock().comp.timer_fired();
-        this.kick_completer();
-    }
-}
-
-impl TimerOwner<{ qp::PROBE_TIMER }> for QpShared {
-    fn expired(this: Arc<Self>) {
-        if !this.status().valid {
-            return;
+        if this.probe_due.swap(false, Ordering::Relaxed) {
+            // The probe: the rest of the timeout is still to run.
+            this.req.lock().comp.probe_fired();
+            if let Some((_, Some(rest))) = retransmit_delays(timeout) {
+                this.retrans_timer.arm_in(&this, rest);
+            }
+        } else {
+            this.req.lock().comp.timer_fired();
         }
-        this.req.lock().comp.probe_fired();
         this.kick_completer();
     }
 }
