@@ -552,6 +552,10 @@ fn drive(
     probe: bool,
 ) {
     let pkt = sq.next_response_from(comp.psn);
+    // A run the probe asked for keeps the rest of the timeout, which the
+    // engine armed as the probe expired: pushed back by each such run, it
+    // would never expire while nothing comes.
+    let probed = probe;
     // A response moves things on: no timeout or probe retry this run.
     let probe = probe && pkt.is_none();
     if pkt.is_some() {
@@ -651,7 +655,7 @@ fn drive(
                     req.again = true;
                     St::Done
                 } else {
-                    out.rearm_retransmit = psn_after(req.psn, comp.psn);
+                    out.rearm_retransmit = psn_after(req.psn, comp.psn) && !probed;
                     return;
                 }
             }

@@ -321,11 +321,12 @@ fn probe_resends_without_using_a_retry() {
     assert_eq!(f.comp.retry_cnt, 3);
     assert_eq!(f.sq.events, [Event::ProbeRetry]);
     f.req.need_retry = false;
-    // A second probe in the same stall does nothing; the timer still
-    // retries, and counts.
+    // A second probe in the same stall does nothing, and leaves the rest
+    // of the timeout as it runs (re-armed, it would never expire); the
+    // timeout retries, and counts.
     f.comp.probe_fired();
     let o = f.run();
-    assert!(!f.req.need_retry && o.rearm_retransmit);
+    assert!(!f.req.need_retry && !o.rearm_retransmit && !o.progress);
     f.comp.timer_fired();
     f.run();
     assert!(f.req.need_retry);
