@@ -195,12 +195,12 @@ pub(crate) fn arm_retransmit(qp: &Arc<QpShared>, timeout: u8, only_if_idle: bool
     if qp.qp_type != qp::Type::Rc {
         return;
     }
-    let Some((first, rest)) = retransmit_delays(timeout) else {
-        return;
-    };
     if only_if_idle && qp.retrans_timer.pending() {
         return;
     }
+    let Some((first, rest)) = retransmit_delays(timeout) else {
+        return;
+    };
     qp.probe_due.store(rest.is_some(), Ordering::Relaxed);
     qp.retrans_timer.arm_in(qp, first);
 }
