@@ -86,11 +86,10 @@ perf() {
 # MIB MiB each of SEND, RDMA WRITE and RDMA READ.
 perf ib_send_bw -s 65536 -n $((mib * 16))
 # (perftest wants at least 5 iterations.) Under the heavy profile a 1 MiB
-# message (1024 packets) loses some 100 of them, and a READ's requester
-# drops the responses after a gap and asks again from it only when its
-# retransmit timer fires (as rdma_rxe does): about 100 timeouts per
-# message, more than the program's 900 s for MIB/2 of them. 64 KiB
-# messages keep the same volume inside it.
+# message (1024 packets) loses some 100 of them, each of which has a
+# go-back-N peer (rdma_rxe) resend the rest of the message: more than the
+# program's 900 s for MIB/2 of them. 64 KiB messages keep the same volume
+# inside it.
 if [ "$profile" = heavy ]; then
 	perf ib_write_bw -s 65536 -n $((mib * 16))
 	perf ib_read_bw -s 65536 -n $((mib * 8))
