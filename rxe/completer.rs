@@ -241,10 +241,12 @@ impl cl::Sq for Io<'_> {
 
     #[inline]
     fn next_response_from(&mut self, comp_psn: u32) -> Option<Response> {
-        match self.held.take(comp_psn) {
-            Some(pkt) => Some(self.take(pkt)),
-            None => self.next_response(),
+        if !self.held.is_empty() {
+            if let Some(pkt) = self.held.take(comp_psn) {
+                return Some(self.take(pkt));
+            }
         }
+        self.next_response()
     }
 
     fn hold_response(&mut self, comp_psn: u32) {

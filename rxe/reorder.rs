@@ -92,8 +92,14 @@ impl Reorder {
         Ok(self.held)
     }
 
+    /// Whether it holds nothing: the per-packet test, inlined at the
+    /// callers, which call [`Reorder::take`] only otherwise.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held == 0
+    }
+
     /// The held packet with PSN `next`, taken out; drops those behind it.
-    #[inline]
     pub(crate) fn take(&mut self, next: u32) -> Option<RxPacket> {
         if self.held == 0 {
             return None;

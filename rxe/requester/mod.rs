@@ -22,7 +22,7 @@ pub(crate) use sq::{head_slot, pop_head, Shadow, Track};
 
 use core::sync::atomic::Ordering;
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{ffi::c_ulong, prelude::*, sync::Arc};
 
 use crate::rxe::ah;
 use crate::rxe::counters::{self, Counter};
@@ -217,7 +217,11 @@ pub(crate) fn arm_retransmit(qp: &Arc<QpShared>, timeout: u8, only_if_idle: bool
 fn retransmit_delays(timeout: u8) -> Option<(Jiffies, Option<Jiffies>)> {
     let ns = local_ack_timeout_ns(timeout)?;
     let full = Jiffies::at_least_nsecs(ns);
-    let early = Jiffies::at_least_nsecs(ns / PROBE_FRACTION);
+    // `Jiffies::at_least_nsecs(ns / PROBE_FRACTION)` without a second
+    // conversion: `at_least_nsecs` is whole ticks plus two, and whole
+    // ticks of an eighth are an eighth of the whole ticks.
+    let ticks = full.raw().saturating_sub(2);
+    let early = Jiffies::from_raw(ticks / PROBE_FRACTION + 2);
     if early.raw().saturating_mul(2) <= full.raw() {
         // A timer armed `n` ticks ahead fires at least `n - 1` ticks later
         // (`Jiffies::at_least_nsecs`): the probe and the rest together
@@ -230,7 +234,7 @@ fn retransmit_delays(timeout: u8) -> Option<(Jiffies, Option<Jiffies>)> {
 }
 
 /// The probe's delay, as a fraction of the local ACK timeout.
-const PROBE_FRACTION: u64 = 8;
+const PROBE_FRACTION: c_ulong = 8;
 
 /// modify_qp changed attributes the engines keep a copy of.
 pub(crate) fn modified(qp: &Arc<QpShared>, mask: AttrMask) {

@@ -181,7 +181,7 @@ impl machine::Io for Io<'_> {
 
     #[inline]
     fn peek_next(&mut self, next_psn: u32) -> Option<Request> {
-        if self.head.is_none() {
+        if self.head.is_none() && !self.reorder.is_empty() {
             *self.head = self.reorder.take(next_psn);
         }
         self.peek()
