@@ -43,6 +43,8 @@ pub(super) struct Io<'a> {
     pub(super) gen: u32,
     pub(super) head: &'a mut Option<RxPacket>,
     pub(super) reorder: &'a mut Reorder,
+    /// The head request came out of `reorder`.
+    pub(super) head_held: bool,
     pub(super) wqe: &'a mut WqeHold,
     /// The step's replies, flushed to the device together when it ends.
     pub(super) batch: net::TxBatch<'a, ()>,
@@ -167,6 +169,7 @@ impl machine::Io for Io<'_> {
         loop {
             if self.head.is_none() {
                 *self.head = self.sh.resp_pkts.lock().pop();
+                self.head_held = false;
             }
             let p = self.head.as_ref()?;
             match Request::from_packet(p.info(), p.bytes()) {
@@ -183,6 +186,7 @@ impl machine::Io for Io<'_> {
     fn peek_next(&mut self, next_psn: u32) -> Option<Request> {
         if self.head.is_none() && !self.reorder.is_empty() {
             *self.head = self.reorder.take(next_psn);
+            self.head_held = self.head.is_some();
         }
         self.peek()
     }
@@ -198,11 +202,24 @@ impl machine::Io for Io<'_> {
         }
     }
 
+    fn head_was_held(&self) -> bool {
+        self.head_held
+    }
+
+    fn drop_held(&mut self) {
+        if let Some(p) = self.head.take() {
+            p.consume();
+        }
+        self.head_held = false;
+        self.reorder.clear();
+    }
+
     #[inline]
     fn pop(&mut self) {
         if let Some(p) = self.head.take() {
             p.consume();
         }
+        self.head_held = false;
     }
 
     fn more_queued(&mut self) -> bool {

@@ -465,6 +465,7 @@ impl TaskOwner<{ qp::RESP_TASK }> for QpShared {
                 gen: *gen,
                 head,
                 reorder,
+                head_held: false,
                 wqe,
                 batch: net::TxBatch::new(flow),
                 ndevs: net::NdevCache::new(),

@@ -125,6 +125,12 @@ pub(crate) trait Io {
     fn hold(&mut self, _next_psn: u32) -> Option<usize> {
         None
     }
+    /// Whether the head request came out of the reorder buffer.
+    fn head_was_held(&self) -> bool {
+        false
+    }
+    /// Drops the head request and every request the reorder buffer holds.
+    fn drop_held(&mut self) {}
     /// Drops the head request packet.
     fn pop(&mut self);
     /// The QP went to ERR meanwhile.

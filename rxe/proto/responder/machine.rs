@@ -213,6 +213,22 @@ impl<I: Io> Run<'_, I> {
         true
     }
 
+    /// A held request does not continue the message the requests before it
+    /// left: the peer resent those with other contents than it first sent
+    /// (rdma_rxe's requester can, when a timeout finds a WQE acknowledged
+    /// but not yet retired: it resends it as an empty packet, and every
+    /// later PSN moves by one). What was held belongs to the first
+    /// sending: all of it goes, and a sequence NAK has the peer resend
+    /// from here, as go-back-N would have.
+    fn held_mismatch(&mut self) -> St {
+        self.io.drop_held();
+        self.io.count(Event::OutOfSeqRequest);
+        self.st.sent_psn_nak = true;
+        let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
+        self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
+        St::Done
+    }
+
     /// The state machine from state `s` until the run ends.
     fn drive(&mut self, mut s: St, p: &Request) -> Outcome {
         let r = self;
@@ -220,6 +236,11 @@ impl<I: Io> Run<'_, I> {
             s = match s {
                 St::ChkPsn if rules::ahead(r.st, r.qp, p) && r.hold(p) => St::Done,
                 St::ChkPsn => match check_request(r.st, r.qp, p) {
+                    Check::Error(
+                        RespError::MissingOpcodeFirst
+                        | RespError::MissingOpcodeLastC
+                        | RespError::MissingOpcodeLastD1e,
+                    ) if r.io.head_was_held() => r.held_mismatch(),
                     Check::Drop => St::Cleanup,
                     Check::Duplicate => {
                         r.io.count(Event::DuplicateRequest);

@@ -82,6 +82,8 @@ pub(crate) struct RespModel {
     pub(crate) reorder: u32,
     /// The requests it holds, by PSN.
     pub(crate) held_reqs: BTreeMap<u32, (Request, Vec<u8>)>,
+    /// The head request came out of `held_reqs`.
+    pub(crate) head_held: bool,
 }
 
 impl RespModel {
@@ -146,6 +148,7 @@ impl Io for RespModel {
             .retain(|&psn, _| !crate::proto::psn::psn_before(psn, next_psn));
         if let Some(r) = self.held_reqs.remove(&next_psn) {
             self.reqs.push_front(r);
+            self.head_held = true;
         }
         self.peek()
     }
@@ -160,6 +163,7 @@ impl Io for RespModel {
             return None;
         }
         let r = self.reqs.pop_front()?;
+        self.head_held = false;
         // A second copy leaves the first held.
         self.held_reqs.entry(psn).or_insert(r);
         Some(self.held_reqs.len())
@@ -167,6 +171,19 @@ impl Io for RespModel {
 
     fn pop(&mut self) {
         self.reqs.pop_front();
+        self.head_held = false;
+    }
+
+    fn head_was_held(&self) -> bool {
+        self.head_held
+    }
+
+    fn drop_held(&mut self) {
+        if self.head_held {
+            self.reqs.pop_front();
+        }
+        self.head_held = false;
+        self.held_reqs.clear();
     }
 
     fn more_queued(&mut self) -> bool {

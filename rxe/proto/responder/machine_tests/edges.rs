@@ -568,3 +568,34 @@ fn requests_beyond_a_gap_are_held_until_it_fills() {
     assert_eq!(t.io.acks().len(), 1);
     assert_eq!(t.last_ack().syndrome, nak);
 }
+
+/// A held request that does not continue the message the requests before
+/// it left (the peer resent those with other contents: rdma_rxe's empty
+/// resend of a WQE acknowledged but not retired moves every later PSN by
+/// one): everything held goes, the gap is NAKed, and the QP lives on.
+#[test]
+fn held_requests_of_another_sending_are_dropped() {
+    let mut t = T::new(qp::Type::Rc);
+    t.io.reorder = 64;
+    t.io.rq.extend([4096; 4]);
+    let mut mid = rq(Opcode::RcSendMiddle, 101, 1024);
+    mid.ack_req = false;
+    // First sending: 100 SEND FIRST (lost), 101 MIDDLE, 102 LAST, held.
+    t.send(mid, bytes(1024, 1));
+    t.send(rq(Opcode::RcSendLast, 102, 10), bytes(10, 2));
+    assert_eq!(t.io.held_reqs.len(), 2);
+    t.io.out.clear();
+    // The resend puts an empty SEND ONLY at 100: 101 no longer fits.
+    let o = t.send(rq(Opcode::RcSendOnly, 100, 0), vec![]);
+    assert!(!o.qp_error);
+    assert!(t.io.held_reqs.is_empty() && t.io.reqs.is_empty());
+    assert_eq!(t.st.psn, 101);
+    let nak = Syndrome::Nak(NakCode::PsnSeqError).encode();
+    assert_eq!((t.last_ack().psn, t.last_ack().syndrome), (101, nak));
+    // The resend goes on from 101 and is taken as it comes.
+    t.send(rq(Opcode::RcSendFirst, 101, 1024), bytes(1024, 3));
+    t.send(rq(Opcode::RcSendLast, 102, 10), bytes(10, 4));
+    assert_eq!(t.st.psn, 103);
+    assert_eq!(t.io.cqes.len(), 2);
+    assert_eq!(t.io.cqes[1].0.byte_len, 1034);
+}
