@@ -536,14 +536,7 @@ fn run_wqe<'a>(
             counters::inc(&qp.dev, Counter::ResendSkipped);
             let end = rl::commit(req, &snap.rq, &mut sh.progress, &p);
             next = end;
-            let retire = end
-                && cl::fully_acked(
-                    comp,
-                    &Head {
-                        info: sh.info,
-                        progress: sh.progress,
-                    },
-                );
+            let retire = retires(qp.qp_type, end, comp, sh);
             (
                 Outcome::Sent {
                     retire,
@@ -576,18 +569,7 @@ fn run_wqe<'a>(
                     *odp_give_up = false;
                     let end = rl::commit(req, &snap.rq, &mut sh.progress, &p);
                     next = end;
-                    // UC/UD messages are done once sent. An RC message is
-                    // retired by the response to come, unless the ACKs
-                    // already passed it (a retry resending its tail).
-                    let retire = end
-                        && (qp.qp_type != qp::Type::Rc
-                            || cl::fully_acked(
-                                comp,
-                                &Head {
-                                    info: sh.info,
-                                    progress: sh.progress,
-                                },
-                            ));
+                    let retire = retires(qp.qp_type, end, comp, sh);
                     let clear_held = rl::next_built(req, holding, &p);
                     let hold = rl::may_hold(qp.qp_type, &p);
                     if hold {
@@ -622,6 +604,21 @@ fn run_wqe<'a>(
         *sq_off = off + 1;
     }
     r
+}
+
+/// Whether the WQE `sh`, whose packet just went (its message's last when
+/// `end`), is for the completer to retire now: UC/UD messages are done
+/// once sent; an RC message is retired by the response to come, unless the
+/// ACKs already passed it (a retry resending its tail).
+fn retires(qp_type: qp::Type, end: bool, comp: &cl::State, sh: &Shadow) -> bool {
+    end && (qp_type != qp::Type::Rc
+        || cl::fully_acked(
+            comp,
+            &Head {
+                info: sh.info,
+                progress: sh.progress,
+            },
+        ))
 }
 
 /// Sends a packet the requester built (into the step's batch), and keeps

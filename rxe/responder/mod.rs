@@ -200,11 +200,7 @@ impl QpShared {
     /// Drops the request at the head and those held for reordering
     /// (destroy: the packets keep their device referenced).
     pub(crate) fn resp_forget(&self) {
-        let mut st = self.resp.lock();
-        if let Some(p) = st.head.take() {
-            p.consume();
-        }
-        st.reorder.clear();
+        self.resp.lock().forget();
     }
 
     /// The PSN the responder expects next, which query_qp reports as

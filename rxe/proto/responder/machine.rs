@@ -205,12 +205,23 @@ impl<I: Io> Run<'_, I> {
         };
         self.io.count(Event::ReorderHeld);
         if !self.st.sent_psn_nak && (held >= rules::NAK_AFTER_HELD || p.ack_req) {
-            self.st.sent_psn_nak = true;
-            self.io.count(Event::OutOfSeqRequest);
-            let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
-            self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
+            self.nak_gap();
         }
         true
+    }
+
+    /// NAKs the gap at the expected PSN (counted; no further NAK until the
+    /// expected request comes).
+    fn nak_gap(&mut self) {
+        self.st.sent_psn_nak = true;
+        self.io.count(Event::OutOfSeqRequest);
+        self.send_seq_nak();
+    }
+
+    /// A PSN sequence NAK at the expected PSN.
+    fn send_seq_nak(&mut self) {
+        let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
+        self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
     }
 
     /// A held request does not continue the message the requests before it
@@ -222,10 +233,7 @@ impl<I: Io> Run<'_, I> {
     /// from here, as go-back-N would have.
     fn held_mismatch(&mut self) -> St {
         self.io.drop_held();
-        self.io.count(Event::OutOfSeqRequest);
-        self.st.sent_psn_nak = true;
-        let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
-        self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
+        self.nak_gap();
         St::Done
     }
 
@@ -611,8 +619,7 @@ impl<I: Io> Run<'_, I> {
         let rc = self.qp.qp_type == qp::Type::Rc;
         match e {
             RespError::PsnOutOfSeq => {
-                let syn = Syndrome::Nak(NakCode::PsnSeqError).encode();
-                self.send_ack(Opcode::RcAck, syn, self.st.psn, 0);
+                self.send_seq_nak();
                 St::Cleanup
             }
             RespError::TooManyRdmaAtmReq
