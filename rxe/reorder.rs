@@ -17,8 +17,9 @@
 //!
 //! A buffer holds at most [`CAPACITY`] packets, of the [`WINDOW`] PSNs after
 //! the expected one (room for a reordering of a few milliseconds at the
-//! rates rxe reaches), in slots allocated at the first hold and searched
-//! by PSN (a buffer seldom holds more than a few); all the buffers of a
+//! rates rxe reaches, and the requester's window of 128 PSNs after a
+//! loss), in slots allocated at the first hold and searched by PSN (a
+//! scan of at most [`CAPACITY`] slots per packet taken); all the buffers of a
 //! device hold at most [`DEVICE_LIMIT`] packets (counted in the device's
 //! `reorder_held`). A packet it cannot place is treated as rdma_rxe treats
 //! it. A held packet that a resend overtook (its PSN is behind the
@@ -34,7 +35,7 @@ use crate::rxe::proto::psn::{psn_before, psn_diff};
 use crate::rxe::recv::RxPacket;
 
 /// Packets one buffer holds at most.
-pub(crate) const CAPACITY: usize = 64;
+pub(crate) const CAPACITY: usize = 128;
 
 /// How far beyond the expected PSN a held packet may be.
 pub(crate) const WINDOW: i32 = 1024;

@@ -347,8 +347,11 @@ fn simulate_with(
     } else {
         rng.u32() & PSN_MASK
     };
+    // rxe_rs's responder (with its reorder buffer) coalesces ACKs;
+    // rdma_rxe's (without) does not.
     let mut io = RespModel {
         reorder,
+        coalesce: reorder > 0,
         ..RespModel::default()
     };
     io.mr(KEY_W, BASE_W, 1 << 20, Access::REMOTE);

@@ -223,7 +223,11 @@ impl machine::Io for Io<'_> {
     }
 
     fn more_queued(&mut self) -> bool {
-        !self.sh.resp_pkts.lock().is_empty()
+        !self.reorder.is_empty() || !self.sh.resp_pkts.lock().is_empty()
+    }
+
+    fn holds_requests(&self) -> bool {
+        !self.reorder.is_empty()
     }
 
     #[inline]

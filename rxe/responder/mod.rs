@@ -134,6 +134,7 @@ fn resp_state_init() -> impl Init<rules::State, Error> {
         opcode: None,
         drop_msg: false,
         sent_psn_nak: false,
+        gap_filled: false,
         va: 0,
         rkey: 0,
         resid: 0,

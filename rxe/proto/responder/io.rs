@@ -131,6 +131,10 @@ pub(crate) trait Io {
     }
     /// Drops the head request and every request the reorder buffer holds.
     fn drop_held(&mut self) {}
+    /// Whether the reorder buffer holds requests (beyond a gap).
+    fn holds_requests(&self) -> bool {
+        false
+    }
     /// Drops the head request packet.
     fn pop(&mut self);
     /// The QP went to ERR meanwhile.

@@ -133,7 +133,7 @@ fn run_with(st: &mut rules::State, qp: &RespQp, io: &mut impl Io, predict: bool)
     // The request at the head of the queue, borrowed by every state below.
     let Some(pkt) = r.io.peek_next(r.st.psn) else {
         // The queue ran dry: an ACK held back goes now.
-        r.flush_ack();
+        r.flush_ack_at_dry();
         return Outcome::default();
     };
     let p = &pkt;
@@ -195,16 +195,18 @@ impl<I: Io> Run<'_, I> {
     /// Holds a request beyond a gap (`rules::ahead`) in the reorder buffer
     /// rather than drop it; false when there is no room, and the request
     /// goes on as rdma_rxe takes it (NAKed, or dropped after the NAK).
-    /// The gap is NAKed, once as ever, when [`rules::NAK_AFTER_HELD`]
-    /// requests are held or the request asks for an ACK (the requester
-    /// waits for one, and nothing may follow to reveal the loss);
-    /// reordering fills a gap before either, with no resend.
+    /// The gap is NAKed when [`rules::NAK_AFTER_HELD`] requests are held,
+    /// and at each held request that asks for an ACK (the requester waits
+    /// for one, and nothing may follow to reveal the loss); reordering
+    /// fills a gap before either, with no resend.
     fn hold(&mut self, p: &Request) -> bool {
         let Some(held) = self.io.hold(self.st.psn) else {
             return false;
         };
         self.io.count(Event::ReorderHeld);
-        if !self.st.sent_psn_nak && (held >= rules::NAK_AFTER_HELD || p.ack_req) {
+        // A held request that asks for an ACK gets the NAK again: the
+        // resend of the gap, or the first NAK, may have been lost.
+        if p.ack_req || (!self.st.sent_psn_nak && held >= rules::NAK_AFTER_HELD) {
             self.nak_gap();
         }
         true
@@ -325,6 +327,22 @@ impl<I: Io> Run<'_, I> {
     fn release_mr(&mut self) {
         self.io.release_mr();
         self.mr_held = false;
+    }
+
+    /// [`Run::flush_ack`] when no request is left to run. Where a resend
+    /// filled a NAKed gap and requests beyond another gap are still held,
+    /// the answer is a sequence NAK at that gap, which acknowledges all
+    /// before it as the ACK would: the requester, waiting on the answer to
+    /// its resend, then resends the next gap alone rather than everything
+    /// after the ACK.
+    fn flush_ack_at_dry(&mut self) {
+        let filled = core::mem::take(&mut self.st.gap_filled);
+        if filled && self.st.ack_owed.is_some() && self.io.holds_requests() {
+            self.st.ack_owed = None;
+            self.nak_gap();
+        } else {
+            self.flush_ack();
+        }
     }
 
     /// Sends the ACK held back by [`Run::acknowledge`], if any.
@@ -507,11 +525,14 @@ impl<I: Io> Run<'_, I> {
             return St::Cleanup;
         }
         // A held ACK goes once the requests behind it span
-        // MAX_COALESCED_PSNS, whether or not this one asks for an ACK.
+        // MAX_COALESCED_PSNS, whether or not this one asks for an ACK;
+        // not while requests come out of the reorder buffer, which run at
+        // once: one ACK answers them all.
         if self
             .st
             .ack_owed
             .is_some_and(|o| psn_sub(p.psn, o.first) >= MAX_COALESCED_PSNS)
+            && !self.io.head_was_held()
         {
             self.flush_ack();
         }
@@ -540,6 +561,10 @@ impl<I: Io> Run<'_, I> {
             } else {
                 self.send_ack(Opcode::RcAck, ACK, p.psn, 0);
             }
+        } else if let Some(o) = &mut self.st.ack_owed {
+            // The held ACK covers this request too.
+            o.psn = p.psn;
+            o.msn = self.st.msn;
         }
         St::Cleanup
     }

@@ -255,6 +255,10 @@ pub(crate) struct State {
     pub(crate) drop_msg: bool,
     /// RC: a PSN sequence NAK is out; drop further packets until the expected one.
     pub(crate) sent_psn_nak: bool,
+    /// RC: the expected request came after a sequence NAK asked for it
+    /// (a resend filled the gap), and no ACK went since: the requester
+    /// may wait on its answer alone (see `machine`'s `flush_ack_at_dry`).
+    pub(crate) gap_filled: bool,
     /// The RDMA target of the current request (from the RETH/AtomicETH).
     pub(crate) va: u64,
     pub(crate) rkey: u32,
@@ -282,6 +286,7 @@ impl State {
             opcode: None,
             drop_msg: false,
             sent_psn_nak: false,
+            gap_filled: false,
             va: 0,
             rkey: 0,
             resid: 0,
@@ -318,6 +323,7 @@ impl State {
         self.opcode = None;
         self.drop_msg = false;
         self.sent_psn_nak = false;
+        self.gap_filled = false;
         for r in self.res.iter_mut() {
             r.kind = ResKind::Free;
         }
@@ -477,6 +483,7 @@ pub(crate) fn check_request(st: &mut State, qp: &RespQp, pkt: &Request) -> Check
             if diff < 0 {
                 return Check::Duplicate;
             }
+            st.gap_filled |= st.sent_psn_nak;
             st.sent_psn_nak = false;
         }
         qp::Type::Uc if st.drop_msg || diff != 0 => {

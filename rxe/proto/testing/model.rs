@@ -77,7 +77,7 @@ pub(crate) struct RespModel {
     /// The QP's status changed since the run began ([`Io::status_moved`]).
     pub(crate) status_moved: bool,
     /// A reorder buffer of this many PSNs after the expected one
-    /// ([`Io::hold`], as the driver's, which holds at most 64 requests);
+    /// ([`Io::hold`], as the driver's, which holds at most 128 requests);
     /// none when 0.
     pub(crate) reorder: u32,
     /// The requests it holds, by PSN.
@@ -159,7 +159,7 @@ impl Io for RespModel {
         if ahead <= 0 || ahead as u32 >= self.reorder {
             return None;
         }
-        if self.held_reqs.len() >= 64 && !self.held_reqs.contains_key(&psn) {
+        if self.held_reqs.len() >= 128 && !self.held_reqs.contains_key(&psn) {
             return None;
         }
         let r = self.reqs.pop_front()?;
@@ -187,7 +187,11 @@ impl Io for RespModel {
     }
 
     fn more_queued(&mut self) -> bool {
-        self.coalesce && self.reqs.len() > 1
+        self.coalesce && (self.reqs.len() > 1 || !self.held_reqs.is_empty())
+    }
+
+    fn holds_requests(&self) -> bool {
+        !self.held_reqs.is_empty()
     }
 
     fn qp_in_error(&mut self) -> bool {

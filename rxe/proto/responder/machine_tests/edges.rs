@@ -494,7 +494,7 @@ fn fuzz_run_never_panics() {
 
 /// The reorder buffer: requests beyond a gap are held, unNAKed while they
 /// may be reordering, executed in PSN order once the gap fills; the gap is
-/// NAKed once, when enough are held or a held one asks for an ACK.
+/// NAKed when enough are held, and when a held one asks for an ACK.
 #[test]
 fn requests_beyond_a_gap_are_held_until_it_fills() {
     let mid = |psn| {
@@ -598,4 +598,55 @@ fn held_requests_of_another_sending_are_dropped() {
     assert_eq!(t.st.psn, 103);
     assert_eq!(t.io.cqes.len(), 2);
     assert_eq!(t.io.cqes[1].0.byte_len, 1034);
+}
+
+/// What answers a resend that fills a NAKed gap: the held requests run
+/// behind it under one ACK, or, where another gap holds requests back, a
+/// NAK of that gap; and a held request that asks for an ACK gets the NAK
+/// again while the gap stays open (its resend, or the NAK, may be lost).
+#[test]
+fn a_filled_gap_is_answered_once() {
+    let mid = |psn| {
+        let mut r = rq(Opcode::RcWriteMiddle, psn, 1024);
+        r.ack_req = false;
+        r
+    };
+    let answers =
+        |t: &T| -> Vec<(u32, u8)> { t.io.acks().iter().map(|a| (a.psn, a.syndrome)).collect() };
+    let nak = Syndrome::Nak(NakCode::PsnSeqError).encode();
+    let mut t = T::new(qp::Type::Rc);
+    t.io.reorder = 1024;
+    t.io.coalesce = true;
+    // 100 (WRITE FIRST) is lost: 101..=103 held, the 104 LAST asks for an
+    // ACK and gets the NAK.
+    for psn in 101..104 {
+        t.send(mid(psn), bytes(1024, psn as u8));
+    }
+    t.send(rq(Opcode::RcWriteLast, 104, 1024), bytes(1024, 104));
+    assert_eq!(answers(&t), [(100, nak)]);
+    // 105 is lost too; 106, a WRITE ONLY asking for an ACK, is held and
+    // NAKs the gap at 100 again.
+    t.send(
+        with_reth(rq(Opcode::RcWriteOnly, 106, 8), BASE, 8),
+        bytes(8, 106),
+    );
+    assert_eq!(answers(&t), [(100, nak), (100, nak)]);
+    t.io.out.clear();
+    // The resend of 100 runs 100..=104; 106 stays held beyond 105: one
+    // answer, the NAK of 105 (which acknowledges 100..=104).
+    t.send(
+        with_reth(rq(Opcode::RcWriteFirst, 100, 1024), BASE, 5 * 1024),
+        bytes(1024, 100),
+    );
+    assert_eq!(t.st.psn, 105);
+    assert_eq!(answers(&t), [(105, nak)]);
+    t.io.out.clear();
+    // The resend of 105 runs 105 and 106: one ACK, of 106.
+    t.send(
+        with_reth(rq(Opcode::RcWriteOnly, 105, 8), BASE, 8),
+        bytes(8, 105),
+    );
+    assert_eq!(t.st.psn, 107);
+    assert_eq!(answers(&t), [(106, ack(0, 0).syndrome)]);
+    assert!(t.io.held_reqs.is_empty());
 }
