@@ -332,9 +332,9 @@ impl<I: Io> Run<'_, I> {
     /// [`Run::flush_ack`] when no request is left to run. Where a resend
     /// filled a NAKed gap and requests beyond another gap are still held,
     /// the answer is a sequence NAK at that gap, which acknowledges all
-    /// before it as the ACK would: the requester, waiting on the answer to
-    /// its resend, then resends the next gap alone rather than everything
-    /// after the ACK.
+    /// before it as the ACK would and names what is missing: rdma_rxe's
+    /// requester goes back to it at once rather than resend everything
+    /// in between; rxe_rs's, already resending, skips what it acknowledges.
     fn flush_ack_at_dry(&mut self) {
         let filled = core::mem::take(&mut self.st.gap_filled);
         if filled && self.st.ack_owed.is_some() && self.io.holds_requests() {

@@ -256,8 +256,8 @@ pub(crate) struct State {
     /// RC: a PSN sequence NAK is out; drop further packets until the expected one.
     pub(crate) sent_psn_nak: bool,
     /// RC: the expected request came after a sequence NAK asked for it
-    /// (a resend filled the gap), and no ACK went since: the requester
-    /// may wait on its answer alone (see `machine`'s `flush_ack_at_dry`).
+    /// (a resend filled the gap), and the queue has not run dry since
+    /// (see `machine`'s `flush_ack_at_dry`).
     pub(crate) gap_filled: bool,
     /// The RDMA target of the current request (from the RETH/AtomicETH).
     pub(crate) va: u64,
