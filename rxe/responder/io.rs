@@ -223,7 +223,7 @@ impl machine::Io for Io<'_> {
     }
 
     fn more_queued(&mut self) -> bool {
-        !self.reorder.is_empty() || !self.sh.resp_pkts.lock().is_empty()
+        self.holds_requests() || !self.sh.resp_pkts.lock().is_empty()
     }
 
     fn holds_requests(&self) -> bool {

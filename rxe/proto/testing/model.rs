@@ -187,7 +187,7 @@ impl Io for RespModel {
     }
 
     fn more_queued(&mut self) -> bool {
-        self.coalesce && (self.reqs.len() > 1 || !self.held_reqs.is_empty())
+        self.coalesce && (self.reqs.len() > 1 || self.holds_requests())
     }
 
     fn holds_requests(&self) -> bool {
